@@ -1,0 +1,22 @@
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup demo test test-gpu bench clean
+
+setup:
+	@bash scripts/install.sh
+
+demo: setup
+	$(PY) examples/quickstart.py
+
+test: setup
+	$(PY) -m pytest -q
+
+test-gpu: setup
+	$(PY) -m pytest -q -m gpu
+
+bench: setup
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache
