@@ -1,0 +1,133 @@
+"""Named formats: the usual storage schemes written in the DSL.
+
+Plain attributes are 2-D formats (``NamedFormats.CSR``); families take their parameters
+(``NamedFormats.BSR((2, 3))``, ``NamedFormats.DELTA(8)``, ``NamedFormats.CSF(3)``).  ``COO`` is both:
+``NamedFormats.COO`` is 2-D COO and ``NamedFormats.COO(3)`` the 3-D one.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .expressions import Dimension
+from .formats import Level, LevelFormat as F, LevelProperty as P, TensorFormat
+
+_NAMES = "ijklmnopqrstuvwxyz"
+
+
+def _dims(n: int) -> list[Dimension]:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n > len(_NAMES):
+        raise ValueError(f"rank must be an int in 0..{len(_NAMES)}, got {n!r}")
+    return [Dimension(c) for c in _NAMES[:n]] if n <= 2 else [Dimension(f"d{k}") for k in range(n)]
+
+
+def _dense(n: int) -> TensorFormat:
+    d = _dims(n)
+    return TensorFormat(d, {x: F.DENSE for x in d}, name="Dense" if n != 1 else "DenseVector")
+
+
+def _coo(n: int) -> TensorFormat:
+    if n < 1:
+        raise ValueError("COO needs at least one dimension")
+    d = _dims(n)
+    levels: list[tuple] = [(d[0], (F.COMPRESSED, P.NONUNIQUE) if n > 1 else F.COMPRESSED)]
+    for k in range(1, n):
+        props = (P.NONUNIQUE, P.SOA) if k < n - 1 else P.SOA
+        levels.append((d[k], (F.SINGLETON, props)))
+    return TensorFormat(d, levels, name="COO")
+
+
+def _csf(n: int) -> TensorFormat:
+    d = _dims(n)
+    return TensorFormat(d, {x: F.COMPRESSED for x in d}, name="CSF")
+
+
+def _block(shape: tuple[int, int], by_columns: bool) -> TensorFormat:
+    if (not isinstance(shape, tuple) or len(shape) != 2
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape)):
+        raise ValueError(f"block shape must be a pair of positive ints, got {shape!r}")
+    i, j = _dims(2)
+    m, n = shape
+    outer = [(j // n, F.DENSE), (i // m, F.COMPRESSED)] if by_columns else [(i // m, F.DENSE), (j // n, F.COMPRESSED)]
+    return TensorFormat([i, j], outer + [(i % m, F.DENSE), (j % n, F.DENSE)],
+                        name=f"{'BSC' if by_columns else 'BSR'}{m}x{n}")
+
+
+def _delta(bits: int) -> TensorFormat:
+    i, j = _dims(2)
+    return TensorFormat([i, j], {i: F.DENSE, j: (F.DELTA, bits)}, name=f"DELTA{bits}")
+
+
+def _nm(n: int, m: int) -> TensorFormat:
+    i, j = _dims(2)
+    return TensorFormat([i, j], [(i, F.DENSE), (j // m, F.DENSE), (j % m, (F.STRUCTURED, (n, m)))],
+                        name=f"NM{n}:{m}")
+
+
+class _COOFamily(TensorFormat):
+    """2-D COO that, called with a rank, gives n-D COO."""
+
+    def __call__(self, n: int) -> TensorFormat:
+        return _coo(n)
+
+
+def _named(text: str, name: str) -> TensorFormat:
+    return TensorFormat.parse(text, name=name)
+
+
+class NamedFormats:
+    """The common formats; see the module docstring."""
+
+    Scalar = TensorFormat([], [], name="Scalar")
+    DenseVector = _dense(1)
+    SparseVector = _named("(i) -> (i : compressed)", "SparseVector")
+    Dense: Callable[[int], TensorFormat] = staticmethod(_dense)  # type: ignore[assignment]
+    COO = _COOFamily(_coo(2).dimensions, _coo(2).levels, name="COO")
+    CSR = _named("(i, j) -> (i : dense, j : compressed)", "CSR")
+    CSC = _named("(i, j) -> (j : dense, i : compressed)", "CSC")
+    DCSR = _named("(i, j) -> (i : compressed, j : compressed)", "DCSR")
+    DCSC = _named("(i, j) -> (j : compressed, i : compressed)", "DCSC")
+    CSF: Callable[[int], TensorFormat] = staticmethod(_csf)  # type: ignore[assignment]
+    BSR: Callable[[tuple[int, int]], TensorFormat] = staticmethod(lambda shape: _block(shape, False))  # type: ignore[assignment]
+    BSC: Callable[[tuple[int, int]], TensorFormat] = staticmethod(lambda shape: _block(shape, True))  # type: ignore[assignment]
+    DIAI = _named("(i, j) -> (j - i : compressed, i : range)", "DIAI")
+    DIAJ = _named("(i, j) -> (j - i : compressed, j : range)", "DIAJ")
+    SkewDIAI = _named("(i, j) -> (i + j : compressed, i : range)", "SkewDIAI")
+    SkewDIAJ = _named("(i, j) -> (i + j : compressed, j : range)", "SkewDIAJ")
+    DELTA: Callable[[int], TensorFormat] = staticmethod(_delta)  # type: ignore[assignment]
+    NM: Callable[[int, int], TensorFormat] = staticmethod(_nm)  # type: ignore[assignment]
+    BatchedCSR = _named("(b, i, j) -> (b : batch, i : dense, j : compressed)", "BatchedCSR")
+
+    @classmethod
+    def all(cls) -> dict[str, TensorFormat]:
+        """One instance of every named format (families with typical parameters), by display name."""
+        return {
+            "Scalar": cls.Scalar, "DenseVector": cls.DenseVector, "SparseVector": cls.SparseVector,
+            "Dense(2)": cls.Dense(2), "Dense(3)": cls.Dense(3), "COO": cls.COO, "COO(3)": cls.COO(3),
+            "CSR": cls.CSR, "CSC": cls.CSC, "DCSR": cls.DCSR, "DCSC": cls.DCSC, "CSF(3)": cls.CSF(3),
+            "BSR((2, 3))": cls.BSR((2, 3)), "BSC((2, 2))": cls.BSC((2, 2)),
+            "DIAI": cls.DIAI, "DIAJ": cls.DIAJ, "SkewDIAI": cls.SkewDIAI, "SkewDIAJ": cls.SkewDIAJ,
+            "DELTA(2)": cls.DELTA(2), "NM(2, 4)": cls.NM(2, 4), "BatchedCSR": cls.BatchedCSR,
+        }
+
+    @classmethod
+    def lookup(cls, name: str) -> TensorFormat:
+        """A named format by name, e.g. ``"CSR"``, ``"BSR((2, 3))"``, ``"DELTA(8)"``, ``"COO(3)"``."""
+        table = cls.all()
+        key = name.strip()
+        if key in table:
+            return table[key]
+        import re
+        m = re.fullmatch(r"(\w+)\s*\((.*)\)", key)
+        if m and m.group(1) in ("Dense", "COO", "CSF", "BSR", "BSC", "DELTA", "NM"):
+            nums = [int(x) for x in re.findall(r"\d+", m.group(2))]
+            fam = getattr(cls, m.group(1))
+            if m.group(1) in ("BSR", "BSC") and len(nums) == 2:
+                return fam((nums[0], nums[1]))
+            if m.group(1) == "NM" and len(nums) == 2:
+                return fam(nums[0], nums[1])
+            if len(nums) == 1:
+                return fam(nums[0])
+        raise ValueError(f"unknown format name {name!r}; known: {', '.join(table)}")
+
+
+__all__ = ["NamedFormats", "Level"]

@@ -1,0 +1,46 @@
+"""Element and index types: NumPy/torch dtypes to MLIR type names."""
+from __future__ import annotations
+
+from typing import Any
+
+_MLIR_TYPES = {
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "bool": "i1",
+    "uint8": "i8", "complex64": "complex<f32>", "complex128": "complex<f64>",
+}
+_ALIASES = {v: v for v in _MLIR_TYPES.values()}
+
+
+def dtype_name(dtype: Any) -> str:
+    """Canonical dtype name ("float64", ...) of a NumPy/torch dtype, a type or a string."""
+    text = str(dtype)
+    if text.startswith("torch."):
+        text = text[len("torch."):]
+    if text in ("double",):
+        text = "float64"
+    if text in ("float", "half", "cfloat", "cdouble"):
+        text = {"float": "float32", "half": "float16", "cfloat": "complex64", "cdouble": "complex128"}[text]
+    if text.startswith("<class 'numpy."):
+        text = text[len("<class 'numpy."):-2]
+    return text
+
+
+def mlir_type(dtype: Any) -> str:
+    """MLIR element type of a dtype (``float64`` -> ``f64``); accepts MLIR names too."""
+    text = str(dtype)
+    if text in _ALIASES:
+        return text
+    name = dtype_name(dtype)
+    try:
+        return _MLIR_TYPES[name]
+    except KeyError:
+        raise TypeError(f"dtype {dtype!r} has no MLIR element type (supported: "
+                        f"{', '.join(sorted(_MLIR_TYPES))})") from None
+
+
+def index_width(dtype: Any) -> int:
+    """Bit width of an index dtype (int32 -> 32, int64 -> 64)."""
+    name = dtype_name(dtype)
+    if name not in ("int8", "int16", "int32", "int64"):
+        raise TypeError(f"index buffers must be int8/16/32/64, got {dtype!r}")
+    return int(name[3:])
