@@ -186,6 +186,9 @@ class TensorFormat:
         object.__setattr__(self, "name", name)
         from .format_rules import check_format  # local import: rules need the classes above
         check_format(self)
+        key = self._compute_structure_key()
+        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_hash", hash(key))
 
     # ----- parsing and printing --------------------------------------------------------------
     @classmethod
@@ -214,7 +217,11 @@ class TensorFormat:
 
     # ----- structure ----------------------------------------------------------------------------
     def structure_key(self) -> tuple:
-        """A hashable description of the storage with dimension names replaced by positions."""
+        """A hashable description of the storage with dimension names replaced by positions
+        (what equality, hashing and compile-cache keys use; computed once)."""
+        return self._key  # type: ignore[attr-defined]
+
+    def _compute_structure_key(self) -> tuple:
         index = {d: k for k, d in enumerate(self.dimensions)}
 
         def key(e: Expr) -> Any:
@@ -232,10 +239,10 @@ class TensorFormat:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TensorFormat):
             return NotImplemented
-        return self.structure_key() == other.structure_key()
+        return self is other or self._key == other._key  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash(self.structure_key())
+        return self._hash  # type: ignore[attr-defined]
 
     @property
     def num_dimensions(self) -> int:
