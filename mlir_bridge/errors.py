@@ -13,5 +13,6 @@ class CompileError(RuntimeError):
     def __init__(self, message: str, *, stage: str = "", diagnostics: str = "") -> None:
         full = message if not diagnostics else f"{message}\n{diagnostics.rstrip()}"
         super().__init__(full)
+        self.message = message
         self.stage = stage
         self.diagnostics = diagnostics

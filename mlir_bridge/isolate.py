@@ -1,0 +1,85 @@
+"""Run a worker Job so that a C++ assertion or a segfault becomes a CompileError.
+
+Default: ``os.fork`` a child of this (MLIR-warm) process; ``UST_MLIR_ISOLATION=subprocess``
+or a platform without ``fork`` uses a fresh ``python -m mlir_bridge.worker``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import CompileError
+from .worker import Job, run_and_report
+
+#: Seconds a compile may take before the child is killed.
+TIMEOUT_S = 600
+
+
+def _tail(path: Path, limit: int = 8000) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:]
+    except OSError:
+        return ""
+
+
+def _run_forked(job: Job, outdir: Path) -> int:
+    from . import context  # warm the parent: children inherit the loaded MLIR libraries
+
+    log = os.open(outdir / "log.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with context.MLIR_LOCK:  # never fork while this process is inside MLIR
+        pid = os.fork()
+    if pid == 0:  # child: never returns
+        status = 70
+        try:
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            signal.alarm(TIMEOUT_S)
+            status = run_and_report(job, outdir)
+        finally:
+            os._exit(status)
+    os.close(log)
+    _, wait_status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(wait_status)
+
+
+def _run_subprocess(job: Job, outdir: Path) -> int:
+    with open(outdir / "job.pkl", "wb") as fh:
+        pickle.dump(job, fh)
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+    with open(outdir / "log.txt", "wb") as log:
+        try:
+            proc = subprocess.run([sys.executable, "-m", "mlir_bridge.worker", str(outdir)],
+                                  stdout=log, stderr=log, env=env, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return -signal.SIGKILL
+    return proc.returncode
+
+
+def use_fork() -> bool:
+    return hasattr(os, "fork") and os.environ.get("UST_MLIR_ISOLATION", "fork") != "subprocess"
+
+
+def run_job(job: Job, outdir: Path) -> None:
+    """Run ``job`` isolated; outputs land in ``outdir``. Raises CompileError on any failure."""
+    code = _run_forked(job, outdir) if use_fork() else _run_subprocess(job, outdir)
+    if code == 0:
+        return
+    err_file = outdir / "error.json"
+    if err_file.exists():
+        try:
+            info = json.loads(err_file.read_text())
+            raise CompileError(info["message"], stage=info["stage"], diagnostics=info["diagnostics"])
+        except (ValueError, KeyError):
+            pass
+    stage = _tail(outdir / "progress") or "startup"
+    why = f"signal {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() \
+        else f"exit status {code}"
+    raise CompileError(f"compilation crashed in stage {stage!r} ({why})", stage=stage,
+                       diagnostics=_tail(outdir / "log.txt"))

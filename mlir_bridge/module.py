@@ -1,0 +1,146 @@
+"""Loaded compiled modules and their callable functions (no ``mlir`` import)."""
+from __future__ import annotations
+
+import ctypes
+import struct
+from ctypes import addressof
+from pathlib import Path
+from typing import Any
+
+from .marshal import Marshaller, c_strides
+from .signature import Signature
+
+
+class Function:
+    """A compiled public function. ``fn(*arrays_and_scalars)`` checks, calls, decodes.
+
+    Arguments follow the lowered signature (``fn.signature``), e.g. a CSR argument after
+    ``sparse-assembler`` is ``pos, crd, values``. Arrays: numpy arrays, CPU torch tensors
+    or anything with ``__array_interface__``, C-contiguous, of the exact dtype and rank.
+    Returns None, one value or a tuple; memref results are numpy arrays. Thread-safe.
+    """
+
+    def __init__(self, module: "CompiledModule", sig: Signature, symbol: Any, device: str) -> None:
+        self.module = module  # keeps the shared object loaded
+        self.signature = sig
+        self._m = Marshaller(sig, device)
+        self._cfn = self._m.layout.bind_symbol(symbol)
+
+    @property
+    def name(self) -> str:
+        return self.signature.name
+
+    def __repr__(self) -> str:
+        return f"<Function {self.signature}>"
+
+    def __call__(self, *args: Any) -> Any:
+        m = self._m
+        lay = m.layout
+        if len(args) != len(lay.offsets):
+            raise TypeError(f"@{self.name} takes {len(lay.offsets)} arguments ({self.signature}), "
+                            f"got {len(args)}")
+        buf = lay.buffer_type()
+        base = addressof(buf)
+        cargs: list[Any] = [base] if lay.by_pointer else []
+        vals: list[int] = []
+        inputs: dict[int, Any] = {}
+        for i, a in enumerate(args):
+            off = lay.offsets[i]
+            if off < 0:
+                cargs.append(m.scalar(a, i))
+                continue
+            ptr, shape, keep = m.memref(a, i)
+            vals += (ptr, ptr, 0, *shape, *c_strides(shape))
+            cargs.append(base + off)
+            inputs[ptr] = keep
+        struct.pack_into(lay.args_format, buf, lay.args_base, *vals)
+        ret = self._cfn(*cargs)
+        return m.results(buf, ret, inputs)
+
+    def bind(self, *args: Any) -> "BoundCall":
+        """Prepare a call once (checks, descriptors); ``bound()`` then only runs the kernel."""
+        return BoundCall(self, args)
+
+
+class BoundCall:
+    """A prepared call of a Function: ``bound()`` runs it, ``bound.rebind(i, x)`` swaps argument i.
+
+    Holds references to its arguments. Not thread-safe (one descriptor buffer per object).
+    """
+
+    __slots__ = ("_fn", "_m", "_buf", "_cargs", "_keep", "_ptrs", "_inputs", "_cfn", "_cpos")
+
+    def __init__(self, fn: Function, args: tuple) -> None:
+        m = fn._m
+        lay = m.layout
+        if len(args) != len(lay.offsets):
+            raise TypeError(f"@{fn.name} takes {len(lay.offsets)} arguments, got {len(args)}")
+        self._fn, self._m, self._cfn = fn, m, fn._cfn
+        self._buf = lay.buffer_type()
+        base = addressof(self._buf)
+        first = 1 if lay.by_pointer else 0
+        self._cargs: list[Any] = [base] * first + [
+            base + off if off >= 0 else 0 for off in lay.offsets]
+        self._cpos = first
+        self._keep: list[Any] = [None] * len(args)
+        self._ptrs: list[int | None] = [None] * len(args)
+        self._inputs: dict[int, Any] = {}
+        for i, a in enumerate(args):
+            self._set(i, a)
+        self._refresh()
+
+    def _set(self, i: int, value: Any) -> None:
+        m = self._m
+        off = m.layout.offsets[i]
+        if off < 0:
+            self._cargs[self._cpos + i] = m.scalar(value, i)
+            return
+        ptr, shape, keep = m.memref(value, i)
+        spec = m.sig.args[i]
+        struct.pack_into(f"=QQq{2 * spec.rank}q", self._buf, off, ptr, ptr, 0, *shape, *c_strides(shape))
+        self._keep[i], self._ptrs[i] = keep, ptr
+
+    def _refresh(self) -> None:
+        self._inputs = {p: k for p, k in zip(self._ptrs, self._keep) if p is not None}
+
+    def rebind(self, i: int, value: Any) -> None:
+        """Replace argument ``i`` (checked like a fresh call)."""
+        if not 0 <= i < len(self._keep):
+            raise IndexError(f"@{self._fn.name} has {len(self._keep)} arguments, no argument {i}")
+        self._set(i, value)
+        self._refresh()
+
+    def __call__(self) -> Any:
+        ret = self._cfn(*self._cargs)
+        return self._m.results(self._buf, ret, self._inputs)
+
+
+class CompiledModule:
+    """A loaded shared object with the signatures of its public functions."""
+
+    def __init__(self, so_path: Path, signatures: tuple[Signature, ...], key: str, device: str) -> None:
+        self.path = so_path
+        self.key = key
+        self.device = device
+        self.signatures = {s.name: s for s in signatures}
+        self._lib = ctypes.CDLL(str(so_path), mode=ctypes.RTLD_LOCAL)
+        self._functions: dict[str, Function] = {}
+        for name in self.signatures:  # fail now, not at the first call
+            getattr(self._lib, f"_mlir_ciface_{name}")
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.signatures)
+
+    def function(self, name: str) -> Function:
+        """The public function ``name`` (KeyError lists the available ones)."""
+        fn = self._functions.get(name)
+        if fn is None:
+            if name not in self.signatures:
+                raise KeyError(f"no public function @{name} in this module; have {self.names}")
+            symbol = getattr(self._lib, f"_mlir_ciface_{name}")
+            fn = self._functions[name] = Function(self, self.signatures[name], symbol, self.device)
+        return fn
+
+    def __repr__(self) -> str:
+        return f"<CompiledModule {self.key[:12]} {self.names}>"

@@ -1,0 +1,82 @@
+"""Compilation targets: how LLVM-dialect MLIR becomes a loadable shared object.
+
+A target's build runs in child processes only (``mlir-translate``, ``llc``, ``cc``), so a
+crash in code generation is an error, never a dead interpreter. A GPU target plugs in by
+registering another ``Target`` (e.g. linking ``libmlir_cuda_runtime.so``): the compile,
+cache and call paths do not change.
+"""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import toolchain
+from .errors import CompileError
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where compiled code runs.
+
+    ``device`` is where buffers passed to kernels must live (``"cpu"``); ``cpu``/``triple``
+    go to ``llc`` (``"native"``/``""`` = this host); ``link_libs`` are MLIR runtime
+    libraries linked with ``--as-needed`` (found with an rpath, no environment needed).
+    """
+
+    name: str = "cpu"
+    device: str = "cpu"
+    triple: str = ""
+    cpu: str = "native"
+    opt_level: int = 3
+    link_libs: tuple[str, ...] = ("mlir_c_runner_utils",)
+
+    def fingerprint(self) -> str:
+        """Stable text for cache keys (includes the host CPU when compiling for ``native``)."""
+        host = toolchain.host_fingerprint() if self.cpu == "native" or not self.triple else ""
+        return f"{self.name}|{self.device}|{self.triple}|{self.cpu}|O{self.opt_level}|" \
+               f"{','.join(self.link_libs)}|{host}"
+
+    def build(self, llvm_module: Path, out: Path) -> None:
+        """Translate an LLVM-dialect module (text or bytecode) into the shared object ``out``."""
+        ll, obj = out.with_suffix(".ll"), out.with_suffix(".o")
+        _run("translate", [toolchain.tool("mlir-translate"), "--mlir-to-llvmir", llvm_module, "-o", ll])
+        llc = [toolchain.tool("llc"), f"-O{self.opt_level}", "-relocation-model=pic", "-filetype=obj"]
+        if self.cpu:
+            llc.append(f"-mcpu={self.cpu}")
+        if self.triple:
+            llc.append(f"-mtriple={self.triple}")
+        _run("llc", llc + [ll, "-o", obj])
+        lib = toolchain.runtime_lib_dir()
+        _run("link", ["cc", "-shared", "-o", out, obj, f"-L{lib}", f"-Wl,-rpath,{lib}", "-Wl,--as-needed"]
+             + [f"-l{name}" for name in self.link_libs] + ["-lm"])
+
+
+def _run(stage: str, cmd: list) -> None:
+    try:
+        proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise CompileError(f"{stage} could not run", stage=stage, diagnostics=str(err)) from None
+    if proc.returncode != 0:
+        why = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
+        raise CompileError(f"{stage} failed ({why})", stage=stage,
+                           diagnostics=(proc.stderr or proc.stdout)[-8000:])
+
+
+CPU = Target()
+_TARGETS: dict[str, Target] = {"cpu": CPU}
+
+
+def register_target(target: Target) -> None:
+    """Make ``target`` available by name to ``compile_module(..., target=name)``."""
+    _TARGETS[target.name] = target
+
+
+def get_target(target: "str | Target") -> Target:
+    """The Target named ``target`` (a Target is returned as is)."""
+    if isinstance(target, Target):
+        return target
+    try:
+        return _TARGETS[target]
+    except KeyError:
+        raise ValueError(f"unknown target {target!r}; known: {sorted(_TARGETS)}") from None

@@ -1,0 +1,90 @@
+"""The crash-isolated side of compilation: parse, run stages, write results to a folder.
+
+Runs in a forked child or, where ``fork`` is unavailable, as ``python -m mlir_bridge.worker DIR``
+(the job is pickled in ``DIR/job.pkl``). Outputs in the folder:
+``llvm.mlirbc`` + ``signatures.json`` (mode "compile"), ``stages.json`` (mode "stages"),
+``error.json`` on a reported error, ``progress`` = the stage being run (to name a crash).
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import CompileError
+from .stage import Stage
+
+
+@dataclass(frozen=True)
+class Job:
+    text: str
+    stages: tuple[Stage, ...]
+    mode: str  # "compile" | "stages"
+
+
+def _progress(outdir: Path, name: str) -> None:
+    (outdir / "progress").write_text(name)
+
+
+def execute(job: Job, outdir: Path) -> None:
+    """Run ``job``, writing its outputs into ``outdir`` (raises CompileError)."""
+    from . import context as C
+
+    _progress(outdir, "verify")
+    module = C.parse(job.text, C.new_context())
+    C.mark_c_interface(module)
+    snapshots = [("input", str(module))] if job.mode == "stages" else []
+    sigs, sig_error = {}, None
+    for stage in job.stages:
+        _progress(outdir, stage.name)
+        module = C.run_stage(module, stage)
+        C.mark_c_interface(module)
+        if job.mode == "stages":
+            snapshots.append((stage.name, str(module)))
+            continue
+        try:
+            now = C.read_signatures(module)
+        except CompileError as err:
+            sigs, sig_error = {}, err
+        else:
+            if now:
+                sigs, sig_error = now, None
+    if job.mode == "stages":
+        (outdir / "stages.json").write_text(json.dumps(snapshots))
+        return
+    if sig_error is not None:
+        raise sig_error
+    if not sigs:
+        raise CompileError("the module has no public function to call", stage="signature")
+    _progress(outdir, "write")
+    with open(outdir / "llvm.mlirbc", "wb") as fh:
+        module.operation.write_bytecode(fh)
+    (outdir / "signatures.json").write_text(json.dumps([s.to_json() for s in sigs.values()]))
+
+
+def run_and_report(job: Job, outdir: Path) -> int:
+    """Run ``job``; turn any Python error into ``error.json``. Returns an exit status."""
+    try:
+        execute(job, outdir)
+        return 0
+    except CompileError as err:
+        info = {"message": err.message, "stage": err.stage, "diagnostics": err.diagnostics}
+    except BaseException as err:  # noqa: BLE001 - reported to the parent as a CompileError
+        info = {"message": f"internal error: {type(err).__name__}: {err}", "stage": "internal",
+                "diagnostics": traceback.format_exc()}
+    (outdir / "error.json").write_text(json.dumps(info))
+    return 1
+
+
+def main(argv: list[str]) -> int:
+    outdir = Path(argv[1])
+    with open(outdir / "job.pkl", "rb") as fh:
+        job = pickle.load(fh)
+    return run_and_report(job, outdir)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
