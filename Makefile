@@ -1,5 +1,6 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
+export VENV
 
 .PHONY: setup demo test test-gpu bench clean
 
