@@ -72,6 +72,8 @@ def compile_module(text: str, pipeline: PipelineArg, *, target: "str | Target" =
         owner = fut is None
         if owner:
             fut = _inflight[key] = Future()
+        else:  # another thread is compiling this key: share its result
+            _stats["memory_hits"] += 1
     if not owner:
         return fut.result()
     try:

@@ -5,6 +5,7 @@ or a platform without ``fork`` uses a fresh ``python -m mlir_bridge.worker``.
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import pickle
@@ -36,6 +37,7 @@ def _run_forked(job: Job, outdir: Path) -> int:
     if pid == 0:  # child: never returns
         status = 70
         try:
+            faulthandler.disable()  # the parent's handler would write into its own stderr
             os.dup2(log, 1)
             os.dup2(log, 2)
             signal.alarm(TIMEOUT_S)
