@@ -29,7 +29,9 @@ def _tail(path: Path, limit: int = 8000) -> str:
 
 
 def _run_forked(job: Job, outdir: Path) -> int:
-    from . import context  # warm the parent: children inherit the loaded MLIR libraries
+    # Warm the parent: children inherit loaded MLIR libraries and need no imports of their own
+    # (a module lock held by another thread at fork time would deadlock a child's import).
+    from . import context, transforms  # noqa: F401
 
     log = os.open(outdir / "log.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with context.MLIR_LOCK:  # never fork while this process is inside MLIR
