@@ -1,0 +1,89 @@
+"""Typed views the emitters share: dense right-hand-side blocks and index buffers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .builder import FuncBuilder
+
+FLOAT_TYPES = ("f32", "f64")
+INDEX_WIDTHS = (32, 64)
+
+
+@dataclass(frozen=True)
+class Block:
+    """``nrhs`` dense columns of element type ``elem`` stored row-major (``n x nrhs``).
+
+    One row is a scalar (``nrhs == 1``, ``memref<?xf64>``) or a vector (``memref<?xRxf64>``,
+    loaded as ``vector<Rxf64>``), so one emitter serves single and multiple right-hand sides.
+    """
+
+    elem: str
+    nrhs: int = 1
+
+    def __post_init__(self) -> None:
+        if self.elem not in FLOAT_TYPES:
+            raise ValueError(f"element type must be one of {FLOAT_TYPES}, got {self.elem!r}")
+        if not isinstance(self.nrhs, int) or self.nrhs < 1:
+            raise ValueError(f"nrhs must be a positive int, got {self.nrhs!r}")
+
+    @property
+    def memref(self) -> str:
+        return f"memref<?x{self.elem}>" if self.nrhs == 1 else f"memref<?x{self.nrhs}x{self.elem}>"
+
+    @property
+    def row(self) -> str:
+        """Type of one row."""
+        return self.elem if self.nrhs == 1 else f"vector<{self.nrhs}x{self.elem}>"
+
+    def load(self, f: FuncBuilder, mem: str, i: str) -> str:
+        if self.nrhs == 1:
+            return f.load(mem, i, self.memref)
+        return f.op(f"vector.load {mem}[{i}, {f.c(0)}] : {self.memref}, {self.row}")
+
+    def store(self, f: FuncBuilder, value: str, mem: str, i: str) -> None:
+        if self.nrhs == 1:
+            f.store(value, mem, i, self.memref)
+        else:
+            f.emit(f"vector.store {value}, {mem}[{i}, {f.c(0)}] : {self.memref}, {self.row}")
+
+    def splat(self, f: FuncBuilder, scalar: str) -> str:
+        """A row with every entry ``scalar`` (of type ``elem``)."""
+        if self.nrhs == 1:
+            return scalar
+        return f.op(f"vector.broadcast {scalar} : {self.elem} to {self.row}")
+
+    def zero(self, f: FuncBuilder) -> str:
+        z = f.c(0.0, self.elem)
+        return z if self.nrhs == 1 else f.op(f"arith.constant dense<0.0> : {self.row}")
+
+
+@dataclass(frozen=True)
+class IndexBuf:
+    """An index buffer of ``width`` bits (``memref<?xi32>``/``memref<?xi64>``), read as ``index``."""
+
+    width: int
+
+    def __post_init__(self) -> None:
+        if self.width not in INDEX_WIDTHS:
+            raise ValueError(f"index width must be one of {INDEX_WIDTHS}, got {self.width!r}")
+
+    @property
+    def memref(self) -> str:
+        return f"memref<?xi{self.width}>"
+
+    def load(self, f: FuncBuilder, mem: str, i: str) -> str:
+        v = f.load(mem, i, self.memref)
+        return f.cast("arith.index_cast", v, f"i{self.width}", "index")
+
+
+def vec(elem: str) -> str:
+    """``memref<?xelem>``."""
+    return f"memref<?x{elem}>"
+
+
+def to_f64(f: FuncBuilder, v: str, elem: str) -> str:
+    return f.cast("arith.extf", v, elem, "f64")
+
+
+def from_f64(f: FuncBuilder, v: str, elem: str) -> str:
+    return f.cast("arith.truncf", v, "f64", elem)
