@@ -54,9 +54,9 @@ def _run_forked(job: Job, outdir: Path) -> int:
 def _run_subprocess(job: Job, outdir: Path) -> int:
     with open(outdir / "job.pkl", "wb") as fh:
         pickle.dump(job, fh)
-    env = dict(os.environ)
+    # The worker must import what the parent can (the bridge, and modules defining stage callbacks).
     root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in sys.path if p]))
     with open(outdir / "log.txt", "wb") as log:
         try:
             proc = subprocess.run([sys.executable, "-m", "mlir_bridge.worker", str(outdir)],

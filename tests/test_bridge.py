@@ -244,3 +244,32 @@ def test_pipeline_options_in_description():
     fn = mb.compile_module(spmv(7, 5), p).function("spmv")
     a = random_csr(7, 5, 0.5, seed=8)
     np.testing.assert_allclose(fn(*csr_buffers(a), np.ones(5), np.zeros(7)), a @ np.ones(5))
+
+
+def _add_to_sub(text: str) -> str:
+    return text.replace("arith.addf", "arith.subf")
+
+
+def test_text_stage_at_hook_changes_code_and_key():
+    text = spmv(4, 4, name="spmv_hooked")
+    plain = mb.compile_module(text, PIPE)
+    register_pass("before_sparsification", _add_to_sub, name="add-to-sub")
+    try:
+        hooked = mb.compile_module(text, PIPE)
+    finally:
+        unregister_pass("before_sparsification", "add-to-sub")
+    assert hooked is not plain and hooked.key != plain.key
+    a = random_csr(4, 4, 0.6, seed=6)
+    x = np.arange(4.0)
+    np.testing.assert_allclose(hooked.function("spmv_hooked")(*csr_buffers(a), x, np.zeros(4)), -(a @ x))
+    np.testing.assert_allclose(plain.function("spmv_hooked")(*csr_buffers(a), x, np.zeros(4)), a @ x)
+    assert mb.compile_module(text, PIPE) is plain
+
+
+def test_stage_validation():
+    with pytest.raises(ValueError, match="exactly one"):
+        mb.Stage("x")
+    with pytest.raises(ValueError, match="builtin.module"):
+        mb.Stage("x", passes="canonicalize")
+    with pytest.raises(ValueError, match="duplicate"):
+        mb.compile_module(spmv(2, 2), [mb.Stage("a", passes="builtin.module(cse)")] * 2)
