@@ -196,6 +196,8 @@ def test_sparsifier_assertion_is_a_compile_error():
         mb.compile_module(DIA_SPMV, PIPE)
     assert info.value.stage == "sparsify"
     assert "Assertion" in info.value.diagnostics
+    with pytest.raises(mb.CompileError, match="crashed in stage 'sparsify'"):
+        mb.lower_stages(DIA_SPMV, PIPE)
 
 
 def test_invalid_ir_reports_diagnostics():
