@@ -14,6 +14,7 @@ from .named_formats import NamedFormats
 # Public names provided by submodules, loaded on first access (PEP 562).
 _LAZY: dict[str, str] = {}
 
+_LAZY.update({"Tensor": ".tensor", "validate": ".validate"})  # storage (frontend.tensor)
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)

@@ -1,19 +1,61 @@
 """The universal sparse tensor: a format, dimension extents, per-level buffers and values.
 
 Storage layout (the contract every module relies on):
-- ``tensor_format``: a :class:`TensorFormat`; ``shape``: dimension extents.
+- ``tensor_format``: a :class:`TensorFormat`; ``shape``: dimension extents; ``levels``: level extents
+  (``TensorFormat.level_extents``).  Level coordinates run over ``[off, off + extent)`` with ``off`` from
+  ``TensorFormat.diagonal_offset`` (negative only for ``j - i`` levels); buffers hold them as they are.
 - ``_pos[k]`` / ``_crd[k]``: the positions / coordinates buffer of level ``k`` or ``None`` when the level
-  has none (``Level.has_positions`` / ``has_coordinates``). All index buffers share ``index_type``.
-- ``_val``: for formats with a sparse level, a 1-D buffer of the stored values (padding included, in
-  storage order); for all-dense formats, an n-D C-contiguous array whose axes are the levels.
+  has none (``Level.has_positions`` / ``has_coordinates``).  Index buffers are 1-D, contiguous and share
+  ``index_type`` (int32 or int64), except a delta level's ``crd`` (below).  Per level kind, with ``P`` the
+  number of positions of the parent level (1 above level 0) and ``E`` the level extent:
+  * dense / batch: no buffers; ``P * E`` positions, position ``p * E + (c - off)``.
+  * compressed: ``pos`` has ``P + 1`` entries, ``pos[0] == 0``, non-decreasing, ``pos[-1] == len(crd)``;
+    ``crd[pos[p]:pos[p+1]]`` are parent ``p``'s coordinates (strictly increasing for ordered unique
+    levels, non-decreasing for ordered nonunique ones).  A nonunique level followed by singleton levels
+    (COO) stores one position per distinct coordinate tuple of itself and those singletons.
+  * loose_compressed: ``pos`` has ``2 * P`` entries ``[lo0, hi0, lo1, hi1, ...]``; children of ``p`` are
+    ``crd[lo_p:hi_p]``; ``len(crd)`` positions.
+  * singleton: ``crd`` has one coordinate per parent position (``P`` entries).
+  * range (the plain dimension after a diagonal level ``j - i`` / ``i + j``): no buffers; like dense, every
+    coordinate ``0..E-1`` of that dimension for each diagonal, so DIA-J is scipy's ``dia.data`` layout;
+    entries whose other dimension falls outside the tensor are zero padding (a kernel may skip them).
+  * delta(b): ``pos`` as compressed; ``crd`` holds gaps in the narrowest unsigned type with ``b`` bits
+    (uint8 for b <= 8, uint16 for b <= 16, uint32 above; kernels zero-extend): each stored coordinate is
+    the previous stored coordinate of its parent plus gap plus one, the first one is its gap (= its
+    coordinate).  Where a gap would exceed ``2**b - 1``, zero-valued padding entries are stored every
+    ``2**b`` coordinates.  Padding restarts with every parent.
+  * structured[n, m]: exactly ``n`` slots per group of ``m`` coordinates (one group per parent for
+    ``j % m``, ``ceil(E / m)`` for a plain dimension); ``crd`` holds the in-group coordinate (``0..m-1``),
+    strictly increasing within a group; empty slots are zero padding at the smallest free coordinates.
+- ``_val``: for formats with a sparse level, the values of the last level's positions (padding included,
+  in storage order), 1-D or with trailing axes read in C order (torch hybrid layouts: ``(nnz, *dense)``);
+  for all-dense formats an n-D C-contiguous array whose axes are the levels (F-ordered dense data is the
+  permuted dense format ``(i, j) -> (j : dense, i : dense)`` over ``array.T``).
+- Leading batch levels: every buffer of the levels after them carries the batch axes first:
+  ``pos[k]`` is ``(*batch, len)``, ``crd[k]`` and ``_val`` ``(*batch, cap)``; each batch is stored like an
+  unbatched tensor of the remaining levels; batches with fewer entries leave trailing slots unused
+  (positions padded with their last value, coordinates and values with zeros).
 - Buffers are NumPy arrays on the CPU (torch CPU tensors are viewed through ``.numpy()``, sharing memory),
   and torch/CuPy arrays on a GPU device.  ``package`` remembers where the tensor came from.
+- Validation (``frontend.validate.validate``) is remembered per buffer set (``buffer_key``); mutating a
+  buffer's contents in place after validation is the caller's responsibility.
+- Zeros: conversion from a padded format (all-dense, block fill, diagonal fill, delta gaps, structured
+  slots) keeps only nonzeros; explicit zeros of unpadded formats (COO, CSR, CSC, DCSR, CSF) are kept;
+  ``drop_zeros=True`` drops every zero.  Duplicates are summed when the target format is unique.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .formats import TensorFormat
+import numpy as np
+
+from .formats import LevelFormat, TensorFormat
+
+
+def _np_dtype(x: Any) -> np.dtype:
+    """NumPy dtype of a NumPy/torch/CuPy array."""
+    dt = x.dtype
+    return np.dtype(str(dt).replace("torch.", "")) if not isinstance(dt, np.dtype) else dt
 
 
 class Tensor:
@@ -36,10 +78,43 @@ class Tensor:
         self._pos = list(pos)
         self._crd = list(crd)
         self._val = values
-        self.index_type = index_type
+        self.index_type = self._infer_index_type() if index_type is None else np.dtype(index_type)
         self.package = package
         self.device = device
         self._source = source  # keeps the package object alive and lets to_package() return it
+        self._validated: tuple | None = None  # buffer_key() of the last successful validation
+
+    def _infer_index_type(self) -> np.dtype:
+        for k, lv in enumerate(self.tensor_format.levels):
+            for b in (self._pos[k], None if lv.format is LevelFormat.DELTA else self._crd[k]):
+                if b is not None:
+                    return _np_dtype(b)
+        return np.dtype(np.int64)
+
+    # ----- construction -----------------------------------------------------------------------------
+    @classmethod
+    def from_buffers(cls, tensor_format: TensorFormat, shape: Sequence[int], pos: Any = None,
+                     crd: Any = None, values: Any = None, index_type: Any = None, **kwargs: Any) -> "Tensor":
+        """A tensor over raw level buffers, validated (``ValueError``/``TypeError`` naming the level and
+        problem).  ``pos``/``crd``: per-level lists with ``None`` where a level has none, or dicts
+        ``level -> array``.  Buffers are used as given (no copy)."""
+        if values is None:
+            raise TypeError("from_buffers needs values")
+        n = tensor_format.num_levels
+        t = cls(tensor_format, shape, _per_level(pos, n, "pos"), _per_level(crd, n, "crd"), values,
+                index_type=index_type, **kwargs)
+        from .validate import validate
+        validate(t)
+        return t
+
+    @classmethod
+    def from_dense(cls, array: Any, tensor_format: TensorFormat | None = None, **convert_args: Any) -> "Tensor":
+        """A dense tensor holding a copy of ``array`` (C order), converted to ``tensor_format`` if given."""
+        from .named_formats import NamedFormats
+        arr = np.array(array, order="C", copy=True)
+        t = cls(NamedFormats.Dense(arr.ndim) if arr.ndim else NamedFormats.Scalar, arr.shape,
+                [None] * arr.ndim, [None] * arr.ndim, arr)
+        return t if tensor_format is None else t.convert(tensor_format, **convert_args)
 
     # ----- accessors ---------------------------------------------------------------------------------
     def pos(self, level: int) -> Any:
@@ -69,15 +144,145 @@ class Tensor:
 
     @property
     def nse(self) -> int:
-        """Number of stored entries (padding included)."""
-        v = self._val
-        if self.tensor_format.is_dense:
-            size = 1
-            for s in v.shape:
-                size *= int(s)
-            return size
-        return int(v.shape[0])
+        """Number of stored values (padding and unused batch slots included)."""
+        size = 1
+        for s in self._val.shape:
+            size *= int(s)
+        return size
 
     @property
     def is_sparse(self) -> bool:
         return not self.tensor_format.is_dense
+
+    def buffers(self) -> list[Any]:
+        """Every buffer in MLIR sparse-assembler order: per level pos then crd where present, then values."""
+        out: list[Any] = []
+        for p, c in zip(self._pos, self._crd):
+            out += [b for b in (p, c) if b is not None]
+        return out + [self._val]
+
+    def buffer_key(self) -> tuple:
+        """Identity of the buffer set (id, data pointer, shape, dtype of each buffer)."""
+        from .storage import data_pointer
+        return (self.tensor_format.structure_key(), self.shape) + tuple(
+            (id(b), data_pointer(b), tuple(b.shape), str(b.dtype)) for b in self.buffers())
+
+    # ----- conversion ----------------------------------------------------------------------------------
+    def convert(self, tensor_format: TensorFormat | None = None, index_type: Any = None, dtype: Any = None,
+                drop_zeros: bool = False) -> "Tensor":
+        """This tensor in another format / index type / value type (a new CPU tensor)."""
+        from .convert import convert
+        return convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros)
+
+    def to_dense(self) -> np.ndarray:
+        """A NumPy dense array (C order) of the tensor's contents."""
+        from .convert import coordinates
+        dims, vals = coordinates(self)
+        out = np.zeros(self.shape, dtype=_np_dtype(self._val))
+        if self.ndim == 0:
+            return np.asarray(vals.sum(), dtype=out.dtype) if len(vals) else out
+        np.add.at(out, tuple(dims), vals)
+        return out
+
+    def get_value(self, index: Sequence[int]) -> Any:
+        """The value stored at dimension coordinates ``index`` (padding zeros count as stored), or None."""
+        from .lookup import get_value
+        return get_value(self, index)
+
+    def clone(self) -> "Tensor":
+        """A deep copy (same format, buffers copied)."""
+        from .storage import to_host
+        cp = (lambda b: None if b is None else to_host(b).copy())
+        t = Tensor(self.tensor_format, self.shape, [cp(p) for p in self._pos], [cp(c) for c in self._crd],
+                   cp(self._val), index_type=self.index_type)
+        t._validated = t.buffer_key() if self._validated is not None else None
+        return t
+
+    def copy_(self, src: "Tensor") -> "Tensor":
+        """Copies ``src``'s contents into this tensor (its format, index and value types are kept).  Values
+        are written in place when the sparsity structure is unchanged; otherwise the buffers are replaced."""
+        if tuple(src.shape) != self.shape:
+            raise ValueError(f"copy_: shape {tuple(src.shape)} does not match {self.shape}")
+        new = src.convert(self.tensor_format, index_type=self.index_type, dtype=_np_dtype(self._val))
+        same = (np.shape(new.val) == tuple(self._val.shape) and all(
+            (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+            for a, b in zip(new._pos + new._crd, self._pos + self._crd)))
+        if same:
+            from .storage import to_host
+            to_host(self._val)[...] = new.val.reshape(self._val.shape)
+        else:
+            self._pos, self._crd, self._val = new._pos, new._crd, new._val
+            self._validated = new._validated
+        return self
+
+    def __repr__(self) -> str:
+        from .display import describe
+        return describe(self)
+
+
+def _per_level(bufs: Any, n: int, name: str) -> list[Any]:
+    """Per-level buffer list from ``None``, a list (``None`` where absent) or a dict ``level -> array``."""
+    if bufs is None:
+        return [None] * n
+    if isinstance(bufs, dict):
+        bad = [k for k in bufs if not isinstance(k, int) or not 0 <= k < n]
+        if bad:
+            raise ValueError(f"{name}: level {bad[0]!r} is not a level of a {n}-level format")
+        return [bufs.get(k) for k in range(n)]
+    bufs = list(bufs)
+    if len(bufs) != n:
+        raise ValueError(f"{name}: expected {n} entries (one per level, None where a level has none), "
+                         f"got {len(bufs)}")
+    return bufs
+
+
+# ----- interop, files and drawing: thin delegations (frontend.interop / fileio / draw own the logic) -----
+def _from_package(cls: type, x: Any) -> Tensor:
+    """A Tensor sharing the buffers of a NumPy/SciPy/torch/CuPy object (see :mod:`frontend.interop`)."""
+    from .interop import from_package
+    return from_package(x)
+
+
+def _to_package(self: Tensor, package: str | None = None) -> Any:
+    """An object of ``package`` (default: the source's) sharing this tensor's buffers."""
+    from .interop import to_package
+    return to_package(self, package)
+
+
+def _from_file(cls: type, path: Any, **kwargs: Any) -> Tensor:
+    """A COO tensor read from a Matrix Market ``.mtx`` or FROSTT ``.tns`` file (:mod:`frontend.fileio`)."""
+    from .fileio import read
+    return read(path, **kwargs)
+
+
+def _to_file(self: Tensor, path: Any, **kwargs: Any) -> None:
+    """Writes the tensor as Matrix Market ``.mtx`` or FROSTT ``.tns`` (by extension)."""
+    from .fileio import write
+    write(self, path, **kwargs)
+
+
+def _draw(self: Tensor, path: Any, **kwargs: Any) -> Any:
+    """Draws the contents (1-D to 3-D) as a grid, stored entries shaded (:mod:`frontend.draw`)."""
+    from .draw import draw
+    return draw(self, path, **kwargs)
+
+
+def _draw_storage(self: Tensor, path: Any, **kwargs: Any) -> Any:
+    """Draws the level buffers as rows of cells, padding zeros marked."""
+    from .draw import draw_storage
+    return draw_storage(self, path, **kwargs)
+
+
+def _draw_raw(self: Tensor, path: Any, **kwargs: Any) -> Any:
+    """Draws the nonzero pattern of a large 2-D/3-D tensor as a density image."""
+    from .draw import draw_raw
+    return draw_raw(self, path, **kwargs)
+
+
+Tensor.from_package = classmethod(_from_package)  # type: ignore[attr-defined]
+Tensor.to_package = _to_package  # type: ignore[attr-defined]
+Tensor.from_file = classmethod(_from_file)  # type: ignore[attr-defined]
+Tensor.to_file = _to_file  # type: ignore[attr-defined]
+Tensor.draw = _draw  # type: ignore[attr-defined]
+Tensor.draw_storage = _draw_storage  # type: ignore[attr-defined]
+Tensor.draw_raw = _draw_raw  # type: ignore[attr-defined]

@@ -1,0 +1,144 @@
+"""Writing storage: level buffers from entries given as sorted level coordinates and values.
+
+One generic, vectorized builder: entries come sorted lexicographically by level coordinates (and
+without duplicates when the format is unique); each level assigns positions to them from their
+parent positions.  Padding (dense expansion, delta gap entries, empty structured slots) is simply
+positions no entry lands on: the values buffer starts as zeros.  Batch levels are handled by the caller.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .formats import Level, LevelFormat
+from .storage import delta_crd_dtype, structured_groups
+
+
+def _changes(c: np.ndarray) -> np.ndarray:
+    """``True`` where an entry's coordinate differs from the previous entry's (and at entry 0)."""
+    out = np.ones(len(c), dtype=bool)
+    if len(c) > 1:
+        np.not_equal(c[1:], c[:-1], out=out[1:])
+    return out
+
+
+def _counts(parents: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Positions buffer from the parent of every child (children sorted by parent)."""
+    cnt = np.bincount(parents, weights=weights, minlength=n).astype(np.int64)
+    return np.concatenate(([0], np.cumsum(cnt)))
+
+
+def _singleton_run(levels: Sequence[Level], k: int) -> range:
+    """Indices of the singleton levels directly after level ``k``."""
+    end = k + 1
+    while end < len(levels) and levels[end].format is LevelFormat.SINGLETON:
+        end += 1
+    return range(k + 1, end)
+
+
+def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Sequence[int],
+                    coords: Sequence[np.ndarray], values: np.ndarray, keep_duplicates: bool,
+                    index_type: Any) -> tuple[list[np.ndarray | None], list[np.ndarray | None], np.ndarray]:
+    """``(pos, crd, values)`` of the levels holding the given entries (sorted by level coordinates)."""
+    n = len(values)
+    idx_t = np.dtype(index_type)
+    par = np.zeros(n, dtype=np.int64)  # position of each entry at the current level
+    nparents = 1
+    new = np.zeros(n, dtype=bool)      # entry starts a new position at the current level
+    new[:1] = True
+    diffs = [_changes(c) for c in coords]
+    dup = np.zeros(n, dtype=bool)  # entry repeats the previous one (kept only in nonunique formats)
+    if keep_duplicates and diffs:
+        dup = ~np.logical_or.reduce(diffs)
+    pos: list[np.ndarray | None] = [None] * len(levels)
+    crd: list[np.ndarray | None] = [None] * len(levels)
+    for k, lv in enumerate(levels):
+        e, off, f = int(extents[k]), int(offsets[k]), lv.format
+        c = coords[k]
+        starts = new | diffs[k]
+        if lv.is_dense_like or f is LevelFormat.RANGE:
+            par = par * e + (c - off)
+            nparents *= e
+            new = starts
+        elif f in (LevelFormat.COMPRESSED, LevelFormat.LOOSE_COMPRESSED):
+            if not lv.unique:  # a nonunique level stores its singleton followers' coordinates once each
+                for s in _singleton_run(levels, k):
+                    starts = starts | diffs[s]
+                starts = starts | dup
+            seg = np.cumsum(starts) - 1
+            p = _counts(par[starts], nparents)
+            if f is LevelFormat.LOOSE_COMPRESSED:
+                pairs = np.empty(2 * nparents, dtype=np.int64)
+                pairs[0::2], pairs[1::2] = p[:-1], p[1:]
+                p = pairs
+            pos[k], crd[k] = p, c[starts]
+            par, nparents, new = seg, int(starts.sum()), starts
+        elif f is LevelFormat.SINGLETON:
+            if np.any(starts & ~new):
+                bad = int(np.argmax(starts & ~new))
+                raise ValueError(f"level {k} ({lv.render()}): a singleton level stores one coordinate per "
+                                 f"parent, but parent position {int(par[bad])} has several")
+            out = np.zeros(nparents, dtype=np.int64)  # parents without entries (padding) get coordinate 0
+            out[par[starts]] = c[starts]
+            crd[k] = out
+        elif f is LevelFormat.DELTA:
+            par, nparents, pos[k], crd[k] = _delta(lv, par, nparents, c, starts)
+            new = starts
+        elif f is LevelFormat.STRUCTURED:
+            par, nparents, crd[k] = _structured(k, lv, e, par, nparents, c, starts)
+            new = starts
+        else:  # pragma: no cover - every LevelFormat is handled above
+            raise ValueError(f"level {k}: unknown level format {f}")
+    out_values = np.zeros(nparents, dtype=values.dtype)
+    out_values[par] = values
+    pos = [None if p is None else p.astype(idx_t, copy=False) for p in pos]
+    crd = [c if c is None or levels[k].format is LevelFormat.DELTA else c.astype(idx_t, copy=False)
+           for k, c in enumerate(crd)]
+    return pos, crd, out_values
+
+
+def _delta(lv: Level, par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndarray
+           ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """A delta level: gaps to the previous stored coordinate of the parent (minus one), with zero
+    padding entries inserted where a gap exceeds ``2**bits - 1``."""
+    bits = lv.bits  # type: ignore[assignment]
+    sp, sc = par[starts], c[starts]
+    prev = np.empty_like(sc)
+    if len(sc):
+        prev[0] = -1
+        prev[1:] = sc[:-1]
+        prev[_changes(sp)] = -1
+    gap = sc - prev - 1
+    npad = gap >> bits
+    width = npad + 1
+    real = np.cumsum(width) - 1
+    total = int(real[-1]) + 1 if len(real) else 0
+    gaps = np.full(total, (1 << bits) - 1, dtype=delta_crd_dtype(bits))
+    gaps[real] = gap - (npad << bits)
+    p = _counts(sp, nparents, weights=width)
+    return real[np.cumsum(starts) - 1], total, p, gaps
+
+
+def _structured(k: int, lv: Level, e: int, par: np.ndarray, nparents: int, c: np.ndarray,
+                starts: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """A structured n:m level: exactly n slots per group of m coordinates, empty slots padded with the
+    smallest free in-group coordinates (so coordinates stay increasing in every group)."""
+    n, m = lv.structure  # type: ignore[misc]
+    groups = structured_groups(lv, e)
+    sp, sc = par[starts], c[starts]
+    grp, within = sp * groups + sc // m, sc % m
+    ngroups = nparents * groups
+    cnt = np.bincount(grp, minlength=ngroups)
+    if len(cnt) and int(cnt.max()) > n:
+        g = int(np.argmax(cnt > n))
+        raise ValueError(f"level {k} ({lv.render()}): group {g % groups} of parent position {g // groups} "
+                         f"holds {int(cnt[g])} entries, more than n={n} of every m={m}")
+    occ = np.zeros((ngroups, m), dtype=bool)
+    occ[grp, within] = True
+    free = ~occ
+    sel = occ | (free & (np.cumsum(free, axis=1) <= (n - cnt)[:, None]))
+    slot = np.cumsum(sel, axis=1) - 1
+    real = grp * n + slot[grp, within]
+    crd = np.nonzero(sel)[1].astype(np.int64)
+    return real[np.cumsum(starts) - 1], ngroups * n, crd

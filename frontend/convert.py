@@ -1,0 +1,206 @@
+"""Conversion between any two formats: storage -> dimension coordinates and values -> storage.
+
+``coordinates`` walks any format (:mod:`frontend.walk`) and applies the zeros rules: padded sources
+(all-dense, block/diagonal fill, delta gaps, structured slots) keep only nonzeros, unpadded sources keep
+their explicitly stored zeros, ``drop_zeros`` drops every zero.  ``from_coordinates`` maps dimension
+coordinates to level coordinates (``dim2lvl``), sorts them lexicographically, sums duplicates for unique
+formats and builds the levels (:mod:`frontend.assemble`).  Leading batch levels are one build per batch.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from .assemble import assemble_levels
+from .formats import TensorFormat
+from .storage import INDEX_TYPES, is_padded, num_batch_levels, to_host
+from .walk import walk_levels
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+def level_coordinates(t: "Tensor") -> tuple[list[np.ndarray], np.ndarray]:
+    """Level coordinates and values of every stored entry (padding included), in storage order."""
+    fmt = t.tensor_format
+    ext = fmt.level_extents(t.shape)
+    off = fmt.diagonal_offset(t.shape)
+    val = to_host(t.val)
+    if fmt.is_dense:
+        arr = val.reshape(ext)
+        if not ext:
+            return [], arr.reshape(1)
+        nz = np.nonzero(arr)  # a dense source stores only its nonzeros
+        return [c.astype(np.int64) + o for c, o in zip(nz, off)], arr[nz]
+    nb = num_batch_levels(fmt)
+    pos = [None if p is None else to_host(p) for p in t._pos]
+    crd = [None if c is None else to_host(c) for c in t._crd]
+    parts: list[tuple[list[np.ndarray], np.ndarray]] = []
+    for b in np.ndindex(*ext[:nb]):
+        lvl, at = walk_levels(fmt.levels[nb:], ext[nb:], off[nb:],
+                              [None if p is None else p[b] for p in pos[nb:]],
+                              [None if c is None else c[b] for c in crd[nb:]])
+        vb = val[b].reshape(-1)
+        vals = vb[:at.count] if at.index is None else vb[at.index]
+        head = [np.full(len(vals), x, dtype=np.int64) for x in b]
+        parts.append((head + lvl, vals))
+    if not parts:  # a zero batch extent
+        return [np.zeros(0, dtype=np.int64)] * fmt.num_levels, np.zeros(0, dtype=val.dtype)
+    if len(parts) == 1:
+        return parts[0]
+    return ([np.concatenate([p[0][k] for p in parts]) for k in range(fmt.num_levels)],
+            np.concatenate([p[1] for p in parts]))
+
+
+def coordinates(t: "Tensor", drop_zeros: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(dims, values)``: an ``(ndim, n)`` int64 array of dimension coordinates and the values of the
+    tensor's entries after the zeros rules (padding outside the shape is always dropped)."""
+    fmt = t.tensor_format
+    lvl, vals = level_coordinates(t)
+    n = len(vals)
+    dims = np.stack([np.asarray(d, dtype=np.int64) for d in fmt.lvl2dim(lvl)]) if lvl else \
+        np.zeros((0, n), dtype=np.int64)
+    keep = np.ones(n, dtype=bool)
+    for d, size in zip(dims, t.shape):
+        keep &= (d >= 0) & (d < size)
+    if drop_zeros or (is_padded(fmt) and not fmt.is_dense):
+        keep &= vals != 0
+    if keep.all():
+        return dims, vals
+    return dims[:, keep], vals[keep]
+
+
+def _sort_key(lvl: Sequence[np.ndarray], ext: Sequence[int], off: Sequence[int]) -> np.ndarray | None:
+    """One int64 key ordering entries lexicographically by level coordinates (None if it overflows)."""
+    total = 1
+    for e in ext:
+        total *= max(int(e), 1)
+    if total >= 2 ** 62:
+        return None
+    n = len(lvl[0]) if lvl else 0
+    key = np.zeros(n, dtype=np.int64)
+    for c, e, o in zip(lvl, ext, off):
+        key *= max(int(e), 1)
+        key += c - o if o else c
+    return key
+
+
+def sort_entries(lvl: list[np.ndarray], values: np.ndarray, ext: Sequence[int], off: Sequence[int],
+                 unique: bool) -> tuple[list[np.ndarray], np.ndarray]:
+    """Entries sorted lexicographically by level coordinates; duplicates summed when ``unique``."""
+    n = len(values)
+    if n < 2 or not lvl:
+        return lvl, values
+    key = _sort_key(lvl, ext, off)
+    if key is not None:
+        if not np.all(key[1:] >= key[:-1]):
+            order = np.argsort(key, kind="stable")
+            key, lvl, values = key[order], [c[order] for c in lvl], values[order]
+        same = key[1:] == key[:-1]
+    else:
+        order = np.lexsort(lvl[::-1])
+        lvl, values = [c[order] for c in lvl], values[order]
+        same = np.logical_and.reduce([c[1:] == c[:-1] for c in lvl])
+    if unique and same.any():
+        starts = np.flatnonzero(np.concatenate(([True], ~same)))
+        values = np.add.reduceat(values, starts)
+        lvl = [c[starts] for c in lvl]
+    return lvl, values
+
+
+def _stack(rows: list[np.ndarray], batch_shape: Sequence[int], edge: bool) -> np.ndarray:
+    """Per-batch 1-D buffers as one ``(*batch_shape, n)`` array; shorter rows are padded with their
+    last value (positions, ``edge``) or zeros (coordinates, values)."""
+    width = max(len(r) for r in rows)
+    nbatches = int(np.prod(batch_shape))
+    out = np.zeros((nbatches, width), dtype=rows[0].dtype)
+    for b, r in enumerate(rows[:nbatches]):
+        out[b, :len(r)] = r
+        if edge and len(r) < width:
+            out[b, len(r):] = r[-1] if len(r) else 0
+    return out.reshape(tuple(batch_shape) + (width,))
+
+
+def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: np.ndarray, values: np.ndarray,
+                     index_type: Any = np.int64) -> tuple[list, list, np.ndarray]:
+    """``(pos, crd, values)`` buffers of ``fmt`` holding the given entries (any order, duplicates summed
+    unless the format is nonunique)."""
+    ext = fmt.level_extents(shape)
+    off = fmt.diagonal_offset(shape)
+    n = len(values)
+    lvl = [np.broadcast_to(np.asarray(c, dtype=np.int64), (n,)) for c in fmt.dim2lvl(list(dims))]
+    lvl, values = sort_entries(lvl, values, ext, off, unique=fmt.is_unique or fmt.is_dense)
+    nl = fmt.num_levels
+    if fmt.is_dense:
+        out = np.zeros(ext, dtype=values.dtype)
+        out[tuple(c - o for c, o in zip(lvl, off))] = values
+        return [None] * nl, [None] * nl, out
+    nb = num_batch_levels(fmt)
+    keep_dups = not fmt.is_unique
+    if nb == 0:
+        return assemble_levels(fmt.levels, ext, off, lvl, values, keep_dups, index_type)
+    bshape = ext[:nb]
+    nbatches = int(np.prod(bshape))
+    flat = np.ravel_multi_index(tuple(lvl[:nb]), bshape) if n else np.zeros(0, np.int64)
+    bounds = np.searchsorted(flat, np.arange(max(nbatches, 1) + 1))
+    per = [assemble_levels(fmt.levels[nb:], ext[nb:], off[nb:],
+                           [c[bounds[b]:bounds[b + 1]] for c in lvl[nb:]],
+                           values[bounds[b]:bounds[b + 1]], keep_dups, index_type)
+           for b in range(max(nbatches, 1))]  # one empty build gives the buffer types of 0 batches
+    pos: list = [None] * nl
+    crd: list = [None] * nl
+    for k in range(nl - nb):
+        if per[0][0][k] is not None:
+            pos[nb + k] = _stack([p[0][k] for p in per], bshape, edge=True)
+        if per[0][1][k] is not None:
+            crd[nb + k] = _stack([p[1][k] for p in per], bshape, edge=False)
+    return pos, crd, _stack([p[2] for p in per], bshape, edge=False)
+
+
+def check_index_type(index_type: Any, pos: Sequence[Any], crd: Sequence[Any]) -> np.dtype:
+    """The index dtype (int32 or int64); ValueError when a buffer's values do not fit in it."""
+    it = np.dtype(index_type)
+    if it not in INDEX_TYPES:
+        raise TypeError(f"index_type must be int32 or int64, got {it}")
+    if it == np.int32:
+        for name, bufs in (("pos", pos), ("crd", crd)):
+            for k, b in enumerate(bufs):
+                if b is not None and b.size and b.dtype.kind == "i" and np.abs(b).max() > np.iinfo(np.int32).max:
+                    raise ValueError(f"{name}[{k}] holds values beyond int32; use index_type=int64")
+    return it
+
+
+def value_dtype(source: np.dtype, dtype: Any) -> np.dtype:
+    """The target value dtype; TypeError for a complex -> real conversion (it would drop the imaginary part)."""
+    if dtype is None:
+        return np.dtype(source)
+    dt = np.dtype(dtype)
+    if dt.kind not in "biufc":
+        raise TypeError(f"dtype must be a numeric type, got {dt}")
+    if np.dtype(source).kind == "c" and dt.kind != "c":
+        raise TypeError(f"cannot convert complex values ({source}) to {dt}: the imaginary part would be lost")
+    return dt
+
+
+def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: Any = None,
+            dtype: Any = None, drop_zeros: bool = False) -> "Tensor":
+    """``t`` in another format, index type and/or value type (a new CPU tensor; see the module doc)."""
+    from .tensor import Tensor
+    fmt = t.tensor_format if tensor_format is None else tensor_format
+    if not isinstance(fmt, TensorFormat):
+        raise TypeError(f"tensor_format must be a TensorFormat, got {type(fmt).__name__}")
+    if fmt.num_dimensions != t.ndim:
+        raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
+    dt = value_dtype(t.dtype, dtype)
+    it = np.dtype(t.index_type if index_type is None else index_type)
+    if it not in INDEX_TYPES:
+        raise TypeError(f"index_type must be int32 or int64, got {it}")
+    dims, vals = coordinates(t, drop_zeros=drop_zeros)
+    pos, crd, out = from_coordinates(fmt, t.shape, dims, vals.astype(dt, copy=False), np.int64)
+    check_index_type(it, pos, crd)
+    pos = [None if p is None else p.astype(it, copy=False) for p in pos]
+    crd = [c if c is None or c.dtype.kind == "u" else c.astype(it, copy=False) for c in crd]
+    result = Tensor(fmt, t.shape, pos, crd, out, index_type=it)
+    result._validated = result.buffer_key()  # built here: valid by construction
+    return result

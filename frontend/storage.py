@@ -1,0 +1,90 @@
+"""Storage-layout facts shared by validation, conversion, lookup and printing (no I/O, no logic
+beyond the layout contract documented in :mod:`frontend.tensor`)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .formats import Level, LevelFormat, TensorFormat
+
+INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
+VALUE_KINDS = "biufc"  # bool, signed, unsigned, float, complex
+
+
+def delta_crd_dtype(bits: int) -> np.dtype:
+    """The dtype of a delta level's gap buffer: the narrowest unsigned type holding ``bits`` bits."""
+    if bits <= 8:
+        return np.dtype(np.uint8)
+    if bits <= 16:
+        return np.dtype(np.uint16)
+    return np.dtype(np.uint32)
+
+
+def crd_dtype(level: Level, index_type: Any) -> np.dtype:
+    """The dtype a level's coordinates buffer has: ``index_type``, or the gap type of a delta level."""
+    if level.format is LevelFormat.DELTA:
+        return delta_crd_dtype(level.bits)  # type: ignore[arg-type]
+    return np.dtype(index_type)
+
+
+def num_batch_levels(fmt: TensorFormat) -> int:
+    """How many leading batch levels the format has."""
+    n = 0
+    for lv in fmt.levels:
+        if lv.format is not LevelFormat.BATCH:
+            break
+        n += 1
+    return n
+
+
+def is_padded(fmt: TensorFormat) -> bool:
+    """Whether the format stores zeros it needs for its shape: all-dense formats, dense levels below a
+    sparse level (block fill), range (diagonal fill), delta (gap entries) and structured (empty slots)."""
+    seen_sparse = False
+    for lv in fmt.levels:
+        if lv.format in (LevelFormat.RANGE, LevelFormat.DELTA, LevelFormat.STRUCTURED):
+            return True
+        if lv.is_dense_like:
+            if seen_sparse:
+                return True
+        else:
+            seen_sparse = True
+    return not seen_sparse
+
+
+def structured_groups(level: Level, extent: int) -> int:
+    """Groups of ``m`` coordinates a structured level holds per parent (1 for ``j % m``)."""
+    m = level.structure[1]  # type: ignore[index]
+    return -(-extent // m)
+
+
+def to_host(x: Any) -> np.ndarray:
+    """A NumPy view (CPU) or copy (GPU) of a NumPy/torch/CuPy array."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "detach"):  # torch
+        t = x.detach()
+        return t.numpy() if t.device.type == "cpu" else t.cpu().numpy()
+    if hasattr(x, "get") and hasattr(x, "__cuda_array_interface__"):  # cupy
+        return x.get()
+    return np.asarray(x)
+
+
+def data_pointer(x: Any) -> int:
+    """Address of a buffer's first element (NumPy, torch or CuPy)."""
+    if isinstance(x, np.ndarray):
+        return int(x.__array_interface__["data"][0])
+    if hasattr(x, "data_ptr"):
+        return int(x.data_ptr())
+    if hasattr(x, "data") and hasattr(x.data, "ptr"):
+        return int(x.data.ptr)
+    return id(x)
+
+
+def value_count(values: np.ndarray, nbatch: int) -> int:
+    """Stored values per batch of a sparse format's values buffer (trailing axes flattened)."""
+    size = 1
+    for s in values.shape[nbatch:]:
+        size *= int(s)
+    return size

@@ -1,0 +1,252 @@
+"""Validation of a tensor's buffers against its format (the layout in :mod:`frontend.tensor`).
+
+``validate(t)`` raises ``TypeError`` (wrong buffer types, layouts) or ``ValueError`` (wrong contents)
+naming the level and the problem; it is O(nnz) and vectorized, and remembered per buffer set: a
+tensor (or another tensor over the very same buffers) is checked once.  Call it before a kernel reads
+buffers it did not build.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .formats import Level, LevelFormat
+from .storage import (INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, num_batch_levels, structured_groups,
+                      to_host, value_count)
+from .walk import delta_coordinates, ranges
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+_VALIDATED: dict[tuple, int] = {}  # buffer_key -> number of live buffers
+_LOCK = threading.Lock()
+
+
+def _forget(key: tuple) -> None:
+    with _LOCK:
+        _VALIDATED.pop(key, None)
+
+
+def _remember(key: tuple, buffers: list[Any]) -> None:
+    """Caches ``key`` until any of its buffers is garbage collected (ids can then be reused)."""
+    try:
+        for b in buffers:
+            weakref.finalize(b, _forget, key)
+    except TypeError:  # a buffer type without weak references: keep only the per-tensor flag
+        return
+    with _LOCK:
+        _VALIDATED[key] = len(buffers)
+
+
+def is_validated(t: "Tensor") -> bool:
+    """Whether ``t``'s current buffer set was validated already."""
+    key = t.buffer_key()
+    return t._validated == key or key in _VALIDATED
+
+
+def validate(t: "Tensor") -> "Tensor":
+    """Checks ``t``'s buffers (once per buffer set) and returns ``t``."""
+    key = t.buffer_key()
+    if t._validated == key or key in _VALIDATED:
+        t._validated = key
+        return t
+    _check(t)
+    t._validated = key
+    _remember(key, t.buffers())
+    return t
+
+
+def _where(k: int, lv: Level) -> str:
+    return f"level {k} ({lv.render()})"
+
+
+def _contiguous(b: Any) -> bool:
+    if hasattr(b, "is_contiguous"):
+        return bool(b.is_contiguous())
+    flags = getattr(b, "flags", None)
+    return bool(flags["C_CONTIGUOUS"]) if flags is not None else True
+
+
+def _check_types(t: "Tensor", nb: int) -> None:
+    """Buffer presence, dtypes, contiguity and batch axes."""
+    fmt = t.tensor_format
+    if any(s < 0 for s in t.shape):
+        raise ValueError(f"negative extent in shape {t.shape}")
+    it = np.dtype(t.index_type)
+    if it not in INDEX_TYPES:
+        raise TypeError(f"index_type must be int32 or int64, got {it}")
+    vdt = np.dtype(str(t.dtype).replace("torch.", ""))
+    if vdt.kind not in VALUE_KINDS:
+        raise TypeError(f"values must be numeric, got dtype {vdt}")
+    bshape = tuple(t.levels[:nb])
+    for k, lv in enumerate(fmt.levels):
+        for name, buf, needed in (("pos", t._pos[k], lv.has_positions), ("crd", t._crd[k], lv.has_coordinates)):
+            if buf is None:
+                if needed:
+                    raise ValueError(f"{_where(k, lv)}: missing its {name} buffer")
+                continue
+            if not needed:
+                raise ValueError(f"{_where(k, lv)}: this level has no {name} buffer, got one")
+            dt = np.dtype(str(buf.dtype).replace("torch.", ""))
+            want = delta_crd_dtype(lv.bits) if (name == "crd" and lv.format is LevelFormat.DELTA) else it  # type: ignore[arg-type]
+            if dt != want:
+                raise TypeError(f"{_where(k, lv)}: {name} must be {want}"
+                                f"{' (the index type)' if want == it else ''}, got {dt}")
+            if len(buf.shape) != nb + 1 or tuple(buf.shape[:nb]) != bshape:
+                raise ValueError(f"{_where(k, lv)}: {name} must have shape (*{list(bshape)}, n), "
+                                 f"got {tuple(buf.shape)}")
+            if not _contiguous(buf):
+                raise ValueError(f"{_where(k, lv)}: {name} buffer is not contiguous")
+    if not _contiguous(t.val):
+        raise ValueError("values buffer is not contiguous")
+    if fmt.is_dense:
+        if tuple(t.val.shape) != tuple(t.levels):
+            raise ValueError(f"dense values must have the level extents {tuple(t.levels)} as shape, "
+                             f"got {tuple(t.val.shape)}")
+    elif tuple(t.val.shape[:nb]) != bshape or len(t.val.shape) < nb + 1:
+        raise ValueError(f"values must have shape (*{list(bshape)}, n, ...), got {tuple(t.val.shape)}")
+
+
+def _check(t: "Tensor") -> None:
+    fmt = t.tensor_format
+    nb = num_batch_levels(fmt)
+    _check_types(t, nb)
+    if fmt.is_dense:
+        return
+    ext, off = t.levels, fmt.diagonal_offset(t.shape)
+    pos = [None if p is None else to_host(p) for p in t._pos]
+    crd = [None if c is None else to_host(c) for c in t._crd]
+    val = to_host(t.val)
+    for b in np.ndindex(*ext[:nb]):
+        where = f" in batch {b}" if nb else ""
+        count = _check_levels(fmt.levels, ext, off, nb, [None if p is None else p[b] for p in pos],
+                              [None if c is None else c[b] for c in crd], exact=nb == 0, where=where)
+        have = value_count(val[b], 0) if nb else value_count(val, 0)
+        if have != count if nb == 0 else have < count:
+            raise ValueError(f"values{where}: the levels store {count} entries, the values buffer holds {have}")
+
+
+def _check_sorted(k: int, lv: Level, c: np.ndarray, same: np.ndarray, where: str) -> None:
+    """Ordered levels: coordinates increase within a parent (``same[t]``: entries t, t+1 share one)."""
+    step = c[1:] - c[:-1]
+    bad = same & ((step <= 0) if lv.unique else (step < 0))
+    if bad.any():
+        t = int(np.argmax(bad))
+        what = "strictly increasing" if lv.unique else "non-decreasing"
+        raise ValueError(f"{_where(k, lv)}{where}: coordinates must be {what} within a parent; "
+                         f"crd[{t}] = {int(c[t])}, crd[{t + 1}] = {int(c[t + 1])}")
+
+
+def _check_unordered_unique(k: int, lv: Level, c: np.ndarray, seg: np.ndarray, where: str) -> None:
+    order = np.lexsort((c, seg))
+    sc, ss = c[order], seg[order]
+    dup = (sc[1:] == sc[:-1]) & (ss[1:] == ss[:-1])
+    if dup.any():
+        t = int(np.argmax(dup))
+        raise ValueError(f"{_where(k, lv)}{where}: coordinate {int(sc[t])} stored twice in one parent "
+                         "of a unique level")
+
+
+def _check_positions(k: int, lv: Level, p: np.ndarray, parents: int, ncrd: int, exact: bool,
+                     where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Checks a compressed/delta/loose positions buffer; returns the ``[lo, hi)`` bounds per parent."""
+    if lv.format is LevelFormat.LOOSE_COMPRESSED:
+        need = 2 * parents
+        if len(p) < need or (exact and len(p) != need):
+            raise ValueError(f"{_where(k, lv)}{where}: pos must have 2 * {parents} = {need} entries "
+                             f"(lo, hi per parent), got {len(p)}")
+        lo, hi = p[0:need:2].astype(np.int64), p[1:need:2].astype(np.int64)
+        if len(lo) and (lo.min() < 0 or (hi < lo).any() or hi.max() > ncrd):
+            raise ValueError(f"{_where(k, lv)}{where}: pos pairs must satisfy 0 <= lo <= hi <= {ncrd} "
+                             f"(the crd length)")
+        return lo, hi
+    need = parents + 1
+    if len(p) < need or (exact and len(p) != need):
+        raise ValueError(f"{_where(k, lv)}{where}: pos must have {parents} + 1 = {need} entries, got {len(p)}")
+    p = p[:need].astype(np.int64)
+    if p[0] != 0:
+        raise ValueError(f"{_where(k, lv)}{where}: pos must start at 0, got {int(p[0])}")
+    dec = p[1:] < p[:-1]
+    if dec.any():
+        t = int(np.argmax(dec))
+        raise ValueError(f"{_where(k, lv)}{where}: pos must be non-decreasing; pos[{t}] = {int(p[t])} > "
+                         f"pos[{t + 1}] = {int(p[t + 1])}")
+    last = int(p[-1])
+    if last > ncrd or (exact and last != ncrd):
+        raise ValueError(f"{_where(k, lv)}{where}: pos ends at {last} but crd has {ncrd} entries")
+    return p[:-1], p[1:]
+
+
+def _check_bounds(k: int, lv: Level, c: np.ndarray, lo: int, hi: int, where: str) -> None:
+    if len(c) and (c.min() < lo or c.max() >= hi):
+        bad = int(np.argmax((c < lo) | (c >= hi)))
+        raise ValueError(f"{_where(k, lv)}{where}: coordinate {int(c[bad])} at crd[{bad}] is out of "
+                         f"bounds [{lo}, {hi})")
+
+
+def _check_levels(levels: tuple[Level, ...], ext: list[int], off: list[int], nb: int, pos: list,
+                  crd: list, exact: bool, where: str) -> int:
+    """Checks the levels after the batch levels; returns the number of entries of the last level."""
+    parents = 1
+    tie: np.ndarray | None = None  # entries t, t+1 equal in every coordinate of a nonunique chain
+    for k in range(nb, len(levels)):
+        lv, e, o, f = levels[k], int(ext[k]), int(off[k]), levels[k].format
+        if lv.is_dense_like or f is LevelFormat.RANGE:
+            parents, tie = parents * e, None
+            continue
+        c = crd[k]
+        if f is LevelFormat.SINGLETON:
+            if len(c) < parents or (exact and len(c) != parents):
+                raise ValueError(f"{_where(k, lv)}{where}: crd must have one coordinate per parent "
+                                 f"position ({parents}), got {len(c)}")
+            c = c[:parents].astype(np.int64)
+            _check_bounds(k, lv, c, o, o + e, where)
+            if tie is not None:
+                if lv.ordered:
+                    _check_sorted(k, lv, c, tie, where)
+                tie = tie & (c[1:] == c[:-1])
+            continue
+        if f is LevelFormat.STRUCTURED:
+            n, m = lv.structure  # type: ignore[misc]
+            need = parents * structured_groups(lv, e) * n
+            if len(c) < need or (exact and len(c) != need):
+                raise ValueError(f"{_where(k, lv)}{where}: crd must have {need} entries ({n} per group "
+                                 f"of {m}), got {len(c)}")
+            c = c[:need].astype(np.int64)
+            _check_bounds(k, lv, c, 0, m, where)
+            step = np.diff(c.reshape(-1, n), axis=1)
+            if (step <= 0).any():
+                g = int(np.argmax((step <= 0).any(axis=1)))
+                raise ValueError(f"{_where(k, lv)}{where}: coordinates of group {g} must be strictly "
+                                 f"increasing, got {c[g * n:(g + 1) * n].tolist()}")
+            parents, tie = need, None
+            continue
+        lo, hi = _check_positions(k, lv, pos[k], parents, len(c), exact, where)
+        lengths = hi - lo
+        contiguous = f is not LevelFormat.LOOSE_COMPRESSED
+        idx = None if contiguous else ranges(lo, lengths)
+        raw = c[:int(hi[-1]) if len(hi) else 0] if contiguous else c[idx]
+        if f is LevelFormat.DELTA:
+            top = (1 << lv.bits) - 1  # type: ignore[operator]
+            if len(raw) and int(raw.max()) > top:
+                bad = int(np.argmax(raw > top))
+                raise ValueError(f"{_where(k, lv)}{where}: gap {int(raw[bad])} at crd[{bad}] exceeds "
+                                 f"{top} = 2**{lv.bits} - 1")
+            cc = delta_coordinates(raw, lengths)
+            _check_bounds(k, lv, cc, o, o + e, where)
+            parents, tie = len(c) if exact else int(hi[-1]) if len(hi) else 0, None
+            continue
+        cc = raw.astype(np.int64)
+        _check_bounds(k, lv, cc, o, o + e, where)
+        seg = np.repeat(np.arange(len(lengths)), lengths)
+        same = seg[1:] == seg[:-1]
+        if lv.ordered:
+            _check_sorted(k, lv, cc, same, where)
+        elif lv.unique:
+            _check_unordered_unique(k, lv, cc, seg, where)
+        tie = None if lv.unique else same & (cc[1:] == cc[:-1])
+        parents = len(c) if (exact or not contiguous) else (int(hi[-1]) if len(hi) else 0)
+    return parents
