@@ -1,0 +1,107 @@
+"""Package-neutral helpers for the buffers a :class:`~frontend.tensor.Tensor` holds.
+
+Buffers are NumPy arrays (CPU), torch tensors (CUDA, or CPU ones not yet viewed) or CuPy arrays.  These
+helpers move between the three *without copying* where the memory allows it and name the problem
+(``ValueError``) when it does not.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+
+def package_of(x: Any) -> str | None:
+    """``"numpy"``, ``"scipy"``, ``"torch"`` or ``"cupy"`` for an object of that package, else None."""
+    module = type(x).__module__ or ""
+    root = module.split(".", 1)[0]
+    if root == "numpy":
+        return "numpy"
+    if root == "scipy":
+        return "scipy"
+    if root == "torch":
+        return "torch"
+    if root in ("cupy", "cupyx"):
+        return "cupy"
+    return None
+
+
+def is_torch(b: Any) -> bool:
+    return package_of(b) == "torch"
+
+
+def as_numpy(b: Any, what: str = "buffer") -> np.ndarray:
+    """A NumPy view of a CPU buffer (torch CPU tensors via ``.numpy()``, sharing memory)."""
+    if isinstance(b, np.ndarray):
+        return b
+    if is_torch(b):
+        if b.device.type != "cpu":
+            raise ValueError(f"{what} lives on {b.device}; NumPy/SciPy need CPU buffers (move it with "
+                             ".cpu() first, which copies)")
+        if b.is_conj() or b.is_neg():
+            raise ValueError(f"{what} has a lazy conjugate/negative bit; call .resolve_conj() first (a copy)")
+        return b.detach().numpy()
+    if package_of(b) == "cupy":
+        raise ValueError(f"{what} is a CuPy array on the GPU; NumPy/SciPy need CPU buffers (cupy.asnumpy copies)")
+    raise TypeError(f"{what}: expected an array, got {type(b).__name__}")
+
+
+def as_torch(b: Any, what: str = "buffer") -> Any:
+    """A torch view of a buffer: NumPy via ``torch.from_numpy``, CuPy via ``__cuda_array_interface__``."""
+    import torch
+    if isinstance(b, torch.Tensor):
+        return b
+    if isinstance(b, np.ndarray):
+        return torch.from_numpy(b)
+    if package_of(b) == "cupy":
+        return torch.as_tensor(b, device=f"cuda:{b.device.id}")
+    raise TypeError(f"{what}: expected an array, got {type(b).__name__}")
+
+
+def as_cupy(b: Any, what: str = "buffer") -> Any:
+    """A CuPy array of a buffer (torch CUDA tensors are viewed; CPU buffers are copied to the GPU)."""
+    import cupy
+    if isinstance(b, cupy.ndarray):
+        return b
+    if is_torch(b) and b.device.type == "cuda":
+        return cupy.asarray(b.detach())
+    return cupy.asarray(as_numpy(b, what))
+
+
+def index_dtype(b: Any) -> np.dtype:
+    """The NumPy dtype of an index buffer of any package (``torch.int32`` -> ``int32``)."""
+    text = str(b.dtype)
+    return np.dtype(text[len("torch."):] if text.startswith("torch.") else text)
+
+
+def is_contiguous(b: Any) -> bool:
+    if is_torch(b):
+        return bool(b.is_contiguous())
+    return bool(b.flags.c_contiguous)
+
+
+def check_index_buffers(buffers: Sequence[Any], what: str) -> np.dtype | None:
+    """All index buffers contiguous, integer and of one dtype; returns that dtype (None if none)."""
+    dtype = None
+    for b in buffers:
+        if b is None:
+            continue
+        if not is_contiguous(b):
+            raise ValueError(f"{what}: index buffer of shape {tuple(b.shape)} is not contiguous; "
+                             "make it contiguous first (a copy)")
+        d = index_dtype(b)
+        if d.kind not in "iu":
+            raise ValueError(f"{what}: index buffers must be integers, got {d}")
+        if dtype is not None and d != dtype:
+            raise ValueError(f"{what}: index buffers mix {dtype} and {d}; use one index type")
+        dtype = d
+    return dtype
+
+
+def data_pointer(b: Any) -> int:
+    """Address of a buffer's first element (NumPy, torch or CuPy)."""
+    if is_torch(b):
+        return int(b.data_ptr())
+    if isinstance(b, np.ndarray):
+        return int(b.__array_interface__["data"][0])
+    return int(b.data.ptr)

@@ -1,0 +1,158 @@
+"""Zero-copy interop: NumPy, SciPy, PyTorch and CuPy objects <-> :class:`Tensor`.
+
+:func:`from_package` views the buffers of a package object without copying them (the Tensor keeps the
+object alive and remembers it); :func:`to_package` gives back an object of a package with the Tensor's
+buffers.  Strided arrays (NumPy, torch, CuPy) become all-dense formats whose level order follows the
+memory order: C order is ``(i, j) -> (i : dense, j : dense)``, Fortran order ``(i, j) -> (j : dense,
+i : dense)``, any permuted array likewise (``val`` is then the C-contiguous transposed view).  Sparse
+layouts are listed in :mod:`frontend.interop_scipy` and :mod:`frontend.interop_torch`.
+
+Buffers that are not a plain view (non-contiguous index buffers, arrays that are no permutation of a
+contiguous block, uncoalesced/unsorted/duplicate coordinates, length mismatches) are refused with a
+``ValueError``; formats a package cannot hold raise a ``TypeError`` naming the package and the format.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import buffers as B
+from .package_formats import Layout, match_layout
+from .tensor import Tensor
+
+PACKAGES = ("numpy", "scipy", "torch", "cupy")
+
+
+def _strided_order(x: Any, strides: tuple[int, ...], c_contiguous: bool) -> tuple[int, ...]:
+    """The level order (dimension per level) that makes ``x`` C-contiguous, or ValueError."""
+    n = len(strides)
+    if c_contiguous:
+        return tuple(range(n))
+    shape = tuple(int(s) for s in x.shape)
+    perm = tuple(sorted(range(n), key=lambda d: (-abs(strides[d]) if shape[d] > 1 else 0, d)))
+    if any(s < 0 for s, e in zip(strides, shape) if e > 1):
+        perm = ()
+    return perm
+
+
+def _from_strided(x: Any, package: str) -> Tensor:
+    if package == "torch":
+        if x.is_conj() or x.is_neg():
+            raise ValueError("torch tensor has a lazy conjugate/negative bit; call .resolve_conj() first")
+        strides, contiguous = tuple(x.stride()), bool(x.is_contiguous())
+    else:
+        item = x.dtype.itemsize
+        strides, contiguous = tuple(s // item for s in x.strides), bool(x.flags.c_contiguous)
+    perm = _strided_order(x, strides, contiguous)
+    view = None
+    if perm:
+        view = x.permute(perm) if package == "torch" else x.transpose(perm)
+    elif x.ndim == 0:
+        view = x
+    if view is None or not B.is_contiguous(view):
+        raise ValueError(f"{package} array with shape {tuple(x.shape)} and strides {strides} is not a "
+                         "permutation of a contiguous array (a slice?); make it contiguous first (a copy)")
+    if package == "torch":
+        device = str(x.device)
+        val = view.detach().numpy() if x.device.type == "cpu" else view.detach()
+    else:
+        device = "cpu" if package == "numpy" else f"cuda:{x.device.id}"
+        val = view
+    lay = Layout("dense", perm=perm)
+    return Tensor(lay.tensor_format(), tuple(x.shape), [None] * len(perm), [None] * len(perm), val,
+                  index_type=None, package=package, device=device, source=x)
+
+
+def from_package(x: Any) -> Tensor:
+    """A :class:`Tensor` sharing ``x``'s buffers (NumPy/CuPy arrays, SciPy/cupyx sparse arrays and
+    matrices, torch strided and sparse tensors)."""
+    package = B.package_of(x)
+    if package == "numpy" and hasattr(x, "strides"):
+        return _validated(_from_strided(x, "numpy"))
+    if package == "scipy":
+        import scipy.sparse as sp
+        if sp.issparse(x):
+            from .interop_scipy import from_scipy
+            return _validated(from_scipy(x, "scipy"))
+    if package == "torch":
+        import torch
+        if isinstance(x, torch.Tensor):
+            if x.layout == torch.strided:
+                return _validated(_from_strided(x, "torch"))
+            from .interop_torch import from_torch_sparse
+            return _validated(from_torch_sparse(x))
+    if package == "cupy":
+        import cupy
+        if isinstance(x, cupy.ndarray):
+            return _validated(_from_strided(x, "cupy"))
+        import cupyx.scipy.sparse as csp
+        if csp.issparse(x):
+            from .interop_scipy import from_scipy
+            return _validated(from_scipy(x, "cupy"))
+    raise TypeError(f"cannot view a {type(x).__module__}.{type(x).__name__} as a Tensor (supported: NumPy "
+                    "and CuPy arrays, SciPy/cupyx sparse arrays and matrices, torch tensors)")
+
+
+def _validated(t: Tensor) -> Tensor:
+    """Runs the project-wide buffer validation when it is available (it caches per buffer set)."""
+    try:
+        from .validate import validate
+    except ImportError:
+        return t
+    validate(t)
+    return t
+
+
+def to_package(t: Tensor, package: str | None = None) -> Any:
+    """An object of ``package`` (default: the one ``t`` came from) holding ``t``'s buffers.
+
+    Returns the source object itself when ``t`` was viewed from it; otherwise builds the package's
+    native object: NumPy/CuPy arrays for dense formats, SciPy CSR/CSC/COO/BSR/DIA(J) arrays, torch
+    strided/COO/CSR/CSC/BSR/BSC tensors (batched and hybrid too).  ``TypeError`` for a format the package
+    has no object for."""
+    target = package or t.package
+    if target not in PACKAGES:
+        raise ValueError(f"unknown package {target!r}; expected one of {', '.join(PACKAGES)}")
+    source = getattr(t, "_source", None)
+    if source is not None and target == t.package:
+        return source
+    layout = match_layout(t.tensor_format)
+    if layout is None:
+        raise TypeError(f"{target} has no object for format {t.tensor_format}"
+                        f"{f' ({t.tensor_format.name})' if t.tensor_format.name else ''}; convert it to a "
+                        "dense, COO, CSR, CSC, BSR, BSC or DIAJ format first")
+    _check_lengths(t, layout)
+    _validated(t)
+    if target == "torch":
+        from .interop_torch import to_torch
+        return to_torch(t, layout)
+    if target in ("scipy", "cupy") and layout.kind != "dense":
+        from .interop_scipy import to_scipy
+        return to_scipy(t, layout, target)
+    if layout.kind != "dense":
+        raise TypeError(f"numpy has no sparse arrays for format {t.tensor_format}; use package='scipy' or "
+                        "'torch', or t.to_dense()")
+    from .interop_scipy import to_scipy
+    return to_scipy(t, layout, "cupy" if target == "cupy" else "numpy")
+
+
+def _check_lengths(t: Tensor, layout: Layout) -> None:
+    """Buffer lengths agree with the shape (cheap O(1) checks before a package sees them)."""
+    fmt = t.tensor_format
+    if layout.kind == "dense":
+        want = tuple(fmt.level_extents(t.shape))
+        if tuple(int(s) for s in t.val.shape) != want:
+            raise ValueError(f"dense values have shape {tuple(t.val.shape)}, expected level extents {want}")
+        return
+    idx = [b for k in range(fmt.num_levels) for b in (t.pos(k), t.crd(k)) if b is not None]
+    B.check_index_buffers(idx, "tensor")
+    if not B.is_contiguous(t.val):
+        raise ValueError("values buffer is not contiguous")
+    if layout.kind == "coo":
+        nnz = int(t.pos(0)[-1])
+        lens = {int(t.crd(k).shape[0]) for k in range(layout.nsparse)}
+        if lens != {nnz}:
+            raise ValueError(f"COO positions end at {nnz} but coordinate buffers have lengths {sorted(lens)}")
+    if layout.kind == "dia":
+        ndiag = int(t.crd(0).shape[0])
+        if int(t.val.shape[0]) != ndiag * t.shape[1]:
+            raise ValueError(f"DIAJ needs {ndiag} x {t.shape[1]} values, got {int(t.val.shape[0])}")

@@ -1,0 +1,187 @@
+"""SciPy (and ``cupyx.scipy.sparse``) sparse arrays/matrices <-> :class:`Tensor`, sharing buffers.
+
+===========  ================================  ===================================================
+scipy        Tensor format                     buffers
+===========  ================================  ===================================================
+csr          ``NamedFormats.CSR``              pos[1] = indptr, crd[1] = indices, val = data
+csc          ``NamedFormats.CSC``              pos[1] = indptr, crd[1] = indices, val = data
+bsr (R, C)   ``NamedFormats.BSR((R, C))``      pos[1] = indptr, crd[1] = indices, val = data (nnzb*R*C)
+coo (n-D)    ``NamedFormats.COO(n)``           pos[0] = [0, nnz] (new, 2 items), crd[k] = coords[k]
+dia          ``NamedFormats.DIAJ``             pos[0] = [0, ndiag] (new), crd[0] = offsets, val = data
+===========  ================================  ===================================================
+
+DIA: scipy stores diagonal ``offsets[k]`` (= j - i) in ``data[k, j]``, i.e. indexed by the column, which
+is exactly DIAJ ``(j - i : compressed, j : range)`` with every diagonal padded to the full column extent
+``n`` (entries whose row ``j - offset`` falls outside the matrix are padding). That is viewed without a
+copy when ``data`` is C-contiguous with ``n`` columns and the offsets are increasing and in range; otherwise
+(unsorted offsets, ``data`` narrower/wider than ``n``, or diagonals outside the matrix) ``data``'s rows
+are copied once into that layout and the Tensor no longer shares memory with the DIA object.
+
+Sources must be canonical: CSR/CSC/BSR with sorted, duplicate-free indices (``has_canonical_format``), COO
+sorted row-major without duplicates; otherwise ``ValueError`` (call ``sum_duplicates()`` first).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import buffers as B
+from .interop_checks import lex_strictly_increasing
+from .package_formats import Layout
+from .tensor import Tensor
+
+
+def _device(package: str, x: Any) -> str:
+    return "cpu" if package == "scipy" else f"cuda:{x.data.device.id}"
+
+
+def _index_type(arrays: list[Any], what: str) -> Any:
+    return B.check_index_buffers(arrays, what)
+
+
+def _compressed(x: Any, package: str, xp: Any) -> Tensor:
+    kind = x.format.upper()
+    what = f"{package} {kind} matrix"
+    if not x.has_canonical_format:
+        raise ValueError(f"{what} has unsorted or duplicate indices; call .sum_duplicates() first")
+    m, n = (int(s) for s in x.shape)
+    if kind == "BSR":
+        bm, bn = (int(s) for s in x.blocksize)
+        major = -(-m // bm)
+    else:
+        major = m if kind == "CSR" else n
+    indptr, indices, data = x.indptr, x.indices, x.data
+    itype = _index_type([indptr, indices], what)
+    if indptr.ndim != 1 or indptr.shape[0] != major + 1:
+        raise ValueError(f"{what}: indptr has {indptr.shape[0]} entries, expected {major + 1}")
+    nnz = int(indptr[-1])
+    if indices.shape[0] < nnz or data.shape[0] < nnz:
+        raise ValueError(f"{what}: indptr ends at {nnz} but there are {indices.shape[0]} indices and "
+                         f"{data.shape[0]} values")
+    indices, data = indices[:nnz], data[:nnz]
+    if not data.flags.c_contiguous:
+        raise ValueError(f"{what}: data is not contiguous")
+    if kind == "BSR":
+        layout = Layout("BSR", block=(bm, bn))
+        pos, crd = [None, indptr, None, None], [None, indices, None, None]
+        val = data.reshape(-1)
+    else:
+        layout = Layout(kind)
+        pos, crd, val = [None, indptr], [None, indices], data
+    return Tensor(layout.tensor_format(), (m, n), pos, crd, val, index_type=itype, package=package,
+                  device=_device(package, x), source=x)
+
+
+def _coo(x: Any, package: str, xp: Any) -> Tensor:
+    coords = tuple(x.coords) if hasattr(x, "coords") else (x.row, x.col)
+    what = f"{package} COO array"
+    itype = _index_type(list(coords), what)
+    nnz = int(x.data.shape[0])
+    if any(int(c.shape[0]) != nnz for c in coords):
+        raise ValueError(f"{what}: coordinate arrays and data differ in length")
+    if not x.data.flags.c_contiguous:
+        raise ValueError(f"{what}: data is not contiguous")
+    if not lex_strictly_increasing(coords, xp):
+        raise ValueError(f"{what} has unsorted (not row-major) or duplicate coordinates; call "
+                         ".sum_duplicates() first (it sorts too)")
+    n = len(coords)
+    pos: list[Any] = [xp.asarray([0, nnz], dtype=itype)] + [None] * (n - 1)
+    return Tensor(Layout("coo", nsparse=n).tensor_format(), x.shape, pos, list(coords), x.data,
+                  index_type=itype, package=package, device=_device(package, x), source=x)
+
+
+def _dia(x: Any, package: str, xp: Any) -> Tensor:
+    m, n = (int(s) for s in x.shape)
+    offsets, data = x.offsets, x.data
+    what = f"{package} DIA matrix"
+    itype = _index_type([offsets], what)
+    ndiag = int(offsets.shape[0])
+    inside = (offsets > -m) & (offsets < n)
+    viewable = (data.ndim == 2 and data.shape[1] == n and data.flags.c_contiguous and bool(inside.all())
+                and bool((offsets[1:] > offsets[:-1]).all()))
+    source = x
+    if not viewable:  # copy the kept diagonals, sorted, into rows of exactly n columns
+        order = xp.argsort(offsets, kind="stable")
+        order = order[inside[order]]
+        offsets = offsets[order]
+        if bool((offsets[1:] == offsets[:-1]).any()):
+            raise ValueError(f"{what} has duplicate offsets")
+        width = min(int(data.shape[1]), n)
+        padded = xp.zeros((int(order.shape[0]), n), dtype=data.dtype)
+        padded[:, :width] = data[order, :width]
+        data, ndiag, source = padded, int(order.shape[0]), None
+    pos = [xp.asarray([0, ndiag], dtype=itype), None]
+    return Tensor(Layout("dia").tensor_format(), (m, n), pos, [offsets, None], data.reshape(-1),
+                  index_type=itype, package=package, device=_device(package, x), source=source)
+
+
+_READERS = {"csr": _compressed, "csc": _compressed, "bsr": _compressed, "coo": _coo, "dia": _dia}
+
+
+def from_scipy(x: Any, package: str = "scipy") -> Tensor:
+    """A Tensor viewing a SciPy (``package="scipy"``) or cupyx (``"cupy"``) sparse array/matrix."""
+    reader = _READERS.get(x.format)
+    if reader is None:
+        raise TypeError(f"{package} sparse format {x.format!r} has no Tensor view; convert it with "
+                        f".tocsr()/.tocoo() first (supported: {', '.join(_READERS)})")
+    if package == "cupy":
+        import cupy as xp
+    else:
+        import numpy as xp
+    return reader(x, package, xp)
+
+
+def _module(package: str) -> Any:
+    if package == "cupy":
+        import cupyx.scipy.sparse as sp
+    else:
+        import scipy.sparse as sp
+    return sp
+
+
+def to_scipy(t: Tensor, layout: Layout, package: str = "scipy") -> Any:
+    """The SciPy (or cupyx) sparse array with ``t``'s buffers (dense layouts: the ndarray itself)."""
+    conv = B.as_cupy if package == "cupy" else B.as_numpy
+    val = conv(t.val, "values")
+    if layout.kind == "dense":
+        inverse = [layout.perm.index(d) for d in range(len(layout.perm))]
+        return val.transpose(inverse)
+    sp = _module(package)
+    flat = not layout.nbatch and not layout.ndense
+    if not flat or layout.kind == "BSC":
+        raise TypeError(f"{package} has no sparse type for format {t.tensor_format} "
+                        f"({t.tensor_format.name or layout.kind}); convert to CSR, CSC, COO, BSR or DIAJ")
+    shape = tuple(t.shape)
+    if package == "cupy":  # cupyx constructors keep the given arrays (int32 indices)
+        return _to_cupyx(sp, t, layout, shape, conv)
+    if layout.kind in ("CSR", "CSC", "BSR"):
+        lvl = 1
+        kw = {"blocksize": layout.block} if layout.kind == "BSR" else {}
+        obj = getattr(sp, f"{layout.kind.lower()}_array")(shape, dtype=val.dtype, **kw)
+        obj.indptr, obj.indices = conv(t.pos(lvl), "positions"), conv(t.crd(lvl), "coordinates")
+        obj.data = val.reshape((-1,) + layout.block) if layout.block else val
+        obj.has_sorted_indices = True
+        obj.has_canonical_format = True
+        return obj
+    if layout.kind == "coo":
+        obj = sp.coo_array(shape, dtype=val.dtype)
+        obj.coords = tuple(conv(t.crd(k), "coordinates") for k in range(layout.nsparse))
+        obj.data = val
+        obj.has_canonical_format = True
+        return obj
+    obj = sp.dia_array(shape, dtype=val.dtype)  # DIAJ
+    obj.offsets = conv(t.crd(0), "offsets")
+    obj.data = val.reshape(int(obj.offsets.shape[0]), shape[1])
+    return obj
+
+
+def _to_cupyx(sp: Any, t: Tensor, layout: Layout, shape: tuple, conv: Any) -> Any:
+    val = conv(t.val, "values")
+    if layout.kind in ("CSR", "CSC"):
+        cls = sp.csr_matrix if layout.kind == "CSR" else sp.csc_matrix
+        return cls((val, conv(t.crd(1)), conv(t.pos(1))), shape=shape)
+    if layout.kind == "coo" and layout.nsparse == 2:
+        return sp.coo_matrix((val, (conv(t.crd(0)), conv(t.crd(1)))), shape=shape)
+    if layout.kind == "dia":
+        offsets = conv(t.crd(0))
+        return sp.dia_matrix((val.reshape(int(offsets.shape[0]), shape[1]), offsets), shape=shape)
+    raise TypeError(f"cupy has no sparse type for format {t.tensor_format}; convert to CSR, CSC, 2-D COO or DIAJ")

@@ -1,0 +1,149 @@
+"""PyTorch sparse tensors <-> :class:`Tensor`, sharing buffers.
+
+=================  ===============================================  ======================================
+torch layout       Tensor format                                    buffers (level k = nbatch + 1)
+=================  ===============================================  ======================================
+sparse_coo         COO over the sparse dims + dense levels          pos[0] = [0, nnz] (new), crd[k] =
+                   (``package_formats.coo_format``)                 indices[k], val = values (flattened)
+sparse_csr / csc   batch levels, CSR/CSC, dense levels              pos[k] = crow/ccol_indices,
+sparse_bsr / bsc   batch levels, BSR/BSC (block from values),       crd[k] = col/row_indices,
+                   dense levels (``compressed_format``)             val = values (flattened after batch)
+=================  ===============================================  ======================================
+
+Batched layouts keep the leading batch axes on every buffer: positions ``(*batch, major + 1)``,
+coordinates ``(*batch, nse)`` and values ``(*batch, nse * block * dense)`` (each batch's positions count
+from 0, as in torch and MLIR's batch levels).  CPU buffers are NumPy views (``.numpy()``); CUDA buffers
+stay torch tensors on their device.  Uncoalesced COO and unsorted/duplicate compressed indices are refused.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+from . import buffers as B
+from .interop_checks import check_sorted_segments
+from .package_formats import Layout
+from .tensor import Tensor
+
+
+def _keep(b: Any) -> Any:
+    """CPU tensors become NumPy views; CUDA tensors stay torch tensors."""
+    b = b.detach()
+    return b.numpy() if b.device.type == "cpu" else b
+
+
+def _flat_values(values: Any, nbatch: int, what: str) -> Any:
+    if not values.is_contiguous():
+        raise ValueError(f"{what}: values are not contiguous; call .contiguous() first (a copy)")
+    return values.reshape(tuple(values.shape[:nbatch]) + (-1,))
+
+
+def _from_coo(x: Any) -> Tensor:
+    import torch
+    if not x.is_coalesced():
+        raise ValueError("torch sparse COO tensor is not coalesced (unsorted or duplicate indices); "
+                         "call .coalesce() first")
+    s, nd = x.sparse_dim(), x.dense_dim()
+    idx, values = x._indices(), x._values()
+    itype = B.check_index_buffers([idx], "torch COO tensor")
+    nnz = int(idx.shape[1])
+    pos0 = torch.tensor([0, nnz], dtype=idx.dtype, device=idx.device)
+    lay = Layout("coo", nsparse=s, ndense=nd)
+    return Tensor(lay.tensor_format(), tuple(x.shape), [_keep(pos0)] + [None] * (s - 1 + nd),
+                  [_keep(idx[k]) for k in range(s)] + [None] * nd,
+                  _keep(_flat_values(values, 0, "torch COO tensor")), index_type=itype, package="torch",
+                  device=str(x.device), source=x)
+
+
+def _compressed_kinds() -> dict:
+    import torch
+    return {torch.sparse_csr: ("CSR", "crow_indices", "col_indices"),
+            torch.sparse_csc: ("CSC", "ccol_indices", "row_indices"),
+            torch.sparse_bsr: ("BSR", "crow_indices", "col_indices"),
+            torch.sparse_bsc: ("BSC", "ccol_indices", "row_indices")}
+
+
+def _minor_extent(lay: Layout, shape: tuple) -> int:
+    m, n = shape[lay.nbatch], shape[lay.nbatch + 1]
+    if lay.kind == "CSR":
+        return n
+    if lay.kind == "CSC":
+        return m
+    bm, bn = lay.block  # type: ignore[misc]
+    return -(-n // bn) if lay.kind == "BSR" else -(-m // bm)
+
+
+def _check_segments(pos: Any, crd: Any, lay: Layout, shape: tuple, what: str) -> None:
+    extent = _minor_extent(lay, shape)
+    nb = math.prod(shape[:lay.nbatch])
+    p2, c2 = pos.reshape(nb, pos.shape[-1]), crd.reshape(nb, crd.shape[-1])
+    for b in range(p2.shape[0]):  # one check per batch (batches are few)
+        check_sorted_segments(p2[b], c2[b], extent, None, what)
+
+
+def _from_compressed(x: Any) -> Tensor:
+    kind, comp_name, plain_name = _compressed_kinds()[x.layout]
+    what = f"torch {kind} tensor"
+    nd = x.dense_dim()
+    nb = x.ndim - 2 - nd
+    comp, plain, values = getattr(x, comp_name)(), getattr(x, plain_name)(), x.values()
+    block = tuple(int(s) for s in values.shape[nb + 1:nb + 3]) if kind in ("BSR", "BSC") else None
+    lay = Layout(kind, nbatch=nb, ndense=nd, block=block)  # type: ignore[arg-type]
+    itype = B.check_index_buffers([comp, plain], what)
+    _check_segments(comp, plain, lay, tuple(x.shape), what)
+    fmt = lay.tensor_format()
+    pos: list[Any] = [None] * fmt.num_levels
+    crd: list[Any] = [None] * fmt.num_levels
+    pos[nb + 1], crd[nb + 1] = _keep(comp), _keep(plain)
+    return Tensor(fmt, tuple(x.shape), pos, crd, _keep(_flat_values(values, nb, what)), index_type=itype,
+                  package="torch", device=str(x.device), source=x)
+
+
+def from_torch_sparse(x: Any) -> Tensor:
+    """A Tensor viewing a torch sparse tensor (COO or compressed layouts)."""
+    import torch
+    if x.layout == torch.sparse_coo:
+        return _from_coo(x)
+    if x.layout in _compressed_kinds():
+        return _from_compressed(x)
+    raise TypeError(f"torch layout {x.layout} has no Tensor view")
+
+
+def to_torch(t: Tensor, layout: Layout) -> Any:
+    """The torch tensor (strided or sparse) with ``t``'s buffers; COO indices are stacked into one
+    int64 ``(sparse_dim, nnz)`` tensor (a copy: torch keeps them in one block)."""
+    import torch
+    val = B.as_torch(t.val, "values")
+    if layout.kind == "dense":
+        inverse = [layout.perm.index(d) for d in range(len(layout.perm))]
+        return val.permute(inverse)
+    shape = tuple(t.shape)
+    if layout.kind == "coo":
+        crds = [B.as_torch(t.crd(k), "coordinates") for k in range(layout.nsparse)]
+        nnz = int(crds[0].shape[0])
+        indices = torch.stack(crds).to(torch.int64)
+        values = val.reshape((nnz,) + shape[layout.nsparse:])
+        return torch.sparse_coo_tensor(indices, values, size=shape, is_coalesced=True, check_invariants=False)
+    if layout.kind == "dia":
+        raise TypeError(f"torch has no DIA layout for format {t.tensor_format}; convert to CSR, CSC, COO, "
+                        "BSR or BSC")
+    nb = layout.nbatch
+    comp, plain = B.as_torch(t.pos(nb + 1), "positions"), B.as_torch(t.crd(nb + 1), "coordinates")
+    batch, m, n = shape[:nb], shape[nb], shape[nb + 1]
+    major = {"CSR": m, "CSC": n}.get(layout.kind)
+    if major is None:
+        bm, bn = layout.block  # type: ignore[misc]
+        major = -(-m // bm) if layout.kind == "BSR" else -(-n // bn)
+    if tuple(comp.shape) != batch + (major + 1,):
+        raise ValueError(f"positions have shape {tuple(comp.shape)}, expected {batch + (major + 1,)}")
+    nse = int(plain.shape[-1])
+    inner = (layout.block or ()) + shape[nb + 2:]
+    if val.numel() != math.prod(batch) * nse * math.prod(inner):
+        raise ValueError(f"{val.numel()} values do not fill {nse} stored entries of shape {inner} per batch")
+    values = val.reshape(batch + (nse,) + tuple(inner))
+    lay = {"CSR": torch.sparse_csr, "CSC": torch.sparse_csc, "BSR": torch.sparse_bsr, "BSC": torch.sparse_bsc}
+    with warnings.catch_warnings():  # torch's "beta state" notice; buffers were checked above
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_compressed_tensor(comp, plain, values, size=shape, layout=lay[layout.kind],
+                                              check_invariants=False)
