@@ -127,6 +127,28 @@ class Layout:
         return fn
 
 
+def _probe_data_offset() -> int | None:
+    """Offset of the data pointer in numpy's array object (``PyArrayObject_fields.data``, right
+    after the object header), if reading it agrees with ``__array_interface__`` here."""
+    off = object.__basicsize__
+    base = np.arange(12.0)
+    for a in (base, base[3:], base.reshape(3, 4)[1], np.zeros(0, np.int8)):
+        if ctypes.c_void_p.from_address(id(a) + off).value != a.__array_interface__["data"][0]:
+            return None
+    return off
+
+
+_DATA_OFFSET = _probe_data_offset()
+_read_pointer = ctypes.c_void_p.from_address
+
+
+def data_pointer(a: np.ndarray) -> int:
+    """The data pointer of a numpy array (0.1 us instead of 0.9 us via ``__array_interface__``)."""
+    if _DATA_OFFSET is None:
+        return a.__array_interface__["data"][0]
+    return _read_pointer(id(a) + _DATA_OFFSET).value or 0
+
+
 class Marshaller:
     """Checks and converts arguments and results for one function signature."""
 
@@ -134,28 +156,34 @@ class Marshaller:
         self.sig = sig
         self.device = device
         self.layout = Layout(sig)
+        # per argument: dtype, rank, (dimension, static size) pairs
+        self._checks = [(a.dtype if a.kind == "memref" else None, a.rank,
+                         tuple((d, n) for d, n in enumerate(a.shape) if n >= 0)) for a in sig.args]
 
     def _where(self, i: int) -> str:
         return f"argument {i} of @{self.sig.name} ({self.sig.args[i]})"
 
     def memref(self, obj: Any, i: int) -> tuple[int, tuple[int, ...], Any]:
         """(data pointer, shape, object to keep alive) of an array argument, checked."""
-        spec = self.sig.args[i]
         if type(obj) is not np.ndarray:
             if hasattr(obj, "data_ptr") and hasattr(obj, "is_contiguous"):
-                return self._tensor(obj, i, spec)
-            if hasattr(obj, "__array_interface__"):
-                obj = np.asarray(obj)
-            else:
+                return self._tensor(obj, i, self.sig.args[i])
+            if not hasattr(obj, "__array_interface__"):
                 raise TypeError(f"{self._where(i)}: expected an array (numpy, torch), got {type(obj).__name__}")
+            obj = np.asarray(obj)
+        dtype, rank, static = self._checks[i]
         dt = obj.dtype
-        if dt is not spec.dtype and dt != spec.dtype:
-            raise TypeError(f"{self._where(i)}: expected dtype {spec.dtype}, got {dt}")
+        if dt is not dtype and dt != dtype:
+            raise TypeError(f"{self._where(i)}: expected dtype {dtype}, got {dt}")
         shape = obj.shape
-        self._check_shape(shape, spec, i)
+        if len(shape) != rank:
+            self._check_shape(shape, self.sig.args[i], i)
+        for d, n in static:
+            if shape[d] != n:
+                self._check_shape(shape, self.sig.args[i], i)
         if not obj.flags.c_contiguous:
             raise ValueError(f"{self._where(i)}: array must be C-contiguous")
-        return obj.__array_interface__["data"][0], shape, obj
+        return data_pointer(obj), shape, obj
 
     def _tensor(self, t: Any, i: int, spec: ValueSpec) -> tuple[int, tuple[int, ...], Any]:
         dt = _torch_dtype(t.dtype)
