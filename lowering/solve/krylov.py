@@ -1,0 +1,367 @@
+"""CG, BiCGSTAB and restarted GMRES, each one MLIR function holding the whole iteration.
+
+Signature of every solver (``A`` in CSR, preconditioner arguments from ``Preconditioner.args``)::
+
+    @<name>(pos, crd, val, <precond...>, b, x, tol: f64, maxiter: index) -> (iterations, relres)
+
+``x`` holds the initial guess and receives the solution. The driver loop computes the true residual
+``r = b - A x``, runs the method's inner iteration until its recursive residual reaches
+``tol * ||b||`` (or ``maxiter``, or a breakdown), then recomputes the true residual and restarts if
+that one is still too large; ``relres`` is the final true relative residual (NaN/Inf propagate, so
+the caller can refuse garbage). ``b`` must not be zero (the caller returns ``x = 0`` itself).
+Vectors have the matrix element type; dot products, norms and Krylov coefficients are f64.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .builder import FuncBuilder
+from .precond import Preconditioner
+from .values import FLOAT_TYPES, IndexBuf, from_f64, vec
+from .vectors import Csr, dot, product, residual, spmv, sqrt, sweep
+
+METHODS = ("cg", "bicgstab", "gmres")
+
+
+@dataclass(frozen=True)
+class KrylovSpec:
+    """Everything that changes the generated code of one iterative solver."""
+
+    method: str
+    elem: str
+    index_width: int
+    preconditioner: str = "none"
+    restart: int = 30
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.elem not in FLOAT_TYPES:
+            raise ValueError(f"element type must be one of {FLOAT_TYPES}, got {self.elem!r}")
+        if not isinstance(self.restart, int) or self.restart < 1:
+            raise ValueError(f"restart must be a positive int, got {self.restart!r}")
+        IndexBuf(self.index_width)
+
+    @property
+    def name(self) -> str:
+        extra = f"_m{self.restart}" if self.method == "gmres" else ""
+        return f"{self.method}{extra}_{self.preconditioner}_{self.elem}_i{self.index_width}"
+
+
+@dataclass
+class _Ctx:
+    f: FuncBuilder
+    A: Csr
+    M: Preconditioner
+    n: str
+    b: str
+    x: str
+    r: str
+    thresh: str
+    thr2: str
+    maxiter: str
+    restart: int
+
+    @property
+    def E(self) -> str:
+        return self.A.elem
+
+    def vector(self) -> str:
+        return self.f.alloc(vec(self.E), self.n)
+
+    def precondition(self, src: str, dst: str) -> str:
+        """``M^-1 src`` in ``dst`` (or ``src`` itself for the identity)."""
+        if self.M.identity:
+            return src
+        self.M.apply(self.f, self.A, self.n, src, dst)
+        return dst
+
+    def ld(self, mem: str, i: str) -> str:
+        return self.f.load(mem, i, vec(self.E))
+
+    def st(self, value: str, mem: str, i: str) -> None:
+        self.f.store(value, mem, i, vec(self.E))
+
+    def narrow(self, v: str) -> str:
+        """An f64 coefficient in the element type."""
+        return from_f64(self.f, v, self.E)
+
+
+Inner = Callable[[_Ctx, str], tuple[str, list[str]]]
+
+
+def _cg(c: _Ctx, it0: str) -> tuple[str, list[str]]:
+    """Preconditioned CG from residual ``r``; returns (iterations, buffers to free)."""
+    f, E = c.f, c.E
+    p, q = c.vector(), c.vector()
+    z0 = c.vector() if not c.M.identity else c.r
+    z = c.precondition(c.r, z0)
+    rz0 = dot(f, c.n, c.r, z, E)
+
+    def init(i: str) -> list[str]:
+        c.st(c.ld(z, i), p, i)
+        return []
+    sweep(f, c.n, init)
+    true = f.c(1, "i1")
+    with f.while_([(it0, "index"), (rz0, "f64"), (rz0 if c.M.identity else f.c(float("inf"), "f64"), "f64"),
+                   (true, "i1")]) as w:
+        it, rz, rr, ok = w.before
+        go = f.andi(f.andi(ok, f.cmpi("ult", it, c.maxiter)), f.cmpf("ogt", rr, c.thr2))
+        w.cond(go)
+        it, rz, rr, ok = w.after
+        pq = spmv(f, c.A, c.n, p, q, dots=[p])[0]
+        good = f.cmpf("ogt", pq, f.c(0.0, "f64"))
+        alpha64 = f.select(good, f.div(rz, pq, "f64"), f.c(0.0, "f64"), "f64")
+        alpha = c.narrow(alpha64)
+
+        def update(i: str) -> list[str]:
+            c.st(f.add(c.ld(c.x, i), f.mul(alpha, c.ld(p, i), E), E), c.x, i)
+            ri = f.sub(c.ld(c.r, i), f.mul(alpha, c.ld(q, i), E), E)
+            c.st(ri, c.r, i)
+            return [product(f, ri, ri, E)]
+        rr2 = sweep(f, c.n, update, 1)[0]
+        z = c.precondition(c.r, z0)
+        rz2 = rr2 if c.M.identity else dot(f, c.n, c.r, z, E)
+        beta = c.narrow(f.select(good, f.div(rz2, rz, "f64"), f.c(0.0, "f64"), "f64"))
+
+        def direction(i: str) -> list[str]:
+            c.st(f.add(c.ld(z, i), f.mul(beta, c.ld(p, i), E), E), p, i)
+            return []
+        sweep(f, c.n, direction)
+        w.yield_(f.add(it, f.c(1), "index"), rz2, rr2, good)
+    bufs = [p, q] + ([z0] if not c.M.identity else [])
+    return w.results[0], bufs
+
+
+def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
+    """Right-preconditioned BiCGSTAB from residual ``r``."""
+    f, E = c.f, c.E
+    zero, one = f.c(0.0, "f64"), f.c(1.0, "f64")
+    rhat, p, v, t = c.vector(), c.vector(), c.vector(), c.vector()
+    phat0 = shat0 = None
+    if not c.M.identity:
+        phat0, shat0 = c.vector(), c.vector()
+
+    def init(i: str) -> list[str]:
+        ri = c.ld(c.r, i)
+        c.st(ri, rhat, i)
+        c.st(f.c(0.0, E), p, i)
+        c.st(f.c(0.0, E), v, i)
+        return []
+    sweep(f, c.n, init)
+
+    def nonzero(v64: str) -> str:
+        return f.cmpf("one", v64, zero)
+
+    def safe_div(a: str, b: str) -> str:
+        return f.select(nonzero(b), f.div(a, b, "f64"), zero, "f64")
+
+    with f.while_([(it0, "index"), (one, "f64"), (one, "f64"), (one, "f64"), (f.c(float("inf"), "f64"), "f64"),
+                   (f.c(1, "i1"), "i1")]) as w:
+        it, rho_old, alpha_old, omega_old, rr, ok = w.before
+        go = f.andi(f.andi(ok, f.cmpi("ult", it, c.maxiter)), f.cmpf("ogt", rr, c.thr2))
+        w.cond(go)
+        it, rho_old, alpha_old, omega_old, rr, ok = w.after
+        rho = dot(f, c.n, rhat, c.r, E)
+        beta = c.narrow(f.mul(safe_div(rho, rho_old), safe_div(alpha_old, omega_old), "f64"))
+        om = c.narrow(omega_old)
+
+        def direction(i: str) -> list[str]:
+            pv = f.sub(c.ld(p, i), f.mul(om, c.ld(v, i), E), E)
+            c.st(f.add(c.ld(c.r, i), f.mul(beta, pv, E), E), p, i)
+            return []
+        sweep(f, c.n, direction)
+        phat = c.precondition(p, phat0) if phat0 else p
+        rv = spmv(f, c.A, c.n, phat, v, dots=[rhat])[0]
+        alpha64 = safe_div(rho, rv)
+        alpha = c.narrow(alpha64)
+
+        def half(i: str) -> list[str]:  # s = r - alpha v, kept in r
+            si = f.sub(c.ld(c.r, i), f.mul(alpha, c.ld(v, i), E), E)
+            c.st(si, c.r, i)
+            return []
+        sweep(f, c.n, half)
+        shat = c.precondition(c.r, shat0) if shat0 else c.r
+        tt, ts = spmv(f, c.A, c.n, shat, t, dots=[t, c.r])
+        omega64 = safe_div(ts, tt)
+        omega = c.narrow(omega64)
+
+        def update(i: str) -> list[str]:
+            xi = f.add(c.ld(c.x, i), f.add(f.mul(alpha, c.ld(phat, i), E), f.mul(omega, c.ld(shat, i), E), E), E)
+            c.st(xi, c.x, i)
+            ri = f.sub(c.ld(c.r, i), f.mul(omega, c.ld(t, i), E), E)
+            c.st(ri, c.r, i)
+            return [product(f, ri, ri, E)]
+        rr2 = sweep(f, c.n, update, 1)[0]
+        good = f.andi(f.andi(nonzero(rho), nonzero(rv)), nonzero(omega64))
+        w.yield_(f.add(it, f.c(1), "index"), rho, alpha64, omega64, rr2, good)
+    bufs = [rhat, p, v, t] + ([phat0, shat0] if phat0 else [])
+    return w.results[0], bufs
+
+
+def _gmres(c: _Ctx, it0: str) -> tuple[str, list[str]]:
+    """One cycle of right-preconditioned GMRES(m) (modified Gram-Schmidt, Givens rotations)."""
+    f, E, m = c.f, c.E, c.restart
+    F = "memref<?xf64>"
+    c0, c1 = f.c(0), f.c(1)
+    zero, one = f.c(0.0, "f64"), f.c(1.0, "f64")
+    V = f.alloc(vec(E), f.mul(c.n, f.c(m + 1), "index"))
+    H = f.alloc(F, f.c((m + 1) * m))
+    cs, sn, g, y = (f.alloc(F, f.c(m + 1)) for _ in range(4))
+    z0 = c.vector() if not c.M.identity else None
+    u = c.vector()
+    beta = sqrt(f, dot(f, c.n, c.r, c.r, E))
+    inv = c.narrow(f.div(one, beta, "f64"))
+
+    def start(i: str) -> list[str]:
+        c.st(f.mul(c.ld(c.r, i), inv, E), V, i)
+        return []
+    sweep(f, c.n, start)
+    with f.loop(c0, f.c(m + 1)) as lp:
+        f.store(zero, g, lp.iv, F)
+    f.store(beta, g, c0, F)
+
+    def h_at(i: str, j: str) -> str:
+        return f.add(f.mul(i, f.c(m), "index"), j, "index")
+
+    def view(k: str) -> str:  # offset of basis vector k in V
+        return f.mul(k, c.n, "index")
+
+    with f.while_([(c0, "index"), (it0, "index"), (beta, "f64")]) as w:
+        j, it, res = w.before
+        go = f.andi(f.andi(f.cmpi("ult", j, f.c(m)), f.cmpi("ult", it, c.maxiter)), f.cmpf("ogt", res, c.thresh))
+        w.cond(go)
+        j, it, res = w.after
+        vj, vw = view(j), view(f.add(j, c1, "index"))
+        if z0 is None:
+            src = u
+
+            def copy(i: str) -> list[str]:
+                c.st(c.ld(V, f.add(vj, i, "index")), u, i)
+                return []
+            sweep(f, c.n, copy)
+        else:
+            def copy(i: str) -> list[str]:
+                c.st(c.ld(V, f.add(vj, i, "index")), u, i)
+                return []
+            sweep(f, c.n, copy)
+            src = c.precondition(u, z0)
+        # w = A src, written into V[j+1]
+        with f.loop(c0, c.n) as rl:
+            c.st(c.A.row_dot(f, rl.iv, src), V, f.add(vw, rl.iv, "index"))
+        with f.loop(c0, f.add(j, c1, "index")) as gs:
+            vi = view(gs.iv)
+            h = dot_offsets(f, c, V, vw, vi)
+            f.store(h, H, h_at(gs.iv, j), F)
+            hn = c.narrow(h)
+
+            def orth(i: str, vi: str = vi, hn: str = hn) -> list[str]:
+                k = f.add(vw, i, "index")
+                c.st(f.sub(c.ld(V, k), f.mul(hn, c.ld(V, f.add(vi, i, "index")), E), E), V, k)
+                return []
+            sweep(f, c.n, orth)
+        hnext = sqrt(f, dot_offsets(f, c, V, vw, vw))
+        f.store(hnext, H, h_at(f.add(j, c1, "index"), j), F)
+        scale = c.narrow(f.select(f.cmpf("one", hnext, zero), f.div(one, hnext, "f64"), zero, "f64"))
+
+        def normalize(i: str) -> list[str]:
+            k = f.add(vw, i, "index")
+            c.st(f.mul(c.ld(V, k), scale, E), V, k)
+            return []
+        sweep(f, c.n, normalize)
+        with f.loop(c0, j) as rot:  # previous rotations on column j
+            i0, i1 = h_at(rot.iv, j), h_at(f.add(rot.iv, c1, "index"), j)
+            a, b = f.load(H, i0, F), f.load(H, i1, F)
+            ci, si = f.load(cs, rot.iv, F), f.load(sn, rot.iv, F)
+            f.store(f.add(f.mul(ci, a, "f64"), f.mul(si, b, "f64"), "f64"), H, i0, F)
+            f.store(f.sub(f.mul(ci, b, "f64"), f.mul(si, a, "f64"), "f64"), H, i1, F)
+        jj, j1 = h_at(j, j), h_at(f.add(j, c1, "index"), j)
+        a, b = f.load(H, jj, F), f.load(H, j1, F)
+        d = sqrt(f, f.add(f.mul(a, a, "f64"), f.mul(b, b, "f64"), "f64"))
+        dz = f.cmpf("oeq", d, zero)
+        cj = f.select(dz, one, f.div(a, d, "f64"), "f64")
+        sj = f.select(dz, zero, f.div(b, d, "f64"), "f64")
+        f.store(cj, cs, j, F)
+        f.store(sj, sn, j, F)
+        f.store(d, H, jj, F)
+        f.store(zero, H, j1, F)
+        gj = f.load(g, j, F)
+        gnext = f.sub(zero, f.mul(sj, gj, "f64"), "f64")
+        f.store(f.mul(cj, gj, "f64"), g, j, F)
+        f.store(gnext, g, f.add(j, c1, "index"), F)
+        w.yield_(f.add(j, c1, "index"), f.add(it, c1, "index"), f.op(f"math.absf {gnext} : f64"))
+    k, it_end = w.results[0], w.results[1]
+    # back substitution H[:k,:k] y = g[:k]
+    with f.loop(c0, k) as bl:
+        i = f.sub(f.sub(k, c1, "index"), bl.iv, "index")
+        with f.loop(f.add(i, c1, "index"), k, [(f.load(g, i, F), "f64")]) as sl:
+            s = f.sub(sl.args[0], f.mul(f.load(H, h_at(i, sl.iv), F), f.load(y, sl.iv, F), "f64"), "f64")
+            f.yield_(sl, s)
+        f.store(f.div(sl.results[0], f.load(H, h_at(i, i), F), "f64"), y, i, F)
+
+    def combine(i: str) -> list[str]:
+        with f.loop(c0, k, [(f.c(0.0, E), E)]) as cl:
+            yk = c.narrow(f.load(y, cl.iv, F))
+            f.yield_(cl, f.add(cl.args[0], f.mul(yk, c.ld(V, f.add(view(cl.iv), i, "index")), E), E))
+        c.st(cl.results[0], u, i)
+        return []
+    sweep(f, c.n, combine, unroll=1)
+    corr = c.precondition(u, z0) if z0 else u
+
+    def correct(i: str) -> list[str]:
+        c.st(f.add(c.ld(c.x, i), c.ld(corr, i), E), c.x, i)
+        return []
+    sweep(f, c.n, correct)
+    bufs = [V, u] + ([z0] if z0 else [])
+    for small in (H, cs, sn, g, y):
+        f.dealloc(small, F)
+    return it_end, bufs
+
+
+def dot_offsets(f: FuncBuilder, c: _Ctx, V: str, oa: str, ob: str) -> str:
+    """``dot(V[oa:oa+n], V[ob:ob+n])`` in f64."""
+    E = c.E
+
+    def body(i: str) -> list[str]:
+        return [product(f, c.ld(V, f.add(oa, i, "index")), c.ld(V, f.add(ob, i, "index")), E)]
+    return sweep(f, c.n, body, 1)[0]
+
+
+_INNER: dict[str, Inner] = {"cg": _cg, "bicgstab": _bicgstab, "gmres": _gmres}
+
+
+def krylov_function(spec: KrylovSpec) -> str:
+    """The solver function of ``spec`` (see the module docstring for its signature)."""
+    E = spec.elem
+    idx = IndexBuf(spec.index_width)
+    M = Preconditioner(spec.preconditioner, E, spec.index_width)
+    args = [("pos", idx.memref), ("crd", idx.memref), ("val", vec(E)), *M.args(),
+            ("b", vec(E)), ("x", vec(E)), ("tol", "f64"), ("maxiter", "index")]
+    f = FuncBuilder(spec.name, args, results=["index", "f64"])
+    A = Csr("%pos", "%crd", "%val", idx, E)
+    n = f.dim("%b", vec(E))
+    bnorm = sqrt(f, dot(f, n, "%b", "%b", E))
+    thresh = f.mul("%tol", bnorm, "f64")
+    r = f.alloc(vec(E), n)
+    c = _Ctx(f, A, M, n, "%b", "%x", r, thresh, f.mul(thresh, thresh, "f64"), "%maxiter", spec.restart)
+    rn0 = sqrt(f, residual(f, A, n, "%b", "%x", r))
+    with f.while_([(f.c(0), "index"), (rn0, "f64"), (f.c(0, "i1"), "i1")]) as w:
+        it, rn, stall = w.before
+        go = f.andi(f.andi(f.cmpi("ult", it, "%maxiter"), f.cmpf("ogt", rn, thresh)),
+                    f.op(f"arith.xori {stall}, {f.c(1, 'i1')} : i1", "b"))
+        w.cond(go)
+        it, rn, stall = w.after
+        it2, bufs = _INNER[spec.method](c, it)
+        for buf in bufs:
+            f.dealloc(buf, vec(E))
+        rn2 = sqrt(f, residual(f, A, n, "%b", "%x", r))
+        w.yield_(it2, rn2, f.cmpi("eq", it2, it))
+    f.dealloc(r, vec(E))
+    f.ret(w.results[0], f.div(w.results[1], bnorm, "f64"))
+    return f.finish()
+
+
+def krylov_module(spec: KrylovSpec) -> str:
+    """A module holding the solver of ``spec``."""
+    return "module {\n" + krylov_function(spec) + "\n}\n"
