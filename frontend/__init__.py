@@ -12,7 +12,10 @@ from .formats import Level, LevelFormat, LevelProperty, TensorFormat
 from .named_formats import NamedFormats
 
 # Public names provided by submodules, loaded on first access (PEP 562).
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "matmul": ".ops", "Matmul": ".ops", "einsum": ".ops", "print_mlir": ".ops", "cache_info": ".ops",
+    "clear_cache": ".ops",
+}
 
 _LAZY.update({"Tensor": ".tensor", "validate": ".validate"})  # storage (frontend.tensor)
 

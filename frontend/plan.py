@@ -1,0 +1,154 @@
+"""Planned kernels: a lowered, compiled contraction with its argument layout, cached by structure.
+
+``get_kernel(key, describe)`` returns the :class:`Kernel` for a structural key (format structure keys,
+shapes, dtypes, index widths, op, semiring, options, target; never names), building it once with
+``describe() -> Contraction`` even when several threads ask at the same time.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from lowering.contraction import Contraction, TensorSpec
+from lowering.dispatch import Lowered, lower
+
+from .tensor import Tensor
+
+
+def buffer_parts(fmt: Any) -> tuple[tuple[str, int], ...]:
+    """The lowered arguments of an encoded tensor, in order: ``("pos", k)``, ``("crd", k)``, ``("val", -1)``."""
+    parts: list[tuple[str, int]] = []
+    for k, lv in enumerate(fmt.levels):
+        if lv.has_positions:
+            parts.append(("pos", k))
+        if lv.has_coordinates:
+            parts.append(("crd", k))
+    parts.append(("val", -1))
+    return tuple(parts)
+
+
+class Kernel:
+    """A compiled contraction: ``flatten`` operands into arguments, ``decode`` the results."""
+
+    def __init__(self, contraction: Contraction, lowered: Lowered, module: Any) -> None:
+        self.contraction = contraction
+        self.lowered = lowered
+        self.module = module
+        self.function = module.function(contraction.name)
+        self._in_parts = [buffer_parts(t.fmt) if t.encoded else None for t in contraction.inputs]
+        ranks = [a.rank for a in self.function.signature.args]
+        self._val_ranks: list[int] = []
+        pos = 0
+        for parts in self._in_parts:
+            pos += len(parts) if parts is not None else 1
+            self._val_ranks.append(ranks[pos - 1])
+        out = contraction.output
+        self._out_parts = buffer_parts(out.fmt) if out.sparse else None
+        self._out_index = np.dtype(f"int{out.crd_width}") if out.sparse else None
+
+    @property
+    def text(self) -> str:
+        return self.lowered.text
+
+    @property
+    def path(self) -> str:
+        return self.lowered.path
+
+    def flatten(self, tensors: Sequence[Tensor], extra: Sequence[Any] = ()) -> list[Any]:
+        """The function's arguments for operand Tensors and trailing ``extra`` arrays (c, alpha, beta)."""
+        args: list[Any] = []
+        for t, parts, vrank in zip(tensors, self._in_parts, self._val_ranks):
+            if parts is None:
+                args.append(t.val)
+                continue
+            for kind, k in parts:
+                if kind == "pos":
+                    args.append(t.pos(k))
+                elif kind == "crd":
+                    args.append(t.crd(k))
+                else:
+                    v = t.val
+                    if v.ndim != vrank:
+                        v = v.reshape(v.shape[:vrank - 1] + (-1,))
+                    args.append(v)
+        args.extend(extra)
+        return args
+
+    def decode(self, result: Any) -> Any:
+        """A numpy array (dense output) or a Tensor over the kernel-allocated buffers (sparse output)."""
+        if self._out_parts is None:
+            return result
+        out = self.contraction.output
+        n = out.fmt.num_levels
+        pos: list[Any] = [None] * n
+        crd: list[Any] = [None] * n
+        val = None
+        for (kind, k), arr in zip(self._out_parts, result):
+            if kind == "pos":
+                pos[k] = arr
+            elif kind == "crd":
+                crd[k] = arr
+            else:
+                val = arr
+        return Tensor(out.fmt, out.shape, pos, crd, val, index_type=self._out_index, package="numpy")
+
+
+_lock = threading.Lock()
+_kernels: dict[Any, Kernel] = {}
+_building: dict[Any, Future] = {}
+
+
+def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu") -> Kernel:
+    """The kernel for ``key``: from memory, else lowered and compiled (or fetched from the disk cache)."""
+    k = _kernels.get(key)
+    if k is not None:
+        return k
+    with _lock:
+        k = _kernels.get(key)
+        if k is not None:
+            return k
+        fut = _building.get(key)
+        owner = fut is None
+        if owner:
+            fut = _building[key] = Future()
+    if not owner:
+        return fut.result()
+    try:
+        from mlir_bridge import compile_module
+
+        contraction = describe()
+        lowered = lower(contraction, target)
+        module = compile_module(lowered.text, lowered.pipeline, target=target)
+        k = Kernel(contraction, lowered, module)
+    except BaseException as err:
+        with _lock:
+            del _building[key]
+        fut.set_exception(err)
+        raise
+    with _lock:
+        _kernels[key] = k
+        del _building[key]
+    fut.set_result(k)
+    return k
+
+
+def clear_plans() -> None:
+    """Forget planned kernels (the compiled modules stay loaded while something uses them)."""
+    with _lock:
+        _kernels.clear()
+
+
+def plan_count() -> int:
+    return len(_kernels)
+
+
+def spec_of(t: Tensor, elem: str) -> TensorSpec:
+    """The TensorSpec of an operand Tensor (plain dense when row-major)."""
+    fmt = t.tensor_format
+    if fmt.is_dense and fmt.is_identity:
+        return TensorSpec(None, t.shape, elem)
+    w = 64 if t.index_type is None else np.dtype(t.index_type).itemsize * 8
+    return TensorSpec(fmt, t.shape, elem, w, w)

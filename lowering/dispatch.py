@@ -1,0 +1,66 @@
+"""Which code path lowers a contraction: MLIR's sparsifier, or a registered emitter.
+
+``lower(c, target)`` is the single place deciding it. Formats the sparsifier cannot take (range/delta
+levels, diagonal maps: ``fmt.mlir_support() == "emitter"``) go to the builder registered with
+``register_path("emitter", builder)``; without one they raise ``NotImplementedError`` naming the format.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .contraction import Contraction, build_module
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """MLIR text, the pipeline to compile it with and the path's name (``"sparsifier"``, ...)."""
+
+    text: str
+    pipeline: Any
+    path: str
+
+
+_PATHS: dict[str, Callable[[Contraction, str], Lowered]] = {}
+
+
+def register_path(name: str, builder: Callable[[Contraction, str], Lowered]) -> None:
+    """Make ``builder(contraction, target) -> Lowered`` the lowering for path ``name``."""
+    _PATHS[name] = builder
+
+
+def _sparsifier(c: Contraction, target: str) -> Lowered:
+    from .pipelines import Pipeline
+
+    return Lowered(build_module(c), Pipeline(target=target), "sparsifier")
+
+
+register_path("sparsifier", _sparsifier)
+
+
+def path_of(c: Contraction) -> str:
+    """``"sparsifier"`` unless an operand's format needs ust-mlir's own emitter."""
+    for t in c.inputs + (c.output,):
+        if t.fmt is not None and t.fmt.mlir_support() != "sparsifier":
+            return "emitter"
+    return "sparsifier"
+
+
+def _emitter_formats(c: Contraction) -> str:
+    names = []
+    for t in c.inputs + (c.output,):
+        f = t.fmt
+        if f is not None and f.mlir_support() != "sparsifier":
+            names.append(f"{f.name} {f}" if getattr(f, "name", None) else str(f))
+    return "; ".join(dict.fromkeys(names))
+
+
+def lower(c: Contraction, target: str = "cpu") -> Lowered:
+    """The lowering of ``c`` for ``target`` through the path its formats need."""
+    path = path_of(c)
+    builder = _PATHS.get(path)
+    if builder is None:
+        raise NotImplementedError(
+            f"format {_emitter_formats(c)} has range/delta levels or a diagonal map, which MLIR's sparsifier "
+            "cannot compile; ust-mlir's own code generator for such formats is not available yet")
+    return builder(c, target)
