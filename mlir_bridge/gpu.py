@@ -1,0 +1,155 @@
+"""The CUDA target: build (and cache) GPU modules without a device, load them only where one exists.
+
+``build_gpu`` lowers MLIR text through a GPU pipeline (``lowering.gpu_pipeline.GpuPipeline``), links
+the host side against ``libmlir_cuda_runtime.so`` and stores the shared object (which embeds the
+fatbin/cubin/PTX) in the disk cache, keyed additionally by the CUDA driver and toolkit versions
+(``GpuTarget.fingerprint``); the chip is part of the pipeline description. Loading needs
+``libcuda.so.1``: ``load_gpu`` checks for a driver and a device first (``require_cuda_device``) and
+raises ``RuntimeError("no CUDA device ...")`` rather than letting the process abort.
+``gpu_assembly`` returns the PTX of a module, for inspection and for ``ptxas``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import toolchain
+from .cache import DiskCache, cache_dir
+from .compile import cache_key
+from .cuda_driver import cuda_info, require_cuda_device
+from .module import CompiledModule
+from .signature import Signature
+from .stage import PipelineArg, normalize
+from .target import Target, register_target
+
+_lock = threading.Lock()
+_builds: dict[str, "GpuBuild"] = {}
+_loaded: dict[str, CompiledModule] = {}
+_ptx: dict[str, str] = {}
+
+
+@functools.cache
+def toolkit_version() -> str:
+    """``ptxas`` / ``fatbinary`` release lines (gpu-module-to-binary runs them), or ``none``."""
+    out = []
+    for tool in ("ptxas", "fatbinary"):
+        path = shutil.which(tool)
+        if path is None:
+            out.append(f"{tool}=none")
+            continue
+        try:
+            text = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+        release = [ln.strip() for ln in text.splitlines() if "release" in ln]
+        out.append(f"{tool}={release[-1] if release else 'unknown'}")
+    return ";".join(out)
+
+
+@dataclass(frozen=True)
+class GpuTarget(Target):
+    """Host code for this CPU calling the CUDA runtime; kernels embedded as GPU objects."""
+
+    name: str = "gpu"
+    device: str = "cuda"
+    link_libs: tuple[str, ...] = ("mlir_cuda_runtime", "mlir_c_runner_utils")
+
+    def fingerprint(self) -> str:
+        info = cuda_info()
+        driver = f"driver={info.driver_version}" if info.driver_version else "driver=none"
+        return f"{super().fingerprint()}|{driver}|{toolkit_version()}"
+
+
+GPU = GpuTarget()
+register_target(GPU)
+
+
+@dataclass(frozen=True)
+class GpuBuild:
+    """A built (not loaded) GPU module: the shared object and its functions' signatures."""
+
+    key: str
+    so_path: Path
+    signatures: tuple[Signature, ...]
+
+
+def build_gpu(text: str, pipeline: PipelineArg, *, target: GpuTarget = GPU) -> GpuBuild:
+    """Lower and link ``text`` for ``target``; cached in memory and on disk; needs no GPU.
+
+    Raises CompileError (invalid IR, a failing or crashing pass, no GPU kernel, ptxas errors).
+    """
+    from .compile import _build
+
+    stages, description = normalize(pipeline)
+    key = cache_key(text, description, target)
+    with _lock:
+        hit = _builds.get(key)
+    if hit is not None:
+        return hit
+    version = toolchain.toolchain_version()
+    root = cache_dir()
+    disk = DiskCache(root) if root is not None else None
+    entry = disk.load(key, version) if disk is not None else None
+    if entry is not None:
+        build = GpuBuild(key, entry.so_path, entry.signatures)
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix="ust-mlir-gpu-"))
+        try:
+            so_path, sigs = _build(text, stages, target, workdir)
+            final = disk.store(key, version, target.device, so_path, sigs) if disk is not None else None
+            if final is None:  # no usable cache folder: keep the object somewhere stable
+                final = Path(tempfile.mkdtemp(prefix="ust-mlir-gpu-keep-")) / so_path.name
+                shutil.copyfile(so_path, final)
+            build = GpuBuild(key, final, sigs)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    with _lock:
+        _builds[key] = build
+    return build
+
+
+def load_gpu(build: GpuBuild, device: int = 0) -> CompiledModule:
+    """Load a built GPU module (RuntimeError "no CUDA device" when there is no driver/device)."""
+    require_cuda_device(device)
+    with _lock:
+        mod = _loaded.get(build.key)
+        if mod is None:
+            mod = _loaded[build.key] = CompiledModule(build.so_path, build.signatures, build.key, "cuda")
+    return mod
+
+
+_OBJECT = re.compile(r'assembly = "((?:[^"\\]|\\.)*)"')  # of a #gpu.object in gpu.binary
+_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|\\)")
+
+
+def _unescape(s: str) -> str:
+    return _ESCAPE.sub(lambda m: "\\" if m.group(1) == "\\" else chr(int(m.group(1), 16)), s)
+
+
+def gpu_assembly(text: str, pipeline: PipelineArg) -> str:
+    """The PTX of ``text`` lowered with ``pipeline`` switched to ``gpu_format="isa"`` (crash-isolated)."""
+    from .compile import lower_stages
+
+    if dataclasses.is_dataclass(pipeline) and getattr(pipeline, "gpu_format", "isa") != "isa":
+        pipeline = dataclasses.replace(pipeline, gpu_format="isa")
+    _, description = normalize(pipeline)
+    key = cache_key(text, description, GPU)
+    with _lock:
+        hit = _ptx.get(key)
+    if hit is not None:
+        return hit
+    final = lower_stages(text, pipeline)[-1][1]
+    found = [_unescape(m.group(1)) for m in _OBJECT.finditer(final)]
+    if not found:
+        raise ValueError("the lowered module holds no GPU object (is this a GPU pipeline with gpu_format='isa'?)")
+    ptx = "\n".join(found)
+    with _lock:
+        _ptx[key] = ptx
+    return ptx
