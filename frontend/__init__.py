@@ -18,6 +18,7 @@ _LAZY: dict[str, str] = {
 }
 
 _LAZY.update({"Tensor": ".tensor", "validate": ".validate"})  # storage (frontend.tensor)
+_LAZY.update({"solve": ".linear_solve", "Solve": ".linear_solve"})  # linear systems (frontend.linear_solve)
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)

@@ -1,0 +1,320 @@
+"""``solve`` / ``Solve``: sparse linear systems ``a @ x = b`` for ``a`` in any format, compiled through MLIR.
+
+Methods (``method=``): ``"triangular"`` (forward/backward substitution), ``"cg"``, ``"bicgstab"``,
+``"gmres"`` (restarted, ``restart=30``), or ``"auto"``: triangular ``a`` -> substitution; symmetric with
+a positive diagonal -> CG; otherwise BiCGSTAB. Each iterative method is one compiled function that
+runs the whole iteration (see :mod:`lowering.solve.krylov`). Preconditioners: ``None``, ``"jacobi"``,
+``"ilu0"``, ``"ic0"`` (IC(0) for symmetric ``a``, computed as ILU(0), whose factors are then L D L^T);
+factorizations happen once, in ``plan()``.
+
+``Solve(a, ...).plan()`` analyses ``a``, converts it to the walked format and compiles the kernel; each
+``execute(b)`` then only calls it. ``info`` reports the method, the walked format, iterations and the final
+relative residual ``||b - a x|| / ||b||`` (``None`` for substitution). Not converging raises
+:class:`ConvergenceError` (or warns with :class:`ConvergenceWarning` when ``on_failure="warn"``).
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lowering.solve import KrylovSpec, TriangularSpec, compile_solver, ilu0_function, krylov_module, \
+    triangular_module
+
+from .linear_solve_operands import CsrOperands, Structure, analyze, as_matrix, csr_operands, \
+    triangular_operands, working_dtype
+from .tensor import Tensor
+
+METHODS = ("auto", "triangular", "cg", "bicgstab", "gmres")
+PRECONDITIONERS = (None, "jacobi", "ilu0", "ic0")
+_ELEM = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_MAX_RHS_BLOCK = 8  # right-hand sides per substitution call (one vector register row)
+
+
+class ConvergenceError(RuntimeError):
+    """An iterative solve stopped above its tolerance (or produced NaN/Inf)."""
+
+
+class ConvergenceWarning(RuntimeWarning):
+    """Like ConvergenceError, for ``on_failure="warn"``."""
+
+
+@dataclass(frozen=True)
+class SolveInfo:
+    """What a Solve did: method, walked format, preconditioner, why, and the last execute's outcome."""
+
+    method: str
+    format: str
+    preconditioner: str | None
+    reason: str
+    iterations: int = 0
+    residual: float | None = None
+    converged: bool = True
+
+
+def _package(objs: tuple[Any, ...]) -> str:
+    """"tensor" if any input is a Tensor, "torch" if any is a torch tensor, else "numpy"."""
+    if any(isinstance(x, Tensor) for x in objs if x is not None):
+        return "tensor"
+    if any((type(x).__module__ or "").startswith("torch") for x in objs if x is not None):
+        return "torch"
+    return "numpy"
+
+
+def _dense(b: Any, what: str) -> np.ndarray:
+    """``b`` as a NumPy array (Tensors densified, torch viewed, scipy sparse densified)."""
+    if isinstance(b, Tensor):
+        return b.to_dense()
+    if hasattr(b, "toarray"):
+        return b.toarray()
+    if (type(b).__module__ or "").startswith("torch"):
+        if b.device.type != "cpu":
+            raise ValueError(f"{what} is on {b.device}; solve runs on the CPU")
+        b = b.detach().resolve_conj().numpy()
+    arr = np.asarray(b)
+    if arr.dtype == object or arr.dtype.kind not in "fiub":
+        raise TypeError(f"{what} must be a real numeric array, got dtype {arr.dtype}")
+    return arr
+
+
+def _result(x: np.ndarray, package: str) -> Any:
+    if package == "torch":
+        return sys.modules["torch"].from_numpy(x)
+    if package == "tensor":
+        return Tensor.from_package(x)
+    return x
+
+
+class Solve:
+    """A planned solver for one matrix; ``execute(b)`` solves for any number of right-hand sides."""
+
+    def __init__(self, a: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: int | None = None,
+                 preconditioner: str | None = None, lower: bool | None = None, upper: bool | None = None,
+                 unit_diagonal: bool = False, on_failure: str = "raise", restart: int = 30,
+                 dtype: Any = None) -> None:
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        if preconditioner not in PRECONDITIONERS:
+            raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got {preconditioner!r}")
+        if on_failure not in ("raise", "warn"):
+            raise ValueError(f"on_failure must be 'raise' or 'warn', got {on_failure!r}")
+        if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+            raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+        if maxiter is not None and (not isinstance(maxiter, (int, np.integer)) or maxiter < 1):
+            raise ValueError(f"maxiter must be a positive int, got {maxiter!r}")
+        if not isinstance(restart, (int, np.integer)) or restart < 1:
+            raise ValueError(f"restart must be a positive int, got {restart!r}")
+        if lower and upper:
+            raise ValueError("lower=True and upper=True contradict each other")
+        if (lower or upper or unit_diagonal) and method not in ("auto", "triangular"):
+            raise ValueError(f"lower/upper/unit_diagonal describe triangular solves, not method={method!r}")
+        self._a = a
+        self._matrix = as_matrix(a)
+        self.method, self.tol, self.maxiter = method, float(tol), maxiter
+        self.preconditioner, self.lower, self.upper = preconditioner, lower, upper
+        self.unit_diagonal, self.on_failure, self.restart = bool(unit_diagonal), on_failure, int(restart)
+        self._dtype = None if dtype is None else working_dtype(dtype, dtype)
+        self._planned = False
+        self._info: SolveInfo | None = None
+        self._kernels: dict[int, Any] = {}
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._matrix.shape  # type: ignore[return-value]
+
+    @property
+    def info(self) -> SolveInfo:
+        """Method, walked format, preconditioner, reason; iterations/residual of the last execute."""
+        if self._info is None:
+            self.plan()
+        assert self._info is not None
+        return self._info
+
+    # ----- planning ------------------------------------------------------------------------------------
+    def plan(self, dtype: Any = None) -> "Solve":
+        """Analyse ``a``, pick the method, convert, factorize and compile (once per value dtype)."""
+        dt = working_dtype(self._matrix.dtype, dtype if dtype is not None else (self._dtype or self._matrix.dtype))
+        if self._planned and dt == self._dt:
+            return self
+        self._dt, self._elem = dt, _ELEM[dt]
+        t, n = self._matrix, self.shape[0]
+        tri = self._triangle()
+        if tri is not None:
+            lower, reason = tri
+            if self.preconditioner is not None:
+                raise ValueError("substitution takes no preconditioner")
+            self._tri = triangular_operands(t, lower, self.unit_diagonal, dt)
+            self._lower_tri = lower
+            self._info = SolveInfo("triangular", self._tri.walked, None, reason)
+        else:
+            method, reason = self._iterative_method()
+            self._method = method
+            self._csr = csr_operands(t, dt)
+            self._pc_args, pc_kind = self._factorize(self._csr)
+            idx = 32 if self._csr.pos.dtype == np.int32 else 64
+            self._spec = KrylovSpec(method, self._elem, idx, pc_kind, min(self.restart, max(n, 1)))
+            mod = compile_solver(krylov_module(self._spec))
+            self._fn = mod.function(self._spec.name)
+            self._info = SolveInfo(method, "CSR", self.preconditioner, reason)
+        self._planned = True
+        self._kernels = {}
+        return self
+
+    def _triangle(self) -> tuple[bool, str] | None:
+        """(lower?, reason) when substitution applies, None for iterative methods."""
+        if self.lower or self.upper:
+            return bool(self.lower), "lower=True" if self.lower else "upper=True"
+        if self.method not in ("auto", "triangular"):
+            return None
+        self._structure = analyze(self._matrix)
+        s = self._structure
+        if s.lower or s.upper:
+            return s.lower, f"{'lower' if s.lower else 'upper'} triangular matrix"
+        if self.method == "triangular":
+            raise ValueError("method='triangular' needs a triangular matrix (or pass lower=True/upper=True "
+                             "to use one triangle)")
+        if self.unit_diagonal:
+            raise ValueError("unit_diagonal=True needs a triangular matrix (or lower=True/upper=True)")
+        return None
+
+    def _iterative_method(self) -> tuple[str, str]:
+        if self.method != "auto":
+            if self.preconditioner == "ic0" and not self._struct().symmetric:
+                raise ValueError("preconditioner='ic0' needs a symmetric matrix; use 'ilu0'")
+            return self.method, f"method={self.method!r}"
+        s = self._struct()
+        if self.preconditioner == "ic0" and not s.symmetric:
+            raise ValueError("preconditioner='ic0' needs a symmetric matrix; use 'ilu0'")
+        if s.symmetric and s.positive_diagonal:
+            return "cg", "symmetric with a positive diagonal"
+        return "bicgstab", "not symmetric" if not s.symmetric else "symmetric, diagonal not positive"
+
+    def _struct(self) -> Structure:
+        if getattr(self, "_structure", None) is None:
+            self._structure = analyze(self._matrix)
+        return self._structure
+
+    def _factorize(self, csr: CsrOperands) -> tuple[tuple[np.ndarray, ...], str]:
+        pc = self.preconditioner
+        missing = np.flatnonzero((csr.dptr < 0) | (csr.diag == 0))
+        if pc is None:
+            return (), "none"
+        if missing.size:
+            raise ValueError(f"preconditioner {pc!r} needs a nonzero diagonal; row {int(missing[0])} has none")
+        if pc == "jacobi":
+            return (np.ascontiguousarray(1 / csr.diag),), "jacobi"
+        idx = 32 if csr.pos.dtype == np.int32 else 64
+        name = f"ilu0_{self._elem}_i{idx}"
+        ilu = compile_solver("module {\n" + ilu0_function(self._elem, idx) + "\n}\n").function(name)
+        lu = csr.val.copy()
+        ilu(csr.pos, csr.crd, lu, csr.dptr)
+        udiag = np.ascontiguousarray(lu[csr.dptr])
+        bad = np.flatnonzero((udiag == 0) | ~np.isfinite(udiag))
+        if bad.size:
+            raise ValueError(f"{pc.upper()} factorization broke down: zero or non-finite pivot at row {int(bad[0])}")
+        return (lu, csr.dptr, udiag), "ilu0"
+
+    # ----- solving -------------------------------------------------------------------------------------
+    def execute(self, b: Any, x0: Any = None) -> Any:
+        """Solve for ``b`` (length n, or n x k for k right-hand sides); returns x in the inputs' package."""
+        package = _package((self._a, b))
+        arr = _dense(b, "b")
+        n = self.shape[0]
+        if arr.ndim not in (1, 2) or arr.shape[0] != n:
+            raise ValueError(f"b must have shape ({n},) or ({n}, k) to match a {self.shape} matrix, got {arr.shape}")
+        if arr.size and not np.isfinite(arr).all():
+            raise ValueError("b has NaN or Inf entries")
+        self.plan(working_dtype(self._matrix.dtype, arr.dtype))
+        dt = self._dt
+        cols = np.ascontiguousarray(arr.reshape(n, -1), dtype=dt)
+        guess = None
+        if x0 is not None:
+            if self._info is not None and self._info.method == "triangular":
+                raise ValueError("x0 is for iterative methods; substitution takes none")
+            g = _dense(x0, "x0")
+            if g.shape != arr.shape:
+                raise ValueError(f"x0 must have the shape of b {arr.shape}, got {g.shape}")
+            if g.size and not np.isfinite(g).all():
+                raise ValueError("x0 has NaN or Inf entries")
+            guess = np.ascontiguousarray(g.reshape(n, -1), dtype=dt)
+        if n == 0:
+            return _result(np.zeros(arr.shape, dtype=dt), package)
+        if self._info is not None and self._info.method == "triangular":
+            x = self._substitute(cols)
+        else:
+            x = self._iterate(cols, guess)
+        return _result(x.reshape(arr.shape), package)
+
+    def _tri_kernel(self, nrhs: int) -> Any:
+        fn = self._kernels.get(nrhs)
+        if fn is None:
+            t = self._tri
+            idx = 32 if t.p.dtype == np.int32 else 64
+            spec = TriangularSpec(t.layout, self._lower_tri, self.unit_diagonal, self._elem, idx, nrhs, t.block)
+            fn = self._kernels[nrhs] = compile_solver(triangular_module(spec)).function(spec.name)
+        return fn
+
+    def _substitute(self, cols: np.ndarray) -> np.ndarray:
+        t, (n, k) = self._tri, cols.shape
+        out = np.empty_like(cols)
+        for start in range(0, k, _MAX_RHS_BLOCK):
+            stop = min(k, start + _MAX_RHS_BLOCK)
+            w = stop - start
+            bb = np.ascontiguousarray(cols[:, start:stop]).reshape(n) if w == 1 else \
+                np.ascontiguousarray(cols[:, start:stop])
+            xx = np.empty_like(bb)
+            self._tri_kernel(w)(t.p, t.q, t.val, t.diag, bb, xx)
+            out[:, start:stop] = xx.reshape(n, w)
+        if not np.isfinite(out).all():
+            self._fail(0, float("nan"), "substitution overflowed (NaN/Inf in x): the matrix is too "
+                                        "ill-conditioned for this precision")
+        self._info = _replace(self._info, iterations=0, residual=None, converged=True)
+        return out
+
+    def _iterate(self, cols: np.ndarray, guess: np.ndarray | None) -> np.ndarray:
+        c, (n, k) = self._csr, cols.shape
+        maxiter = self.maxiter if self.maxiter is not None else 10 * n
+        out = np.zeros_like(cols) if guess is None else guess.copy()
+        its, worst = 0, 0.0
+        for j in range(k):
+            bj = np.ascontiguousarray(cols[:, j])
+            if not bj.any():
+                out[:, j] = 0
+                continue
+            xj = np.ascontiguousarray(out[:, j])
+            it, res = self._fn(c.pos, c.crd, c.val, *self._pc_args, bj, xj, self.tol, maxiter)
+            out[:, j] = xj
+            its, worst = max(its, int(it)), (res if not np.isfinite(res) or res > worst else worst)
+        ok = bool(np.isfinite(worst) and worst <= self.tol * (1 + 1e-6) and np.isfinite(out).all())
+        self._info = _replace(self._info, iterations=its, residual=float(worst), converged=ok)
+        if not ok:
+            hint = " (float32 rarely reaches tol below ~1e-6; pass a larger tol)" if self._elem == "f32" \
+                and self.tol < 1e-6 else ""
+            self._fail(its, worst, f"{self._method} did not converge: relative residual {worst:.3g} > tol "
+                                   f"{self.tol:g} after {its} iterations{hint}")
+        return out
+
+    def _fail(self, its: int, res: float, message: str) -> None:
+        if self.on_failure == "raise":
+            raise ConvergenceError(message)
+        warnings.warn(message, ConvergenceWarning, stacklevel=3)
+
+
+def _replace(info: SolveInfo | None, **changes: Any) -> SolveInfo:
+    from dataclasses import replace
+
+    assert info is not None
+    return replace(info, **changes)
+
+
+def solve(a: Any, b: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: int | None = None,
+          x0: Any = None, preconditioner: str | None = None, lower: bool | None = None,
+          upper: bool | None = None, unit_diagonal: bool = False, on_failure: str = "raise",
+          restart: int = 30) -> Any:
+    """Solve ``a @ x = b`` (see the module docstring); returns x in the inputs' package."""
+    s = Solve(a, method=method, tol=tol, maxiter=maxiter, preconditioner=preconditioner, lower=lower,
+              upper=upper, unit_diagonal=unit_diagonal, on_failure=on_failure, restart=restart)
+    return s.execute(b, x0=x0)
