@@ -30,6 +30,14 @@ def buffer_parts(fmt: Any) -> tuple[tuple[str, int], ...]:
     return tuple(parts)
 
 
+def _signed_view(a: Any) -> Any:
+    """Delta gaps are unsigned (uint8/16/32); kernels take the same-width signed type and zero-extend."""
+    dt = getattr(a, "dtype", None)
+    if isinstance(dt, np.dtype) and dt.kind == "u":
+        return a.view(np.dtype(f"i{dt.itemsize}"))
+    return a
+
+
 class Kernel:
     """A compiled contraction: ``flatten`` operands into arguments, ``decode`` the results."""
 
@@ -68,7 +76,7 @@ class Kernel:
                 if kind == "pos":
                     args.append(t.pos(k))
                 elif kind == "crd":
-                    args.append(t.crd(k))
+                    args.append(_signed_view(t.crd(k)))
                 else:
                     v = t.val
                     if v.ndim != vrank:
@@ -143,6 +151,25 @@ def clear_plans() -> None:
 
 def plan_count() -> int:
     return len(_kernels)
+
+
+_DENSE_FORMATS: dict[int, Any] = {}
+
+
+def dense_format(rank: int) -> Any:
+    """The row-major dense format of ``rank`` (built once per rank)."""
+    fmt = _DENSE_FORMATS.get(rank)
+    if fmt is None:
+        from .named_formats import NamedFormats
+        fmt = (NamedFormats.Dense(rank) if rank != 1 else NamedFormats.DenseVector) if rank else NamedFormats.Scalar
+        _DENSE_FORMATS[rank] = fmt
+    return fmt
+
+
+def dense_tensor(arr: np.ndarray) -> Tensor:
+    """A row-major dense Tensor over a C-contiguous numpy array (no copy, no validation needed)."""
+    n = arr.ndim
+    return Tensor(dense_format(n), arr.shape, [None] * n, [None] * n, arr, index_type=np.int64, source=arr)
 
 
 def spec_of(t: Tensor, elem: str) -> TensorSpec:

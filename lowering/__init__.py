@@ -1,0 +1,18 @@
+"""lowering: an operation on given formats -> MLIR text and the pipeline that compiles it.
+
+Public extension points (docs/extending.md):
+
+- ``register_pass(hook_point, stage, name=...)``: a pass pipeline string, a text callback or a
+  ``Stage`` run at ``"before_sparsification"``, ``"after_bufferization"`` or ``"before_llvm"``.
+- ``register_kernel(op, pattern, builder, ...)``: a hand-written kernel (Python builder or MLIR text
+  template) used for an operation on operands matching a format pattern; dispatch consults it first.
+- ``register_level_rule(level_format, rule)``: how the emitter walks one level format.
+
+Importing ``lowering`` registers the ``"emitter"`` path with :mod:`lowering.dispatch`.
+"""
+from .emitter import path as _emitter_path  # noqa: F401  (registers the "emitter" lowering path)
+from .emitter.rules import register_level_rule
+from .pipelines import HOOK_POINTS, Pipeline, register_pass, registered_passes, unregister_pass
+
+__all__ = ["HOOK_POINTS", "Pipeline", "register_level_rule", "register_pass", "registered_passes",
+           "unregister_pass"]

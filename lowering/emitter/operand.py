@@ -1,0 +1,138 @@
+"""The stored operand an emitted kernel walks: its format, shape and level buffers as arguments.
+
+Argument order (the same as ``sparse-assembler{direct-out=true}`` gives MLIR-encodable formats): for
+each level in order its positions buffer (if ``has_positions``), then its coordinates buffer (if
+``has_coordinates``); then the values, flattened to 1-D. Element types:
+
+- leading batch levels: every later buffer is ``(batches, len)`` (batch axes flattened), walked per batch.
+- positions: ``i32``/``i64`` after the width (0 = ``index``), coordinates the same, except
+- delta levels, whose stored gaps are unsigned and as narrow as their bit width (``uint8`` up to 8
+  bits, ``uint16`` up to 16, else ``uint32``; ``frontend.storage.delta_crd_dtype``): passed as the
+  same-width signed type (a view) and zero-extended in the kernel.
+
+Range levels keep no buffers: their coordinates are the valid ones for the diagonal level before them
+(padding outside the matrix is never read), and each parent entry owns ``extent`` value slots.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .builder import Value
+
+_WIDTH_TYPES = {0: "index", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
+
+
+def delta_gap_type(bits: int) -> str:
+    """MLIR element type of a delta level's gap buffer (unsigned, read with ``arith.extui``)."""
+    return "i8" if bits <= 8 else "i16" if bits <= 16 else "i32"
+
+
+@dataclass(frozen=True)
+class LevelArgs:
+    """The buffers of one level as function arguments (``None`` where the level has none)."""
+
+    pos: Value | None
+    crd: Value | None
+    crd_unsigned: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class WalkedOperand:
+    """A stored (non row-major) operand: format, static shape, element type, index widths."""
+
+    fmt: Any
+    shape: tuple[int, ...]
+    elem: str
+    pos_width: int = 64
+    crd_width: int = 64
+
+    def params(self, prefix: str) -> tuple[list[Value], list[LevelArgs], Value]:
+        """Function parameters (in order), per-level buffer arguments and the values argument."""
+        for label, w in (("pos_width", self.pos_width), ("crd_width", self.crd_width)):
+            if w not in _WIDTH_TYPES:
+                raise ValueError(f"{label} must be one of {sorted(_WIDTH_TYPES)}, got {w!r}")
+        params: list[Value] = []
+        levels: list[LevelArgs] = []
+        lead = "?x" if self.num_batch else ""
+        for k, lv in enumerate(self.fmt.levels):
+            pos = crd = None
+            if lv.has_positions:
+                pos = Value(f"%{prefix}_pos{k}", f"memref<{lead}?x{_WIDTH_TYPES[self.pos_width]}>")
+                params.append(pos)
+            unsigned = lv.format.value == "delta"
+            if lv.has_coordinates:
+                elem = delta_gap_type(lv.bits) if unsigned else _WIDTH_TYPES[self.crd_width]
+                crd = Value(f"%{prefix}_crd{k}", f"memref<{lead}?x{elem}>")
+                params.append(crd)
+            levels.append(LevelArgs(pos, crd, unsigned))
+        val = Value(f"%{prefix}_val", f"memref<{lead}?x{self.elem}>")
+        params.append(val)
+        return params, levels, val
+
+    @property
+    def num_batch(self) -> int:
+        """Leading batch levels (their buffers carry the batch axes first, flattened to one)."""
+        return num_batch_levels(self.fmt)
+
+    def key(self) -> tuple:
+        return (self.fmt.structure_key(), self.shape, self.elem, self.pos_width, self.crd_width)
+
+
+def num_batch_levels(fmt: Any) -> int:
+    n = 0
+    for lv in fmt.levels:
+        if lv.format.value != "batch":
+            break
+        n += 1
+    return n
+
+
+def operand_buffers(tensor: Any) -> list[Any]:
+    """The arrays a kernel takes for a stored tensor (duck-typed ``frontend.Tensor``), in the order
+    of :meth:`WalkedOperand.params`: zero-copy views (values flattened, unsigned gaps as signed)."""
+    import numpy as np
+
+    out: list[Any] = []
+    fmt = tensor.tensor_format
+    nb = num_batch_levels(fmt)
+    if nb:
+        batches = 1
+        for s in fmt.level_extents(tensor.shape)[:nb]:
+            batches *= int(s)
+    flat = (lambda a: a.reshape(batches, -1)) if nb else (lambda a: a.reshape(-1))
+    for k, lv in enumerate(fmt.levels):
+        if lv.has_positions:
+            out.append(flat(_contiguous(tensor.pos(k))))
+        if lv.has_coordinates:
+            c = _contiguous(tensor.crd(k))
+            if c.dtype.kind == "u":
+                c = c.view(np.dtype(f"i{c.dtype.itemsize}"))
+            out.append(flat(c))
+    out.append(flat(_contiguous(tensor.val)))
+    return out
+
+
+def _contiguous(a: Any) -> Any:
+    import numpy as np
+
+    if hasattr(a, "detach") and hasattr(a, "numpy"):
+        a = a.detach().numpy()
+    return np.ascontiguousarray(a)
+
+
+def widths_of(tensor: Any) -> tuple[int, int]:
+    """(pos_width, crd_width) of a tensor's index buffers (64 when it has none)."""
+    fmt = tensor.tensor_format
+    pw = cw = 64
+    for k, lv in enumerate(fmt.levels):
+        if lv.has_positions:
+            pw = tensor.pos(k).dtype.itemsize * 8
+        if lv.has_coordinates and lv.format.value != "delta":
+            cw = tensor.crd(k).dtype.itemsize * 8
+    return pw, cw
+
+
+def level_shapes(fmt: Any, shape: Sequence[int]) -> list[int]:
+    """Level extents of ``fmt`` for ``shape``."""
+    return list(fmt.level_extents(shape))

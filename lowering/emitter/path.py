@@ -1,0 +1,20 @@
+"""The ``"emitter"`` lowering path: contractions on formats the sparsifier cannot encode."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..dispatch import Lowered, register_path
+from .kernel import emit_contraction
+
+
+def lower_emitter(c: Any, target: str = "cpu", pipeline: Any = None) -> Lowered:
+    """The walking-loop module of ``c``, compiled with the target's pipeline (the same stages and
+    hook points as the sparsifier path: the sparsifier stages leave plain loops unchanged)."""
+    if pipeline is None:
+        from ..pipelines import Pipeline
+
+        pipeline = Pipeline(target=target)
+    return Lowered(emit_contraction(c), pipeline, "emitter")
+
+
+register_path("emitter", lower_emitter)

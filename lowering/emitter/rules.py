@@ -1,0 +1,138 @@
+"""Level-walking rules: how one level's stored entries are enumerated, one rule per level format.
+
+A rule is ``rule(ctx, k, parent, carry, inner) -> carry``: emit the loop (or no loop) over the entries
+of level ``k`` under the parent position ``parent`` and call ``inner(pos, coord, carry, lanes)`` for
+each, where ``pos`` is the entry's position (index into the next level's buffers or the values) and
+``coord`` its level coordinate. Buffers are read at ``ctx.at(p)`` (which adds the batch index under
+batch levels). Loops go through ``ctx.loop`` so the walker can make them parallel or
+vectorized. ``register_level_rule`` adds or replaces a rule (see docs/extending.md).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from .builder import Carry, Value
+
+Inner = Callable[[Value, Value, Carry, int], Carry]
+
+#: Coordinate before a delta level's first entry, and what each stored gap adds beyond itself:
+#: ``coord[0] = DELTA_START + gap[0] + DELTA_STEP``, ``coord[k] = coord[k-1] + gap[k] + DELTA_STEP``
+#: (as frontend.assemble stores them: ``c[0] = g[0]``, ``c[t] = c[t-1] + g[t] + 1``).
+DELTA_START = -1
+DELTA_STEP = 1
+
+
+class LevelRule(Protocol):
+    def __call__(self, ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry: ...
+
+
+def dense(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
+    """Every coordinate of the extent; child position ``parent * extent + i``."""
+    b = ctx.b
+    ext = b.index(ctx.extents[k])
+    base = b.mul(parent, ext)
+    off = b.index(ctx.offsets[k])
+    return ctx.loop(k, b.index(0), ext, carry,
+                    lambda iv, c, lanes: inner(b.add(base, iv), b.add(iv, off), c, lanes))
+
+
+def compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
+    """Entries ``pos[parent] .. pos[parent + 1]`` with coordinates ``crd[p]``."""
+    b, args = ctx.b, ctx.args[k]
+    lo = b.load_index(args.pos, ctx.at(parent))
+    hi = b.load_index(args.pos, ctx.at(b.add(parent, b.index(1))))
+    return ctx.loop(k, lo, hi, carry, lambda p, c, lanes: inner(p, b.load_index(args.crd, ctx.at(p)), c, 1))
+
+
+def loose_compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
+    """Entries ``pos[2 parent] .. pos[2 parent + 1]``."""
+    b, args = ctx.b, ctx.args[k]
+    two = b.mul(parent, b.index(2))
+    lo = b.load_index(args.pos, ctx.at(two))
+    hi = b.load_index(args.pos, ctx.at(b.add(two, b.index(1))))
+    return ctx.loop(k, lo, hi, carry, lambda p, c, lanes: inner(p, b.load_index(args.crd, ctx.at(p)), c, 1))
+
+
+def singleton(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
+    """One entry at the parent's own position."""
+    return inner(parent, ctx.b.load_index(ctx.args[k].crd, ctx.at(parent)), carry, 1)
+
+
+def structured(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
+    """``n`` entries per group of ``m`` coordinates; ``crd`` holds the offset inside the group."""
+    b, args = ctx.b, ctx.args[k]
+    n, m = ctx.level(k).structure
+    groups = -(-ctx.extents[k] // m)
+    base = b.mul(parent, b.index(groups * n))
+
+    def entry(t: Value, c: Carry, lanes: int) -> Carry:
+        p = b.add(base, t)
+        group = b.op(f"arith.divui {t}, {b.index(n)} : index", "index", "i")
+        coord = b.add(b.mul(group, b.index(m)), b.load_index(args.crd, ctx.at(p)))
+        return inner(p, coord, c, 1)
+
+    return ctx.loop(k, b.index(0), b.index(groups * n), carry, entry)
+
+
+def range_(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
+    """The coordinates valid for the diagonal level before it; ``extent`` value slots per parent."""
+    b = ctx.b
+    ext = ctx.extents[k]
+    lo, hi = ctx.range_bounds(k)
+    base = b.mul(parent, b.index(ext))
+    return ctx.loop(k, lo, hi, carry, lambda iv, c, lanes: inner(b.add(base, iv), iv, c, lanes))
+
+
+def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
+    """Entries ``pos[parent] .. pos[parent + 1]``; coordinates are a running sum of the stored gaps."""
+    b, args = ctx.b, ctx.args[k]
+    lo = b.load_index(args.pos, ctx.at(parent))
+    hi = b.load_index(args.pos, ctx.at(b.add(parent, b.index(1))))
+
+    def entry(p: Value, c: Carry) -> Carry:
+        run, rest = c[0], c[1:]
+        coord = b.add(b.add(run, b.load_index(args.crd, ctx.at(p), unsigned=True)), b.index(DELTA_STEP))
+        return [coord] + inner(p, coord, rest, 1)
+
+    out = b.for_(lo, hi, b.index(1), [b.index(DELTA_START)] + list(carry), entry)
+    return out[1:]
+
+
+_RULES: dict[str, LevelRule] = {
+    "dense": dense, "batch": dense, "compressed": compressed, "loose_compressed": loose_compressed,
+    "singleton": singleton, "structured": structured, "range": range_, "delta": delta,
+}
+#: Level formats whose loops are unit-stride in the coordinate (candidates for vectorization).
+CONTIGUOUS = {"dense", "batch", "range"}
+
+
+def register_level_rule(level_format: str, rule: LevelRule, *, contiguous: bool = False,
+                        replace: bool = False) -> None:
+    """Walk levels of format ``level_format`` (a ``LevelFormat`` value, e.g. ``"range"``) with ``rule``.
+
+    ``contiguous``: the rule's loop visits consecutive coordinates with consecutive positions (the
+    walker may then vectorize it). Replacing a built-in rule needs ``replace=True``.
+    """
+    name = getattr(level_format, "value", level_format)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"level_format must be a LevelFormat or its name, got {level_format!r}")
+    if not callable(rule):
+        raise TypeError(f"rule must be callable (ctx, k, parent, carry, inner) -> carry, got {rule!r}")
+    if name in _RULES and not replace:
+        raise ValueError(f"a level rule for {name!r} exists; pass replace=True to override it")
+    _RULES[name] = rule
+    (CONTIGUOUS.add if contiguous else CONTIGUOUS.discard)(name)
+
+
+def rule_for(level_format: str) -> LevelRule:
+    try:
+        return _RULES[level_format]
+    except KeyError:
+        raise ValueError(f"no level-walking rule for level format {level_format!r}; "
+                         f"known: {sorted(_RULES)}") from None
+
+
+def rules_key() -> tuple:
+    """Identity of the registered rules (part of emitted kernels' cache keys)."""
+    return tuple(sorted((n, f"{getattr(r, '__module__', '?')}.{getattr(r, '__qualname__', repr(r))}",
+                         n in CONTIGUOUS) for n, r in _RULES.items()))

@@ -1,0 +1,173 @@
+"""The generic level walker: nested loops over a stored operand's entries, from its format alone.
+
+``walk(b, operand, args, visitor)`` emits, level by level, the rule of each level's format
+(:mod:`.rules`), maps level coordinates back to dimension coordinates (:mod:`.plan`: plain, block
+``q * size + r``, diagonal) and hands every stored entry to the visitor, which emits the operation.
+
+The visitor (see :class:`Visitor`) chooses where loop-carried accumulators start (``carry_level``), may
+accept a vectorized innermost loop (``vectorizable``) and names the dimensions whose iterations write
+disjoint outputs (``parallel_dims``: an outer dense level over one of them becomes ``scf.parallel``).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from .builder import Builder, Carry, Value
+from .operand import LevelArgs, WalkedOperand
+from .plan import Resolve, diagonal_parts, known_after, last_level_strides, resolution_plan
+from .rules import CONTIGUOUS, rule_for
+
+#: Lanes of a vectorized innermost loop (a remainder loop handles the rest).
+VECTOR_LANES = 8
+#: ``carry_level`` meaning "no loop-carried accumulator" (any value >= the number of levels).
+NO_CARRY = 1 << 30
+
+
+class Visitor(Protocol):
+    def carry_level(self, known: list[set[int]]) -> int:
+        """Level before whose loop accumulators start (``known[k]``: dims known before level k)."""
+    def begin(self, dims: dict[int, Value]) -> Carry: ...
+    def end(self, dims: dict[int, Value], carry: Carry) -> None: ...
+    def body(self, dims: dict[int, Value], at: str, carry: Carry, lanes: int,
+             strides: dict[int, int | None]) -> Carry:
+        """One stored entry: dimension coordinates, index text of its value (``ctx.at``)."""
+    def vectorizable(self, strides: dict[int, int | None]) -> bool: ...
+    def parallel_dims(self) -> set[int]: ...
+
+
+class WalkContext:
+    """What rules see: the builder, buffers and extents of each level, and loop emission."""
+
+    def __init__(self, b: Builder, operand: WalkedOperand, args: list[LevelArgs]) -> None:
+        self.b = b
+        self.operand = operand
+        self.fmt = operand.fmt
+        self.args = args
+        self.extents = list(operand.fmt.level_extents(operand.shape))
+        self.offsets = list(operand.fmt.diagonal_offset(operand.shape))
+        self.num_batch = operand.num_batch
+        self.batch: Value | None = None
+        self.plan = resolution_plan(operand.fmt, operand.shape)
+        self.vector_level: int | None = None
+        self.parallel_level: int | None = None
+        self.lvl: dict[int, Value] = {}
+        self.dims: dict[int, Value] = {}
+
+    def level(self, k: int) -> Any:
+        return self.fmt.levels[k]
+
+    def at(self, p: Value) -> str:
+        """Index text of position ``p`` in a level buffer (batch index first under batch levels)."""
+        return p.name if self.batch is None else f"{self.batch}, {p}"
+
+    def loop(self, k: int, lo: Value, hi: Value, carry: Carry,
+             body: Callable[[Value, Carry, int], Carry]) -> Carry:
+        """A loop over ``lo..hi`` for level ``k``: parallel, strip-mined into vectors, or plain."""
+        b = self.b
+        if k == self.vector_level and not carry:
+            vl = b.index(VECTOR_LANES)
+            n = b.max(b.sub(hi, lo), b.index(0))
+            tail = b.op(f"arith.remui {n}, {vl} : index", "index", "i")
+            mid = b.add(lo, b.sub(n, tail))
+            b.for_(lo, mid, vl, [], lambda iv, c: body(iv, c, VECTOR_LANES))
+            return b.for_(mid, hi, b.index(1), [], lambda iv, c: body(iv, c, 1))
+        if k == self.parallel_level and not carry:
+            b.parallel(lo, hi, lambda iv: body(iv, [], 1))
+            return []
+        return b.for_(lo, hi, b.index(1), carry, lambda iv, c: body(iv, c, 1))
+
+    def range_bounds(self, k: int) -> tuple[Value, Value]:
+        """``[lo, hi)`` of range level ``k``: where the diagonal's other dimension stays in bounds."""
+        b = self.b
+        fmt, shape = self.fmt, self.operand.shape
+        x = list(fmt.dimensions).index(self.level(k).expr)
+        for dk in range(k - 1, -1, -1):
+            e = self.level(dk).expr
+            if getattr(e, "op", None) in ("+", "-"):
+                op, a, bb = diagonal_parts(fmt, e)
+                if x in (a, bb):
+                    break
+        else:
+            return b.index(0), b.index(self.extents[k])
+        c = self.lvl[dk]
+        y = bb if x == a else a
+        ey = b.index(shape[y])
+        if op == "+":                       # y = c - x in [0, ey): x in [c - ey + 1, c + 1)
+            lo = b.add(b.sub(c, ey), b.index(1))
+            hi = b.add(c, b.index(1))
+        elif x == a:                        # y = x - c: x in [c, ey + c)
+            lo, hi = c, b.add(ey, c)
+        else:                               # y = x + c: x in [-c, ey - c)
+            lo, hi = b.sub(b.index(0), c), b.sub(ey, c)
+        return b.max(lo, b.index(0)), b.min(hi, b.index(self.extents[k]))
+
+    def resolve(self, k: int) -> list[Value]:
+        """Emit the dimension coordinates level ``k`` determines; returns guard conditions."""
+        b = self.b
+        guards = []
+        for r in self.plan[k]:
+            self.dims[r.dim] = v = self._value(r)
+            if r.guard:
+                guards.append(b.in_range(v, 0, self.operand.shape[r.dim]))
+        return guards
+
+    def _value(self, r: Resolve) -> Value:
+        b = self.b
+        if r.kind == "plain":
+            return self.lvl[r.a]
+        if r.kind == "block":
+            return b.add(b.mul(self.lvl[r.a], b.index(r.size)), self.lvl[r.b])
+        x, c = self.dims[r.other], self.lvl[r.a]
+        xs = x if r.sign == 1 else b.sub(b.index(0), x)
+        return b.add(xs, c) if r.csign == 1 else b.sub(xs, c)
+
+
+def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor) -> None:
+    """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc)."""
+    ctx = WalkContext(b, operand, args)
+    n = len(ctx.fmt.levels)
+    known = known_after(ctx.plan)
+    carry_level = visitor.carry_level(known)
+    if carry_level >= n:
+        carry_level = NO_CARRY
+    strides = last_level_strides(ctx.plan, len(ctx.fmt.dimensions))
+    if (n and carry_level >= n and ctx.level(n - 1).format.value in CONTIGUOUS
+            and not any(r.guard for r in ctx.plan[-1]) and visitor.vectorizable(strides)):
+        ctx.vector_level = n - 1
+    if n and ctx.level(0).format.value in ("dense", "batch") and carry_level >= 1:
+        if {r.dim for r in ctx.plan[0]} & visitor.parallel_dims():
+            ctx.parallel_level = 0
+    zero_strides = {d: 0 for d in range(len(ctx.fmt.dimensions))}
+
+    def level(k: int, parent: Value, carry: Carry) -> Carry:
+        if k == carry_level:
+            carry = visitor.begin(dict(ctx.dims))
+        if k == n:
+            out = visitor.body(dict(ctx.dims), ctx.at(parent), carry, 1, zero_strides)
+        else:
+            out = rule_for(ctx.level(k).format.value)(ctx, k, parent, carry, lambda p, c, cr, lanes:
+                                                      entry(k, p, c, cr, lanes))
+        if k == carry_level:
+            visitor.end(dict(ctx.dims), out)
+            return []
+        return out
+
+    def entry(k: int, pos: Value, coord: Value, carry: Carry, lanes: int) -> Carry:
+        ctx.lvl[k] = coord
+        guards = ctx.resolve(k)
+        if k + 1 == ctx.num_batch and k + 1 < n:  # below the batch levels: per-batch buffers
+            ctx.batch, pos = pos, b.index(0)
+        if k + 1 == n:
+            def inner(c: Carry) -> Carry:
+                return visitor.body(dict(ctx.dims), ctx.at(pos), c, lanes, strides)
+        else:
+            def inner(c: Carry) -> Carry:
+                return level(k + 1, pos, c)
+        if not guards:
+            return inner(carry)
+        cond = guards[0]
+        for g in guards[1:]:
+            cond = b.op(f"arith.andi {cond}, {g} : i1", "i1", "b")
+        return b.if_(cond, carry, inner)
+
+    level(0, b.index(0), [])
