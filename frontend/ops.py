@@ -18,6 +18,7 @@ import numpy as np
 from lowering.contraction import Contraction, TensorSpec
 from lowering.types import mlir_type
 
+from . import blocks
 from . import plan as P
 from .formats import TensorFormat
 from .named_formats import NamedFormats
@@ -42,19 +43,9 @@ def as_tensor(x: Any, what: str) -> Tensor:
         raise TypeError(f"{what}: {err}") from None
 
 
-_DENSE_FORMATS: dict[int, TensorFormat] = {}
 _MEMO: dict[int, tuple[Any, tuple, Tensor]] = {}
 _SCIPY_BUFFERS = {"csr": ("indptr", "indices", "data"), "csc": ("indptr", "indices", "data"),
                   "bsr": ("indptr", "indices", "data"), "coo": ("coords", "data")}
-
-
-def dense_format(rank: int) -> TensorFormat:
-    """The row-major dense format of ``rank`` (built once per rank)."""
-    fmt = _DENSE_FORMATS.get(rank)
-    if fmt is None:
-        fmt = _DENSE_FORMATS[rank] = (NamedFormats.Dense(rank) if rank != 1 else NamedFormats.DenseVector) \
-            if rank else NamedFormats.Scalar
-    return fmt
 
 
 def operand(x: Any, what: str) -> Tensor:
@@ -67,8 +58,7 @@ def operand(x: Any, what: str) -> Tensor:
             _validate((x,))
         return x
     if tx is np.ndarray and x.flags.c_contiguous:
-        n = x.ndim
-        return Tensor(dense_format(n), x.shape, [None] * n, [None] * n, x, index_type=np.int64, source=x)
+        return P.dense_tensor(x)
     attrs = _SCIPY_BUFFERS.get(getattr(x, "format", None))  # type: ignore[arg-type]
     if attrs is not None and tx.__module__.startswith("scipy."):
         sig = tuple(id(getattr(x, a)) for a in attrs) + (x.shape,)
@@ -124,11 +114,6 @@ def permuted(t: Tensor, perm: Sequence[int]) -> Tensor:
                   package=t.package, device=t.device)
 
 
-def _dense_tensor(arr: np.ndarray) -> Tensor:
-    n = arr.ndim
-    return Tensor(dense_format(n), arr.shape, [None] * n, [None] * n, arr, index_type=np.int64)
-
-
 def _squeezed(t: Tensor, axes: Sequence[int], what: str) -> Tensor:
     """Drop size-1 broadcast axes of a dense operand."""
     if not axes:
@@ -136,7 +121,7 @@ def _squeezed(t: Tensor, axes: Sequence[int], what: str) -> Tensor:
     if not (t.tensor_format.is_dense and t.tensor_format.is_identity):
         raise ValueError(f"{what}: broadcasting a size-1 batch dimension needs a dense row-major operand; "
                          f"give a sparse operand of shape {t.shape} without it")
-    return _dense_tensor(np.asarray(t.val).reshape([s for d, s in enumerate(t.shape) if d not in axes]))
+    return P.dense_tensor(np.asarray(t.val).reshape([s for d, s in enumerate(t.shape) if d not in axes]))
 
 
 def _result_package(objs: Sequence[Any]) -> str | None:
@@ -165,7 +150,7 @@ def _to_package(result: Any, package: str | None) -> Any:
         except TypeError:
             return result  # no such object in that package (e.g. DCSR in scipy): the Tensor itself
     if package is None:
-        return _dense_tensor(result)
+        return P.dense_tensor(result)
     if package == "torch":
         return sys.modules["torch"].from_numpy(result) if result.ndim else sys.modules["torch"].tensor(result[()])
     return result if result.ndim else result[()]
@@ -175,6 +160,9 @@ def _to_package(result: Any, package: str | None) -> Any:
 def default_sparse_format(like: TensorFormat, rank: int) -> TensorFormat:
     """The output format of a sparse result: ``like``'s family when it has the rank and MLIR can insert
     into it in order (unique levels), else CSR-like (dense outer level, compressed inner levels)."""
+    from .blocks import block_sizes, unblocked_format
+    if block_sizes(like):
+        like = unblocked_format(like)
     if (like.num_dimensions == rank and not like.is_dense and all(lv.unique for lv in like.levels)
             and like.mlir_support() == "sparsifier"):
         return like
@@ -221,10 +209,24 @@ class _Op:
         if out_format is not None and out_format.is_dense:
             raise ValueError(f"out_format {out_format}: a dense result is always row-major; pass None")
         self.out_format = out_format
+        self.restore: Callable[[np.ndarray], np.ndarray] | None = None
+        self.kernel_shape = out_shape
+        if out_format is not None and blocks.block_sizes(out_format):
+            raise ValueError(f"out_format {out_format}: MLIR's sparsifier cannot insert into block formats; "
+                             "choose an unblocked one (e.g. CSR, CSC, DCSR)")
+        if any(blocks.has_blocks(t) for t in tensors):
+            rw = None if out_format is not None else blocks.rewrite(subscripts, tensors, out_subs, out_shape)
+            if rw is None:
+                tensors = [blocks.unblock(t) if blocks.has_blocks(t) else t for t in tensors]
+            else:
+                self.subscripts, self.out_subs, self.kernel_shape = rw.subscripts, rw.out_subs, rw.out_shape
+                tensors, self.restore = rw.tensors, rw.restore
+                self._out_split = rw.out_split
+            self.tensors = tensors
         # scaling and the initial value
         self.c_obj = c
         self.c_arr: np.ndarray | None = None
-        self.c_copy = False
+        self.c_kernel: np.ndarray | None = None  # what the kernel updates (c, or c split into blocks)
         extra: list[Any] = []
         if semiring is not None and (alpha != 1 or beta not in (None, 1)):
             raise ValueError("alpha/beta apply to plain arithmetic; with a semiring, c is combined with the "
@@ -244,15 +246,17 @@ class _Op:
                 raise ValueError(f"c has shape {tc.shape}, the result has shape {out_shape}")
             if np.dtype(tc.dtype) != np.dtype(tensors[0].dtype):
                 raise TypeError(f"dtype mismatch: c is {tc.dtype}, the operands are {tensors[0].dtype}")
-            self.c_arr = tc.val
+            self.c_arr = self.c_kernel = tc.val
+            if self.restore is not None:  # c in the demapped (split) shape: a view, or a padded copy
+                self.c_kernel = self._out_split(tc.val)
             if beta is None or beta == 1:
                 init = "c"
-                extra.append(self.c_arr)
+                extra.append(self.c_kernel)
             elif beta == 0:
-                init, self.c_copy = "zero", True
+                init = "zero"
             else:
                 init = "beta_c"
-                extra.append(self.c_arr)
+                extra.append(self.c_kernel)
         dt = np.dtype(tensors[0].dtype)
         has_alpha = alpha != 1
         if has_alpha:
@@ -266,7 +270,7 @@ class _Op:
         self.target = target
         self.has_alpha = has_alpha
         self.init = init
-        self.key = ("einsum", subscripts, out_subs,
+        self.key = ("einsum", self.subscripts, self.out_subs,
                     tuple(_operand_key(t) for t in tensors),
                     None if out_format is None else (out_format.structure_key(), _out_width(tensors)),
                     semiring, has_alpha, init, prolog, epilog, target)
@@ -275,7 +279,7 @@ class _Op:
     def rebind(self, tensors: list[Tensor], c: Any, c_arr: Any, alpha: Any, beta: Any) -> "_Op":
         """A copy of this (planned) op over other operands of the same structure."""
         op = copy.copy(self)
-        op.tensors, op.c_obj, op.c_arr = tensors, c, c_arr
+        op.tensors, op.c_obj, op.c_arr, op.c_kernel = tensors, c, c_arr, c_arr
         dt = tensors[0].dtype
         extra = [] if self.init not in ("c", "beta_c") else [c_arr]
         if self.has_alpha:
@@ -289,7 +293,7 @@ class _Op:
         elem = self.elem
         specs = tuple(P.spec_of(t, elem) for t in self.tensors)
         if self.out_format is None:
-            out = TensorSpec(None, self.out_shape, elem)
+            out = TensorSpec(None, self.kernel_shape, elem)
         else:
             w = _out_width(self.tensors)
             out = TensorSpec(self.out_format, self.out_shape, elem, w, w)
@@ -311,9 +315,13 @@ class _Op:
     def finish(self, result: Any) -> Any:
         """Decode the kernel's result; write into c when given."""
         out = self.kernel.decode(result)  # type: ignore[union-attr]
-        if self.c_arr is not None:
-            if out is not self.c_arr:
-                np.copyto(self.c_arr, out)
+        if self.restore is not None:
+            out = self.restore(out)
+        c = self.c_arr
+        if c is not None:
+            if out is not c and (out.__array_interface__["data"][0] != c.__array_interface__["data"][0]
+                                 or out.shape != c.shape):
+                np.copyto(c, out)
             return self.c_obj
         return out
 
@@ -377,7 +385,7 @@ def _matmul_op(a: Any, b: Any, c: Any, alpha: Any, beta: Any, transpose_a: bool,
     sb, tb = subs(tb, bb, "kj" if tb.ndim >= 2 else "k", "b")
     out_subs = letters + ("i" if "i" in sa else "") + ("j" if "j" in sb else "")
     sem = get_semiring(semiring)
-    if out_format is None and ta.is_sparse and tb.is_sparse and out_subs:
+    if out_format is None and c is None and ta.is_sparse and tb.is_sparse and out_subs:
         out_format = default_sparse_format(ta.tensor_format, len(out_subs))
     return _Op((sa, sb), [ta, tb], out_subs, out_format, sem, alpha, beta, c, prolog, epilog, target,
                ("a", "b"))
