@@ -229,6 +229,8 @@ class Solve:
             raise ValueError("b has NaN or Inf entries")
         self.plan(working_dtype(self._matrix.dtype, arr.dtype))
         dt = self._dt
+        if n == 0:
+            return _result(np.zeros(arr.shape, dtype=dt), package)
         cols = np.ascontiguousarray(arr.reshape(n, -1), dtype=dt)
         guess = None
         if x0 is not None:
@@ -240,8 +242,6 @@ class Solve:
             if g.size and not np.isfinite(g).all():
                 raise ValueError("x0 has NaN or Inf entries")
             guess = np.ascontiguousarray(g.reshape(n, -1), dtype=dt)
-        if n == 0:
-            return _result(np.zeros(arr.shape, dtype=dt), package)
         if self._info is not None and self._info.method == "triangular":
             x = self._substitute(cols)
         else:
