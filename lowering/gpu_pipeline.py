@@ -8,6 +8,8 @@ strategy=... gpu-triple=... gpu-chip=..." --dump-pass-pipeline``), split into st
     sparsify     sparsification-and-bufferization{parallelization-strategy=...}
       [after_bufferization]
     gpu-outline  storage specifiers, canonicalize, sparse-gpu-codegen (outer parallel loop -> kernel)
+    gpu-loops    what is left as linalg / scf.parallel (dense operands, fills, emitter loops): tiled by
+                 num_threads, mapped to blocks x threads, outlined (gpu-kernel-outlining)
     gpu-atomics  racy kernel stores -> memref.atomic_rmw         (mlir_bridge.gpu_transforms)
     gpu-grid     one thread per outer iteration (the sparsifier launches a single block)
     device-resident (resident=True) kernels read the caller's device buffers, no staging copies
@@ -139,6 +141,10 @@ def _gpu_stages(p: Pipeline) -> tuple[Stage, ...]:
         *registered_passes("after_bufferization"),
         Stage("gpu-outline", passes="builtin.module(sparse-storage-specifier-to-llvm,func.func(canonicalize),"
                                     f"sparse-gpu-codegen{{num-threads={p.num_threads}}})"),
+        Stage("gpu-loops", passes="builtin.module(func.func(convert-linalg-to-parallel-loops,"
+                                  f"scf-parallel-loop-tiling{{parallel-loop-tile-sizes={p.num_threads} "
+                                  "no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
+                                  "gpu-kernel-outlining,gpu.module(lower-affine),canonicalize)"),
         *resident,
         Stage("gpu-atomics", module_fn=gpu_atomic_scatter, version="1"),
         Stage("gpu-grid", module_fn=gpu_grid_size, version="1"),

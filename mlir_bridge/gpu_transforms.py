@@ -72,10 +72,10 @@ def _owned_values(kernel: ir.Operation) -> list[ir.Value]:
             return False
         return any(from_thread(x, depth + 1) for x in op.operands)
 
-    for loop in _walk(kernel, ("scf.for", "scf.parallel")):
-        if loop.name == "scf.for" and from_thread(loop.operands[0]):
+    for loop in _walk(kernel, "scf.for"):
+        if from_thread(loop.operands[0]):
             owned.append(loop.regions[0].blocks[0].arguments[0])
-    return owned
+    return owned + thread_vals
 
 
 def _is_owned(v: ir.Value, owned: list[ir.Value], depth: int = 0) -> bool:
@@ -240,8 +240,12 @@ _MAX_BLOCKS = 65535
 
 
 def _kernel_trip_count(kernel: ir.Operation) -> int | None:
-    """Constant upper bound of the kernel's outermost grid-stride loop, if any."""
+    """Constant upper bound of the kernel's grid-stride loop (the first loop starting at the thread's
+    global index), or None (e.g. kernels of gpu-kernel-outlining, which are not grid-stride)."""
+    owned = _owned_values(kernel)
     for loop in _walk(kernel, "scf.for"):
+        if not any(_same(loop.regions[0].blocks[0].arguments[0], o) for o in owned):
+            continue
         ub = _defining_op(loop.operands[1])
         if ub is not None and ub.name == "arith.constant":
             return ir.IntegerAttr(ub.attributes["value"]).value

@@ -1,0 +1,107 @@
+"""Which GPU path runs a contraction, and its MLIR for the generated-code paths.
+
+Paths (``GPU_PATHS``):
+
+* ``"cusparse"``: SpMV/SpMM of one CSR, CSC, COO or BSR operand with a dense one, plain arithmetic:
+  the vendor library (through torch or CuPy) beats the sparsifier's one-thread-per-row loops.
+* ``"sparsifier-gpu"``: MLIR's sparsifier with a parallelization strategy (``GpuPipeline``); the
+  result is dense and updated in place (``init="c"``), the kernel reads the caller's device buffers.
+* ``"emitter-gpu"``: formats the sparsifier cannot encode (range/delta levels, diagonal maps) through
+  a builder registered with ``register_gpu_emitter`` (none is registered by default).
+
+Formats are read by duck typing; nothing here imports ``frontend``.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable
+
+from .contraction import Contraction, build_module
+from .dispatch import Lowered
+from .gpu_pipeline import GpuPipeline
+
+GPU_PATHS = ("cusparse", "sparsifier-gpu", "emitter-gpu")
+#: (subscripts, output subscripts) of the products cuSPARSE computes (SpMV, SpMM).
+_LIBRARY_OPS = {(("ik", "k"), "i"), (("ik", "kj"), "ij")}
+_LIBRARY_ELEMS = ("f16", "f32", "f64")
+
+_emitters: dict[str, Callable[[Contraction, str], Lowered]] = {}
+
+
+def register_gpu_emitter(builder: Callable[[Contraction, str], Lowered], name: str = "emitter-gpu") -> None:
+    """Make ``builder(contraction, chip) -> Lowered`` lower emitter-only formats for the GPU."""
+    _emitters[name] = builder
+
+
+def library_layout(fmt: Any) -> str | None:
+    """``"CSR"``, ``"CSC"``, ``"COO"`` or ``"BSR"`` when cuSPARSE stores ``fmt`` as is, else None."""
+    if fmt is None or fmt.num_dimensions != 2 or fmt.is_dense:
+        return None
+    from frontend.package_formats import match_layout  # lazily: lowering never imports frontend eagerly
+
+    lay = match_layout(fmt)
+    if lay is None or lay.kind.upper() not in ("CSR", "CSC", "COO", "BSR") or lay.nbatch or lay.ndense:
+        return None
+    return lay.kind.upper()
+
+
+def _emitter_only(c: Contraction) -> bool:
+    return any(t.fmt is not None and t.fmt.mlir_support() != "sparsifier" for t in c.inputs + (c.output,))
+
+
+def gpu_path(c: Contraction, prefer: str = "auto") -> str:
+    """The GPU path for ``c``: ``prefer`` when given and possible, else the best one (see module doc)."""
+    if prefer not in ("auto",) + GPU_PATHS:
+        raise ValueError(f"path must be 'auto' or one of {GPU_PATHS}, got {prefer!r}")
+    if _emitter_only(c):
+        if prefer not in ("auto", "emitter-gpu"):
+            raise ValueError(f"path {prefer!r} cannot take {_format_names(c)}: only ust-mlir's own code "
+                             "generator handles range/delta levels and diagonal maps")
+        return "emitter-gpu"
+    library = library_ok(c)
+    if prefer == "cusparse" and not library:
+        raise ValueError("path 'cusparse' needs SpMV/SpMM ('ik,k->i' / 'ik,kj->ij') of one CSR, CSC, COO or BSR "
+                         "operand with a dense one, plain arithmetic, float16/32/64")
+    if prefer == "emitter-gpu" and "emitter-gpu" not in _emitters:
+        raise ValueError("path 'emitter-gpu': no GPU emitter is registered (register_gpu_emitter)")
+    if prefer != "auto":
+        return prefer
+    return "cusparse" if library else "sparsifier-gpu"
+
+
+def library_ok(c: Contraction) -> bool:
+    """Whether cuSPARSE computes ``c`` (see the module docstring)."""
+    if (c.subscripts, c.output_subscripts) not in _LIBRARY_OPS or c.output.sparse:
+        return False
+    if c.semiring is not None or c.prolog is not None or c.epilog is not None or c.init == "beta_c":
+        return False
+    a, b = c.inputs
+    return (a.elem in _LIBRARY_ELEMS and library_layout(a.fmt) is not None and not b.sparse
+            and not b.encoded)
+
+
+def _format_names(c: Contraction) -> str:
+    return "; ".join(str(t.fmt) for t in c.inputs + (c.output,) if t.fmt is not None)
+
+
+def gpu_contraction(c: Contraction) -> Contraction:
+    """``c`` as the GPU kernels need it: a dense result accumulated into a given buffer ``c``."""
+    if c.output.sparse:
+        raise ValueError("sparse results are not computed on the GPU: the sparsifier parallelizes no loop "
+                         "that inserts into a sparse output; compute a dense result or use the CPU")
+    return c if c.init in ("c", "beta_c") else replace(c, init="c")
+
+
+def lower_gpu(c: Contraction, chip: str, path: str = "sparsifier-gpu", gpu_format: str = "fatbin") -> Lowered:
+    """MLIR text and GpuPipeline for a generated-code GPU path."""
+    c = gpu_contraction(c)
+    if path == "emitter-gpu":
+        builder = _emitters.get(path)
+        if builder is None:
+            raise ValueError(f"no GPU emitter is registered for {_format_names(c)} (register_gpu_emitter)")
+        return builder(c, chip)
+    if path != "sparsifier-gpu":
+        raise ValueError(f"{path!r} is not a generated-code path")
+    strategy = "dense-outer-loop"
+    return Lowered(build_module(c), GpuPipeline(gpu_chip=chip, gpu_format=gpu_format,
+                                                parallelization_strategy=strategy), path)
