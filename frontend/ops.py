@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lowering.contraction import Contraction, TensorSpec
+from lowering.dispatch import registry_state
 from lowering.types import mlir_type
 
 from . import blocks
@@ -273,8 +274,9 @@ class _Op:
         self.key = ("einsum", self.subscripts, self.out_subs,
                     tuple(_operand_key(t) for t in tensors),
                     None if out_format is None else (out_format.structure_key(), _out_width(tensors)),
-                    semiring, has_alpha, init, prolog, epilog, target)
+                    semiring, has_alpha, init, prolog, epilog, target, registry_state())
         self.kernel: P.Kernel | None = None
+        self.pipeline: Any = None
 
     def rebind(self, tensors: list[Tensor], c: Any, c_arr: Any, alpha: Any, beta: Any) -> "_Op":
         """A copy of this (planned) op over other operands of the same structure."""
@@ -306,7 +308,7 @@ class _Op:
 
     def plan(self) -> P.Kernel:
         if self.kernel is None:
-            self.kernel = P.get_kernel(self.key, self.describe, self.target)
+            self.kernel = P.get_kernel(self.key, self.describe, self.target, self.pipeline)
         return self.kernel
 
     def args(self) -> list[Any]:
@@ -324,6 +326,24 @@ class _Op:
                 np.copyto(c, out)
             return self.c_obj
         return out
+
+
+def _with_pipeline(op: _Op, pipeline: Any) -> _Op:
+    """Compile ``op`` with a custom pipeline (a Pipeline, pass-pipeline string or Stage list): part of its key."""
+    if pipeline is not None:
+        op.pipeline = pipeline
+        op.key = op.key + (_pipeline_key(pipeline),)
+    return op
+
+
+def _pipeline_key(pipeline: Any) -> Any:
+    if pipeline is None:
+        return None
+    if isinstance(pipeline, str):
+        return pipeline
+    if hasattr(pipeline, "describe"):
+        return pipeline.describe()
+    return tuple(s.describe() for s in pipeline)
 
 
 def _operand_key(t: Tensor) -> tuple:
@@ -393,7 +413,8 @@ def _matmul_op(a: Any, b: Any, c: Any, alpha: Any, beta: Any, transpose_a: bool,
 
 def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, transpose_a: bool = False,
            transpose_b: bool = False, semiring: Any = None, out_format: TensorFormat | None = None,
-           prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu") -> Any:
+           prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
+           pipeline: Any = None) -> Any:
     """``alpha * op(a) @ op(b) + beta * c`` on any formats (numpy matmul rules for vectors and batches).
 
     Operands: Tensors or package objects (numpy, scipy.sparse, torch CPU); the result comes back in the
@@ -406,13 +427,13 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     tc = None if c is None else operand(c, "c")
     rkey = (_operand_key(ta), _operand_key(tb), None if tc is None else _operand_key(tc), alpha == 1,
             beta is None or beta == 1, beta == 0, transpose_a, transpose_b, semiring, out_format, prolog,
-            epilog, target)
+            epilog, target, registry_state(), _pipeline_key(pipeline))
     template = _RECIPES.get(rkey)
     if template is not None:
         op = template.rebind([ta, tb], c, None if tc is None else tc.val, alpha, beta)
     else:
-        op = _matmul_op(ta, tb, tc, alpha, beta, transpose_a, transpose_b, semiring, out_format, prolog,
-                        epilog, target)
+        op = _with_pipeline(_matmul_op(ta, tb, tc, alpha, beta, transpose_a, transpose_b, semiring, out_format,
+                                       prolog, epilog, target), pipeline)
         op.plan()
         op.c_obj = c
         if op.tensors[0] is ta and op.tensors[1] is tb:  # no transposes or squeezes: reusable as is
@@ -441,11 +462,12 @@ class Matmul:
     def __init__(self, a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None,
                  transpose_a: bool = False, transpose_b: bool = False, semiring: Any = None,
                  out_format: TensorFormat | None = None, prolog: Callable | None = None,
-                 epilog: Callable | None = None, target: str = "cpu") -> None:
+                 epilog: Callable | None = None, target: str = "cpu", pipeline: Any = None) -> None:
         self._opts = dict(alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b,
                           semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, target=target)
+        self._pipeline = pipeline
         self._objs = [a, b, c]
-        self._op: _Op | None = _matmul_op(a, b, c, **self._opts)
+        self._op: _Op | None = _with_pipeline(_matmul_op(a, b, c, **self._opts), pipeline)
         self._package = _result_package((a, b))
         self._bound: Any = None
 
@@ -474,7 +496,7 @@ class Matmul:
         old = self._live()
         objs = [a if a is not None else self._objs[0], b if b is not None else self._objs[1],
                 c if c is not None else self._objs[2]]
-        op = _matmul_op(objs[0], objs[1], objs[2], **self._opts)
+        op = _with_pipeline(_matmul_op(objs[0], objs[1], objs[2], **self._opts), self._pipeline)
         if op.key != old.key:
             raise ValueError("reset_operands needs operands of the same formats, shapes, dtypes and index "
                              "types; create a new Matmul for others")
@@ -507,13 +529,17 @@ class Matmul:
         if op.kernel is not None:
             return op.kernel.text
         from lowering.dispatch import lower
-        return lower(op.describe(), op.target).text
+        return lower(op.describe(), op.target, op.pipeline).text
 
     @property
     def path(self) -> str:
-        """The lowering path: ``"sparsifier"`` (MLIR's sparse compiler)."""
+        """The lowering path: ``"sparsifier"`` (MLIR's sparse compiler), ``"emitter"`` (ust-mlir's own
+        loops, for range/delta levels and diagonal maps) or ``"kernel:<name>"`` (a registered kernel)."""
+        op = self._live()
+        if op.kernel is not None:
+            return op.kernel.path
         from lowering.dispatch import path_of
-        return path_of(self._live().describe())
+        return path_of(op.describe())
 
     def stages(self) -> list[tuple[str, str]]:
         """``[(stage, module text), ...]``: linalg input, then after each pipeline stage."""
@@ -569,7 +595,8 @@ def _einsum_op(subscripts: str, operands: Sequence[Any], out_format: Any, semiri
 
 
 def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = None, semiring: Any = None,
-           prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu") -> Any:
+           prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
+           pipeline: Any = None) -> Any:
     """A contraction or element-wise product on any formats as one ``linalg.generic``.
 
     ``"ik,kj->ij"``, ``"ij,ij->ij"`` (sampled products keep the sparse operand's pattern), ``"bij,bjk->bik"``,
@@ -577,7 +604,7 @@ def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = No
     when every operand is sparse, or when some is and nothing is reduced; else dense. ``out_format``
     overrides it.
     """
-    op = _einsum_op(subscripts, operands, out_format, semiring, prolog, epilog, target)
+    op = _with_pipeline(_einsum_op(subscripts, operands, out_format, semiring, prolog, epilog, target), pipeline)
     kernel = op.plan()
     out = op.finish(kernel.function(*kernel.flatten(op.tensors, op.extra)))
     return _to_package(out, _result_package(operands))
@@ -591,7 +618,7 @@ def _stages(op: _Op) -> list[tuple[str, str]]:
     from lowering.dispatch import lower
     from mlir_bridge import lower_stages
 
-    lowered = op.kernel.lowered if op.kernel is not None else lower(op.describe(), op.target)
+    lowered = op.kernel.lowered if op.kernel is not None else lower(op.describe(), op.target, op.pipeline)
     return lower_stages(lowered.text, lowered.pipeline)
 
 

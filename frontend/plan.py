@@ -109,7 +109,7 @@ _kernels: dict[Any, Kernel] = {}
 _building: dict[Any, Future] = {}
 
 
-def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu") -> Kernel:
+def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu", pipeline: Any = None) -> Kernel:
     """The kernel for ``key``: from memory, else lowered and compiled (or fetched from the disk cache)."""
     k = _kernels.get(key)
     if k is not None:
@@ -128,7 +128,7 @@ def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu
         from mlir_bridge import compile_module
 
         contraction = describe()
-        lowered = lower(contraction, target)
+        lowered = lower(contraction, target, pipeline)
         module = compile_module(lowered.text, lowered.pipeline, target=target)
         k = Kernel(contraction, lowered, module)
     except BaseException as err:

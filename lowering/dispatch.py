@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import kernels as _kernels
+from . import pipelines as _pipelines
 from .contraction import Contraction, build_module
+from .emitter import rules as _rules
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,13 @@ register_path("sparsifier", _sparsifier)
 
 
 def path_of(c: Contraction) -> str:
-    """``"sparsifier"`` unless an operand's format needs ust-mlir's own emitter."""
+    """``"kernel:<name>"`` for a registered kernel (``lowering.register_kernel``), else ``"sparsifier"``
+    unless an operand's format needs ust-mlir's own emitter."""
+    from .kernels import match_kernel
+
+    entry = match_kernel(c)
+    if entry is not None:
+        return f"kernel:{entry.name}"
     for t in c.inputs + (c.output,):
         if t.fmt is not None and t.fmt.mlir_support() != "sparsifier":
             return "emitter"
@@ -55,8 +64,32 @@ def _emitter_formats(c: Contraction) -> str:
     return "; ".join(dict.fromkeys(names))
 
 
-def lower(c: Contraction, target: str = "cpu") -> Lowered:
-    """The lowering of ``c`` for ``target`` through the path its formats need."""
+def lower(c: Contraction, target: str = "cpu", pipeline: Any = None) -> Lowered:
+    """The lowering of ``c`` for ``target`` through the path its formats need (a registered kernel
+    first); ``pipeline`` replaces the path's default pipeline."""
+    lowered = _lower(c, target)
+    if pipeline is not None:
+        lowered = Lowered(lowered.text, pipeline, lowered.path)
+    return lowered
+
+
+def registry_state() -> tuple:
+    """What registered kernels, level rules and hook-point passes currently are (plan caches key on it)."""
+    return (_kernels.generation(), _rules.generation(),
+            tuple(st for h in _pipelines.HOOK_POINTS for st in _pipelines.registered_passes(h)))
+
+
+def _lower(c: Contraction, target: str) -> Lowered:
+    from .kernels import match_kernel
+
+    entry = match_kernel(c)
+    if entry is not None:
+        if entry.pipeline is not None:
+            pipe = entry.pipeline
+        else:
+            from .pipelines import Pipeline
+            pipe = Pipeline(target=target)
+        return Lowered(entry.build(c), pipe, f"kernel:{entry.name}")
     path = path_of(c)
     builder = _PATHS.get(path)
     if builder is None:

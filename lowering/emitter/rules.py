@@ -120,7 +120,9 @@ def register_level_rule(level_format: str, rule: LevelRule, *, contiguous: bool 
         raise TypeError(f"rule must be callable (ctx, k, parent, carry, inner) -> carry, got {rule!r}")
     if name in _RULES and not replace:
         raise ValueError(f"a level rule for {name!r} exists; pass replace=True to override it")
+    global _generation
     _RULES[name] = rule
+    _generation += 1
     (CONTIGUOUS.add if contiguous else CONTIGUOUS.discard)(name)
 
 
@@ -130,6 +132,14 @@ def rule_for(level_format: str) -> LevelRule:
     except KeyError:
         raise ValueError(f"no level-walking rule for level format {level_format!r}; "
                          f"known: {sorted(_RULES)}") from None
+
+
+_generation = 0
+
+
+def generation() -> int:
+    """Changes whenever a rule is registered (plan caches include it in their keys)."""
+    return _generation
 
 
 def rules_key() -> tuple:
