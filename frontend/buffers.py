@@ -40,7 +40,11 @@ def as_numpy(b: Any, what: str = "buffer") -> np.ndarray:
                              ".cpu() first, which copies)")
         if b.is_conj() or b.is_neg():
             raise ValueError(f"{what} has a lazy conjugate/negative bit; call .resolve_conj() first (a copy)")
-        return b.detach().numpy()
+        try:
+            return b.detach().numpy()
+        except TypeError:
+            raise TypeError(f"{what}: torch dtype {b.dtype} has no NumPy equivalent, so a CPU tensor of it "
+                            "cannot be viewed; convert it (e.g. .float(), a copy)") from None
     if package_of(b) == "cupy":
         raise ValueError(f"{what} is a CuPy array on the GPU; NumPy/SciPy need CPU buffers (cupy.asnumpy copies)")
     raise TypeError(f"{what}: expected an array, got {type(b).__name__}")

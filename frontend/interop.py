@@ -22,16 +22,15 @@ from .tensor import Tensor
 PACKAGES = ("numpy", "scipy", "torch", "cupy")
 
 
-def _strided_order(x: Any, strides: tuple[int, ...], c_contiguous: bool) -> tuple[int, ...]:
-    """The level order (dimension per level) that makes ``x`` C-contiguous, or ValueError."""
+def _strided_order(shape: tuple[int, ...], strides: tuple[int, ...], c_contiguous: bool) -> tuple[int, ...] | None:
+    """The level order (dimension per level) that could make the array C-contiguous: dimensions by
+    decreasing stride (None for negative strides)."""
     n = len(strides)
     if c_contiguous:
         return tuple(range(n))
-    shape = tuple(int(s) for s in x.shape)
-    perm = tuple(sorted(range(n), key=lambda d: (-abs(strides[d]) if shape[d] > 1 else 0, d)))
     if any(s < 0 for s, e in zip(strides, shape) if e > 1):
-        perm = ()
-    return perm
+        return None
+    return tuple(sorted(range(n), key=lambda d: (-strides[d] if shape[d] > 1 else 0, d)))
 
 
 def _from_strided(x: Any, package: str) -> Tensor:
@@ -42,18 +41,16 @@ def _from_strided(x: Any, package: str) -> Tensor:
     else:
         item = x.dtype.itemsize
         strides, contiguous = tuple(s // item for s in x.strides), bool(x.flags.c_contiguous)
-    perm = _strided_order(x, strides, contiguous)
+    perm = _strided_order(tuple(int(e) for e in x.shape), strides, contiguous)
     view = None
-    if perm:
+    if perm is not None:
         view = x.permute(perm) if package == "torch" else x.transpose(perm)
-    elif x.ndim == 0:
-        view = x
     if view is None or not B.is_contiguous(view):
         raise ValueError(f"{package} array with shape {tuple(x.shape)} and strides {strides} is not a "
                          "permutation of a contiguous array (a slice?); make it contiguous first (a copy)")
     if package == "torch":
         device = str(x.device)
-        val = view.detach().numpy() if x.device.type == "cpu" else view.detach()
+        val = B.as_numpy(view, "torch tensor") if x.device.type == "cpu" else view.detach()
     else:
         device = "cpu" if package == "numpy" else f"cuda:{x.device.id}"
         val = view
@@ -67,6 +64,9 @@ def from_package(x: Any) -> Tensor:
     matrices, torch strided and sparse tensors)."""
     package = B.package_of(x)
     if package == "numpy" and hasattr(x, "strides"):
+        import numpy as np
+        if isinstance(x, np.generic):  # a NumPy scalar is immutable: hold it as a 0-d array
+            x = np.asarray(x)
         return _validated(_from_strided(x, "numpy"))
     if package == "scipy":
         import scipy.sparse as sp

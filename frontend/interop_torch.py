@@ -29,8 +29,7 @@ from .tensor import Tensor
 
 def _keep(b: Any) -> Any:
     """CPU tensors become NumPy views; CUDA tensors stay torch tensors."""
-    b = b.detach()
-    return b.numpy() if b.device.type == "cpu" else b
+    return B.as_numpy(b, "torch buffer") if b.device.type == "cpu" else b.detach()
 
 
 def _flat_values(values: Any, nbatch: int, what: str) -> Any:
