@@ -1,0 +1,358 @@
+"""``matmul`` / ``Matmul`` / ``einsum`` on NVIDIA GPUs.
+
+Taken when an operand lives on a CUDA device (torch CUDA tensor, CuPy array, a Tensor over them) or
+``device="cuda"`` is asked for (CPU operands are then copied to the device and the result back).
+Three paths (``lowering.gpu_dispatch``): ``"cusparse"`` (vendor library through torch / CuPy) for
+CSR/CSC/COO/BSR SpMV and SpMM, ``"sparsifier-gpu"`` (MLIR's sparsifier lowered to NVVM, kernels reading
+the caller's device buffers zero-copy), ``"emitter-gpu"`` (registered GPU emitter, for range/delta
+formats). Results are dense device arrays of the caller's package, or ``c`` updated in place.
+Inspecting a plan (``.path``, ``.mlir``, ``.ptx``, ``print_mlir``) needs no GPU; running it does and
+raises ``RuntimeError("no CUDA device ...")`` otherwise.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from lowering.contraction import Contraction, TensorSpec
+from lowering.gpu_dispatch import gpu_contraction, gpu_path, library_layout, lower_gpu
+from lowering.gpu_pipeline import DEFAULT_CHIPS
+from lowering.types import index_width, mlir_type
+
+from .tensor import Tensor
+
+_GPU_DEVICES = ("cuda", "gpu")
+
+
+# ----- routing ----------------------------------------------------------------------------------------------
+def on_cuda(x: Any) -> bool:
+    """Whether ``x`` (array, sparse object or Tensor) lives on a CUDA device."""
+    if x is None:
+        return False
+    if isinstance(x, Tensor):
+        return x.device.startswith("cuda")
+    root = (type(x).__module__ or "").split(".", 1)[0]
+    if root == "torch":
+        return bool(getattr(x, "is_cuda", False))
+    return root in ("cupy", "cupyx")
+
+
+def wants_gpu(objs: Sequence[Any], device: Any = None, target: str = "cpu") -> bool:
+    """The GPU route: ``device="cuda"``/``target="gpu"`` asked for, or an operand on a CUDA device."""
+    if device is not None:
+        name = str(device).split(":", 1)[0]
+        if name in _GPU_DEVICES:
+            return True
+        if name != "cpu":
+            raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
+    return target == "gpu" or any(on_cuda(x) for x in objs)
+
+
+def _device_ordinal(device: Any) -> int:
+    text = str(device or "cuda")
+    return int(text.split(":", 1)[1]) if ":" in text else 0
+
+
+# ----- operands ---------------------------------------------------------------------------------------------
+def _dtype_name(t: Tensor) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+def _spec(t: Tensor, elem: str) -> TensorSpec:
+    fmt = t.tensor_format
+    if fmt.is_dense and fmt.is_identity:
+        return TensorSpec(None, t.shape, elem)
+    w = 64 if t.index_type is None else index_width(t.index_type)
+    return TensorSpec(fmt, t.shape, elem, w, w)
+
+
+def _to_device(x: Any, device: int, package: str) -> Any:
+    """A CPU buffer copied to ``cuda:device`` as a ``package`` array (torch or cupy)."""
+    import numpy as np
+
+    arr = x.numpy() if hasattr(x, "numpy") and not isinstance(x, np.ndarray) else np.asarray(x)
+    if package == "torch":
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(arr)).to(f"cuda:{device}")
+    import cupy
+
+    with cupy.cuda.Device(device):
+        return cupy.asarray(arr)
+
+
+def _moved(t: Tensor, device: int, package: str) -> Tensor:
+    """``t`` with every buffer on ``cuda:device`` (copies; used for CPU operands with device="cuda")."""
+    move = (lambda b: None if b is None else _to_device(b, device, package))  # noqa: E731
+    return Tensor(t.tensor_format, t.shape, [move(p) for p in t._pos], [move(c) for c in t._crd],
+                  move(t.val), index_type=t.index_type, package=package, device=f"cuda:{device}")
+
+
+def _package_of(t: Tensor) -> str:
+    return "cupy" if (type(t.val).__module__ or "").startswith("cupy") else "torch"
+
+
+def _default_package() -> str:
+    try:
+        import torch  # noqa: F401
+
+        return "torch"
+    except ImportError:
+        return "cupy"
+
+
+# ----- the plan ---------------------------------------------------------------------------------------------
+class GpuMatmul:
+    """A GPU contraction: ``plan()`` (compile or fetch; needs no GPU), ``execute(stream=None)``.
+
+    ``path`` says which path runs it; ``mlir`` is the generated-code module (linalg + encodings),
+    ``ptx`` its PTX for ``chip``; ``stages()`` / ``print_mlir(stage)`` show every lowering stage
+    (``"linalg"``, ``"sparsified"``, ``"gpu"`` = GPU module after kernel outlining, ``"llvm"``, ``"ptx"``).
+    """
+
+    def __init__(self, subscripts: tuple[str, ...], operands: Sequence[Any], out_subs: str, *, c: Any = None,
+                 alpha: Any = 1, beta: Any = None, semiring: Any = None, prolog: Callable | None = None,
+                 epilog: Callable | None = None, out_format: Any = None, device: Any = None,
+                 path: str = "auto", chip: str | None = None, stream: Any = None) -> None:
+        from . import ops
+
+        if out_format is not None and not (out_format.is_dense and out_format.is_identity):
+            raise ValueError("GPU results are dense (the sparsifier parallelizes no sparse-output loop); "
+                             "drop out_format or run on the CPU")
+        self._objs = list(operands) + [c]
+        tensors = [ops.as_tensor(x, f"operand {k}") if not isinstance(x, Tensor) else x
+                   for k, x in enumerate(operands)]
+        if len(subscripts) != len(tensors):
+            raise ValueError(f"{len(subscripts)} subscripts for {len(tensors)} operands")
+        for s, t in zip(subscripts, tensors):
+            if len(s) != t.ndim:
+                raise ValueError(f"an operand has {t.ndim} dimensions but subscripts {s!r}")
+        names = {_dtype_name(t) for t in tensors}
+        if len(names) != 1:
+            raise TypeError(f"dtype mismatch between operands: {sorted(names)}; convert one of them first")
+        self.dtype_name = names.pop()
+        elem = mlir_type(self.dtype_name)
+        extents: dict[str, int] = {}
+        for s, t in zip(subscripts, tensors):
+            for ch, e in zip(s, t.shape):
+                if extents.setdefault(ch, e) != e:
+                    raise ValueError(f"dimension {ch!r} has extents {extents[ch]} and {e}")
+        self.out_shape = tuple(extents[ch] for ch in out_subs)
+        self._device = _device_ordinal(device) if device is not None else next(
+            (_tensor_device(t) for t in tensors if t.device.startswith("cuda")), 0)
+        self._host_package = None if any(t.device.startswith("cuda") for t in tensors) else (
+            "torch" if any(_is_torch(x) for x in operands) else "numpy")
+        self.tensors = tensors
+        self.c = c
+        self.alpha, self.beta = alpha, beta
+        self.stream = stream
+        sem = None
+        if semiring is not None:
+            from .semiring import get_semiring
+
+            sem = get_semiring(semiring).lowered(elem)
+        from .semiring import trace_unary
+
+        # alpha and beta are applied around the kernel (device array ops): kernels take no scalars, whose
+        # reads would run on the host; the kernel accumulates into the output buffer (init="c").
+        self.contraction = gpu_contraction(Contraction(
+            tuple(subscripts), tuple(_spec(t, elem) for t in tensors), out_subs, TensorSpec(None, self.out_shape, elem),
+            semiring=sem, init="c", prolog=None if prolog is None else trace_unary(prolog, elem),
+            epilog=None if epilog is None else trace_unary(epilog, elem)))
+        if sem is not None and (alpha != 1 or (beta is not None and beta != 1)):
+            raise ValueError("alpha/beta apply to plain arithmetic; leave alpha=1, beta=None with a semiring")
+        self.path = gpu_path(self.contraction, path)
+        if self.path == "cusparse" and _package_of(tensors[0]) == "cupy" and \
+                library_layout(tensors[0].tensor_format) == "BSR" and self._host_package is None:
+            self.path = "sparsifier-gpu"  # cupyx has no BSR matrix
+        self.chip = chip or _chip()
+        self._fn: Any = None
+        self._lowered: Any = None
+
+    # ----- compile ---------------------------------------------------------------------------------------------
+    def lowered(self, chip: str | None = None, gpu_format: str = "fatbin") -> Any:
+        """The generated-code lowering (text + GpuPipeline) for ``chip``."""
+        path = self.path if self.path != "cusparse" else "sparsifier-gpu"
+        return lower_gpu(self.contraction, chip or self.chip, path, gpu_format)
+
+    def plan(self) -> "GpuMatmul":
+        """Compile the kernel (cached on disk, keyed by chip and CUDA versions); no GPU needed."""
+        if self.path != "cusparse" and self._lowered is None:
+            from mlir_bridge.gpu import build_gpu
+
+            self._lowered = self.lowered()
+            self._build = build_gpu(self._lowered.text, self._lowered.pipeline)
+        return self
+
+    # ----- run ---------------------------------------------------------------------------------------------------
+    def execute(self, stream: Any = None) -> Any:
+        """Run on the GPU; the result is a device array of the operands' package (or ``c``, in place)."""
+        from mlir_bridge.cuda_driver import require_cuda_device
+
+        require_cuda_device(self._device)
+        stream = stream if stream is not None else self.stream
+        tensors, c = self.tensors, self.c
+        package = _package_of(tensors[0]) if tensors[0].device.startswith("cuda") else _default_package()
+        if self._host_package is not None:  # CPU operands with device="cuda": copy over
+            tensors = [_moved(t, self._device, package) for t in tensors]
+            c = None if c is None else _to_device(c, self._device, package)
+        out = self._zeros(package) if c is None else c
+        if c is not None and self.beta == 0:
+            out[...] = 0  # beta = 0 ignores c's values (NaN included)
+        elif c is not None and self.beta not in (None, 1):
+            out *= self.beta
+        if 0 in self.out_shape or any(0 in t.shape for t in tensors):
+            return self._back(out)
+        if self.path == "cusparse":
+            from .gpu_library import library_matmul
+
+            r = library_matmul(tensors[0], library_layout(tensors[0].tensor_format), tensors[1].val, package,
+                               alpha=self.alpha, c=None if c is None else out, stream=stream)
+            return self._back(r)
+        acc = out if self.alpha == 1 else self._zeros(package)
+        self._function()(*_flatten(tensors, [acc]), stream=stream)
+        if acc is not out:
+            out += acc * self.alpha
+        return self._back(out)
+
+    def _function(self) -> Any:
+        if self._fn is None:
+            from mlir_bridge.gpu import load_gpu
+            from mlir_bridge.gpu_call import GpuFunction
+
+            self.plan()
+            self._fn = GpuFunction(load_gpu(self._build, self._device), self.contraction.name)
+        return self._fn
+
+    def _zeros(self, package: str) -> Any:
+        if package == "torch":
+            import torch
+
+            return torch.zeros(self.out_shape, dtype=getattr(torch, self.dtype_name), device=f"cuda:{self._device}")
+        import cupy
+
+        with cupy.cuda.Device(self._device):
+            return cupy.zeros(self.out_shape, dtype=self.dtype_name)
+
+    def _back(self, out: Any) -> Any:
+        """Device results for device operands; CPU results (numpy/torch) for CPU operands."""
+        if self._host_package is None:
+            return out
+        host = out.cpu() if hasattr(out, "cpu") else out.get()
+        if self._host_package == "numpy":
+            host = host.numpy() if hasattr(host, "numpy") else host
+        if self.c is not None:
+            self.c[...] = host
+            return self.c
+        return host
+
+    # ----- introspection ---------------------------------------------------------------------------------------
+    @property
+    def mlir(self) -> str:
+        """The generated-code module (for ``"cusparse"``: what ``"sparsifier-gpu"`` would compile)."""
+        return self.lowered().text
+
+    @property
+    def ptx(self) -> str:
+        """PTX of the generated kernels for this plan's chip."""
+        return self.ptx_for(self.chip)
+
+    def ptx_for(self, chip: str) -> str:
+        from mlir_bridge.gpu import gpu_assembly
+
+        low = self.lowered(chip, "isa")
+        return gpu_assembly(low.text, low.pipeline)
+
+    def stages(self) -> list[tuple[str, str]]:
+        """``[(stage, text), ...]`` of the GPU lowering, then ``("ptx", PTX)``."""
+        from mlir_bridge import lower_stages
+
+        low = self.lowered(self.chip, "isa")
+        return lower_stages(low.text, low.pipeline) + [("ptx", self.ptx)]
+
+    def print_mlir(self, stage: str | None = None, file: Any = None) -> None:
+        """Print every stage, or one (``linalg``, ``sparsified``, ``gpu``, ``llvm``, ``ptx`` or a stage name)."""
+        aliases = {"linalg": "input", "sparsified": "sparsify", "gpu": "gpu-kernels", "llvm": "to-llvm"}
+        want = aliases.get(stage, stage) if stage is not None else None
+        stages = self.stages()
+        names = [n for n, _ in stages]
+        if want is not None and want not in names:
+            raise ValueError(f"unknown stage {stage!r}; have {sorted(aliases)}, ptx or one of {names}")
+        for name, text in stages:
+            if want is None or name == want:
+                print(f"// ----- {name} -----", file=file)
+                print(text, file=file)
+
+
+def _tensor_device(t: Tensor) -> int:
+    return _device_ordinal(t.device)
+
+
+def _is_torch(x: Any) -> bool:
+    return (type(x).__module__ or "").split(".", 1)[0] == "torch"
+
+
+def _flatten(tensors: Sequence[Tensor], extra: Sequence[Any]) -> list[Any]:
+    """Kernel arguments: each encoded operand's pos/crd/values in level order, dense values, then extra."""
+    from .plan import buffer_parts
+
+    args: list[Any] = []
+    for t in tensors:
+        fmt = t.tensor_format
+        if fmt.is_dense and fmt.is_identity:
+            args.append(t.val)
+            continue
+        for kind, k in buffer_parts(fmt):
+            args.append(t.pos(k) if kind == "pos" else t.crd(k) if kind == "crd" else t.val.reshape(-1))
+    return args + list(extra)
+
+
+def _chip() -> str:
+    from lowering.gpu_pipeline import default_chips
+
+    chips = default_chips()
+    return chips[0] if chips else DEFAULT_CHIPS[0]
+
+
+# ----- entry points used by frontend.ops ---------------------------------------------------------------------
+def matmul_subscripts(a: Tensor, b: Tensor, transpose_a: bool, transpose_b: bool) -> tuple[tuple[str, str], str]:
+    """Subscripts of ``a @ b`` for 2-D ``a`` and 1-D/2-D ``b`` (no batches on the GPU); transposes are
+    applied before, as free reinterpretations of the formats (CSR^T is CSC over the same buffers)."""
+    if a.ndim != 2 or b.ndim not in (1, 2):
+        raise ValueError(f"GPU matmul takes a 2-D a and a 1-D or 2-D b, got shapes {a.shape} and {b.shape}")
+    if b.ndim == 1:
+        return ("ik", "k"), "i"
+    return ("ik", "kj"), "ij"
+
+
+def gpu_matmul_plan(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, transpose_a: bool = False,
+                    transpose_b: bool = False, semiring: Any = None, out_format: Any = None,
+                    prolog: Callable | None = None, epilog: Callable | None = None, device: Any = None,
+                    path: str = "auto", chip: str | None = None, stream: Any = None, **_: Any) -> GpuMatmul:
+    """The GpuMatmul of ``alpha * op(a) @ op(b) + beta * c``."""
+    from . import ops
+
+    ta, tb = ops.as_tensor(a, "a"), ops.as_tensor(b, "b")
+    if transpose_a and ta.ndim == 2:
+        ta = ops.permuted(ta, (1, 0))
+    if transpose_b and tb.ndim == 2:
+        tb = ops.permuted(tb, (1, 0))
+    subs, out = matmul_subscripts(ta, tb, transpose_a, transpose_b)
+    return GpuMatmul(subs, [ta, tb], out, c=c, alpha=alpha, beta=beta, semiring=semiring, prolog=prolog,
+                     epilog=epilog, out_format=out_format, device=device, path=path, chip=chip, stream=stream)
+
+
+def gpu_matmul(a: Any, b: Any, c: Any = None, **options: Any) -> Any:
+    """``frontend.matmul`` on the GPU (see :func:`gpu_matmul_plan` for the options)."""
+    return gpu_matmul_plan(a, b, c, **options).execute()
+
+
+def gpu_einsum(subscripts: str, *operands: Any, out_format: Any = None, semiring: Any = None,
+               prolog: Callable | None = None, epilog: Callable | None = None, device: Any = None,
+               path: str = "auto", chip: str | None = None, stream: Any = None, **_: Any) -> Any:
+    """``frontend.einsum`` on the GPU (dense result)."""
+    from .ops import parse_subscripts
+
+    ins, out = parse_subscripts(subscripts, len(operands))
+    plan = GpuMatmul(ins, operands, out, semiring=semiring, prolog=prolog, epilog=epilog, out_format=out_format,
+                     device=device, path=path, chip=chip, stream=stream)
+    return plan.execute()
