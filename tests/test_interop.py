@@ -379,3 +379,42 @@ def test_cupy_views(fmt):
     assert data_pointer(t.val) == data_pointer(vals)
     back = t.to_package()
     assert back is x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex128])
+@pytest.mark.parametrize("layout", ["coo", "csr", "csc", "bsr", "bsc"])
+def test_torch_value_dtypes(dtype, layout):
+    d = torch.from_numpy(_matrix((4, 6), np.complex128 if dtype.is_complex else np.float64, seed=5)).to(dtype)
+    x = _torch_sparse(d, layout)
+    t = Tensor.from_package(x)
+    assert t.dtype == np.dtype(str(dtype)[6:])
+    assert data_pointer(t.val) == _torch_buffers(x)[1].data_ptr()
+    t._source = None
+    assert torch.equal(t.to_package().to_dense(), d)
+
+
+TARGETS = {  # format -> packages with a native object for it
+    "CSR": ("scipy", "torch"), "CSC": ("scipy", "torch"), "COO": ("scipy", "torch"),
+    "BSR((2, 3))": ("scipy", "torch"), "BSC((2, 3))": ("torch",), "DIAJ": ("scipy",),
+    "Dense(2)": ("numpy", "torch", "scipy"),
+}
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_converted_tensors_to_package(name, index_type):
+    a = _matrix((6, 9), np.float64, seed=7)
+    t = Tensor.from_package(a).convert(NamedFormats.lookup(name), index_type=index_type)
+    for pkg in ("numpy", "scipy", "torch"):
+        if pkg not in TARGETS[name]:
+            with pytest.raises(TypeError, match=pkg):
+                t.to_package(pkg)
+            continue
+        obj = t.to_package(pkg)
+        dense = obj if isinstance(obj, np.ndarray) else (
+            obj.to_dense().numpy() if isinstance(obj, torch.Tensor) and obj.layout != torch.strided else
+            (obj.numpy() if isinstance(obj, torch.Tensor) else obj.toarray()))
+        assert np.array_equal(dense, a), (name, pkg)
+        vals = obj if isinstance(obj, (np.ndarray, torch.Tensor)) and name == "Dense(2)" else (
+            obj.data if pkg == "scipy" else (obj._values() if obj.layout == torch.sparse_coo else obj.values()))
+        assert np.shares_memory(np.asarray(vals), t.val)
