@@ -6,13 +6,15 @@
 ``"matmul"``, ``"batched_matvec"``, ``"batched_matmul"``) or ``"*"`` for any contraction. ``pattern``
 has one entry per input: a format (structural equality), ``"dense"`` (row-major dense), ``"*"`` or a
 predicate on the input's ``TensorSpec``. ``builder`` is a Python callable ``(contraction) -> MLIR text``
-or an MLIR text template formatted with ``name``, ``elem``, ``pos_t``, ``crd_t`` and the extent of
-every subscript letter (``{i}``, ``{j}``, ...). The function must be ``@{name}`` with the argument
+or an MLIR text template (``string.Template``: ``$name``, ``$elem``, ``$pos_t``, ``$crd_t``, the extents
+``$in0_0``, ``$in0_1``, ... of every input dimension, ``$out_0``, ... of the output's). ``when``: an
+optional predicate on the whole contraction (e.g. no alpha/beta). The function must be ``@{name}`` with the argument
 convention of the generated kernels (lowering.emitter.operand / sparse-assembler order, then ``c``,
 ``alpha``, ``beta``) and return the dense output. The latest matching registration wins.
 """
 from __future__ import annotations
 
+import string
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, Union
@@ -50,6 +52,7 @@ class KernelEntry:
     pipeline: Any = None
     dtypes: tuple[str, ...] | None = None
     version: str = "1"
+    when: Callable[[Any], bool] | None = None
 
     def matches(self, c: Any) -> bool:
         if self.op != "*" and op_name(c) != self.op:
@@ -58,7 +61,9 @@ class KernelEntry:
             return False
         if self.dtypes is not None and c.output.elem not in self.dtypes:
             return False
-        return all(_item_matches(p, t) for p, t in zip(self.pattern, c.inputs))
+        if not all(_item_matches(p, t) for p, t in zip(self.pattern, c.inputs)):
+            return False
+        return self.when is None or bool(self.when(c))
 
     def build(self, c: Any) -> str:
         if callable(self.builder):
@@ -71,21 +76,23 @@ class KernelEntry:
         if stored:
             fields["pos_t"] = _WIDTH_TYPES[stored[0].pos_width]
             fields["crd_t"] = _WIDTH_TYPES[stored[0].crd_width]
-        for s, t in zip(tuple(c.subscripts) + (c.output_subscripts,), tuple(c.inputs) + (c.output,)):
-            for ch, n in zip(s, t.shape):
-                fields[ch] = int(n)
+        for k, t in enumerate(c.inputs):
+            for d, n in enumerate(t.shape):
+                fields[f"in{k}_{d}"] = int(n)
+        for d, n in enumerate(c.output.shape):
+            fields[f"out_{d}"] = int(n)
         try:
-            return self.builder.format(**fields)
-        except (KeyError, IndexError) as err:
-            raise ValueError(f"kernel {self.name!r}: template field {err} is not one of {sorted(fields)} "
-                             "(write literal braces as {{ }})") from None
+            return string.Template(self.builder).substitute(fields)
+        except (KeyError, ValueError) as err:
+            raise ValueError(f"kernel {self.name!r}: template placeholder {err} is not one of "
+                             f"{sorted(fields)} (write a literal $ as $$)") from None
 
     def describe(self) -> tuple:
         b = self.builder
         ident = b if isinstance(b, str) else f"{getattr(b, '__module__', '?')}.{getattr(b, '__qualname__', b)}"
         pipe = None if self.pipeline is None else _describe(self.pipeline)
         return (self.name, self.op, tuple(_pattern_key(p) for p in self.pattern), ident, pipe, self.dtypes,
-                self.version)
+                self.version, None if self.when is None else _pattern_key(self.when))
 
 
 def _describe(p: Any) -> str:
@@ -116,12 +123,14 @@ _generation = 0
 
 
 def register_kernel(op: str, pattern: Sequence[PatternItem], builder: Builder, *, name: str | None = None,
-                    pipeline: Any = None, dtypes: Sequence[str] | None = None, version: str = "1") -> KernelEntry:
+                    pipeline: Any = None, dtypes: Sequence[str] | None = None, version: str = "1",
+                    when: Callable[[Any], bool] | None = None) -> KernelEntry:
     """Use ``builder`` for ``op`` on inputs matching ``pattern`` (see the module docstring).
 
     ``pipeline``: a Pipeline (or pass-pipeline string / Stage list) to compile it with instead of the
     target's default; ``dtypes``: MLIR element types it handles (``("f32", "f64")``; None = any);
-    ``version``: bump when the builder's output changes (part of cache keys). Returns the entry.
+    ``version``: bump when the builder's output changes (part of cache keys); ``when``: a predicate on
+    the contraction (``alpha``, ``init``, ``semiring``, ...). Returns the entry.
     """
     global _generation
     if not isinstance(op, str) or op not in KNOWN_OPS:
@@ -136,11 +145,13 @@ def register_kernel(op: str, pattern: Sequence[PatternItem], builder: Builder, *
     if not (callable(builder) or isinstance(builder, str)):
         raise TypeError(f"builder must be a callable (contraction) -> str or an MLIR text template, "
                         f"got {type(builder).__name__}")
-    if isinstance(builder, str) and "func.func" not in builder:
-        raise ValueError("an MLIR template must define the kernel function (func.func @{name}(...))")
+    if isinstance(builder, str) and "func.func @$name" not in builder:
+        raise ValueError("an MLIR template must define the kernel function as 'func.func @$name(...)'")
+    if when is not None and not callable(when):
+        raise TypeError(f"when must be a predicate on the contraction, got {when!r}")
     name = name or (getattr(builder, "__name__", None) if callable(builder) else None) or f"kernel{len(_entries)}"
     entry = KernelEntry(name, op, tuple(pattern), builder, pipeline,
-                        None if dtypes is None else tuple(dtypes), str(version))
+                        None if dtypes is None else tuple(dtypes), str(version), when)
     with _lock:
         if any(e.name == name for e in _entries):
             raise ValueError(f"a kernel named {name!r} is registered; unregister_kernel({name!r}) first")

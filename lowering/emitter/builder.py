@@ -140,8 +140,12 @@ class Builder:
 
     def parallel(self, lo: Value, hi: Value, body: Callable[[Value], None]) -> None:
         """``scf.parallel`` over ``lo..hi`` (iterations write disjoint data)."""
+        self.parallel_step(lo, hi, self.index(1), body)
+
+    def parallel_step(self, lo: Value, hi: Value, step: Value, body: Callable[[Value], None]) -> None:
+        """``scf.parallel`` over ``lo..hi`` by ``step`` (iterations write disjoint data)."""
         iv = Value(self.fresh("iv"), "index")
-        self.emit(f"scf.parallel ({iv}) = ({lo}) to ({hi}) step ({self.index(1)}) {{")
+        self.emit(f"scf.parallel ({iv}) = ({lo}) to ({hi}) step ({step}) {{")
         self._nested(lambda: body(iv) or [])
         self.emit("  scf.reduce")
         self.emit("}")

@@ -70,6 +70,9 @@ class _Visitor:
             acc = self.ar.scale(acc, self.alpha)
         self._accumulate(self._letters(dims), {}, acc, 1)
 
+    def reduction(self) -> Any:
+        return (self.ar.identity, self.ar.add)
+
     def parallel_dims(self) -> set[int]:
         return {d for d, ch in enumerate(self.wsub) if ch in self.c.output_subscripts}
 

@@ -89,12 +89,12 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
     lo = b.load_index(args.pos, ctx.at(parent))
     hi = b.load_index(args.pos, ctx.at(b.add(parent, b.index(1))))
 
-    def entry(p: Value, c: Carry) -> Carry:
+    def entry(p: Value, c: Carry, lanes: int) -> Carry:
         run, rest = c[0], c[1:]
         coord = b.add(b.add(run, b.load_index(args.crd, ctx.at(p), unsigned=True)), b.index(DELTA_STEP))
         return [coord] + inner(p, coord, rest, 1)
 
-    out = b.for_(lo, hi, b.index(1), [b.index(DELTA_START)] + list(carry), entry)
+    out = ctx.loop(k, lo, hi, [b.index(DELTA_START)] + list(carry), entry, own=1)
     return out[1:]
 
 

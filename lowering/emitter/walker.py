@@ -19,6 +19,10 @@ from .rules import CONTIGUOUS, rule_for
 
 #: Lanes of a vectorized innermost loop (a remainder loop handles the rest).
 VECTOR_LANES = 8
+#: Independent accumulators of an unrolled innermost reduction loop (hides add latency).
+UNROLL = 4
+#: Rows per tile when a diagonal format's range level is tiled (keeps output and input windows in cache).
+RANGE_TILE = 2048
 #: ``carry_level`` meaning "no loop-carried accumulator" (any value >= the number of levels).
 NO_CARRY = 1 << 30
 
@@ -33,6 +37,9 @@ class Visitor(Protocol):
         """One stored entry: dimension coordinates, index text of its value (``ctx.at``)."""
     def vectorizable(self, strides: dict[int, int | None]) -> bool: ...
     def parallel_dims(self) -> set[int]: ...
+
+    def reduction(self) -> tuple[Callable[[], Value], Callable[[Value, Value], Value]] | None:
+        """(identity, combine) when the one accumulator may be split into partial sums, else None."""
 
 
 class WalkContext:
@@ -50,6 +57,9 @@ class WalkContext:
         self.plan = resolution_plan(operand.fmt, operand.shape)
         self.vector_level: int | None = None
         self.parallel_level: int | None = None
+        self.unroll_level: int | None = None
+        self.reduction: Any = None
+        self.tile: tuple[Value, Value] | None = None
         self.lvl: dict[int, Value] = {}
         self.dims: dict[int, Value] = {}
 
@@ -61,9 +71,13 @@ class WalkContext:
         return p.name if self.batch is None else f"{self.batch}, {p}"
 
     def loop(self, k: int, lo: Value, hi: Value, carry: Carry,
-             body: Callable[[Value, Carry, int], Carry]) -> Carry:
-        """A loop over ``lo..hi`` for level ``k``: parallel, strip-mined into vectors, or plain."""
+             body: Callable[[Value, Carry, int], Carry], own: int = 0) -> Carry:
+        """A loop over ``lo..hi`` for level ``k``: parallel, strip-mined into vectors, unrolled into
+        partial sums, or plain. ``carry[:own]`` are the rule's own sequential values (e.g. a running
+        coordinate), the rest the visitor's accumulators."""
         b = self.b
+        if k == self.unroll_level and len(carry) == own + 1:
+            return self._unrolled(lo, hi, carry, body, own)
         if k == self.vector_level and not carry:
             vl = b.index(VECTOR_LANES)
             n = b.max(b.sub(hi, lo), b.index(0))
@@ -75,6 +89,29 @@ class WalkContext:
             b.parallel(lo, hi, lambda iv: body(iv, [], 1))
             return []
         return b.for_(lo, hi, b.index(1), carry, lambda iv, c: body(iv, c, 1))
+
+    def _unrolled(self, lo: Value, hi: Value, carry: Carry, body: Callable[[Value, Carry, int], Carry],
+                  own: int) -> Carry:
+        b = self.b
+        identity, combine = self.reduction
+        n = b.max(b.sub(hi, lo), b.index(0))
+        mid = b.add(lo, b.sub(n, b.op(f"arith.remui {n}, {b.index(UNROLL)} : index", "index", "i")))
+        init = list(carry) + [identity() for _ in range(UNROLL - 1)]
+
+        def step(iv: Value, c: Carry) -> Carry:
+            state, accs = c[:own], c[own:]
+            new = []
+            for u in range(UNROLL):
+                out = body(b.add(iv, b.index(u)), state + [accs[u]], 1)
+                state = out[:own]
+                new.append(out[own])
+            return state + new
+
+        res = b.for_(lo, mid, b.index(UNROLL), init, step)
+        acc = res[own]
+        for part in res[own + 1:]:
+            acc = combine(acc, part)
+        return b.for_(mid, hi, b.index(1), res[:own] + [acc], lambda iv, c: body(iv, c, 1))
 
     def range_bounds(self, k: int) -> tuple[Value, Value]:
         """``[lo, hi)`` of range level ``k``: where the diagonal's other dimension stays in bounds."""
@@ -99,7 +136,10 @@ class WalkContext:
             lo, hi = c, b.add(ey, c)
         else:                               # y = x + c: x in [-c, ey - c)
             lo, hi = b.sub(b.index(0), c), b.sub(ey, c)
-        return b.max(lo, b.index(0)), b.min(hi, b.index(self.extents[k]))
+        lo, hi = b.max(lo, b.index(0)), b.min(hi, b.index(self.extents[k]))
+        if self.tile is not None and k == len(self.fmt.levels) - 1:
+            lo, hi = b.max(lo, self.tile[0]), b.min(hi, self.tile[1])
+        return lo, hi
 
     def resolve(self, k: int) -> list[Value]:
         """Emit the dimension coordinates level ``k`` determines; returns guard conditions."""
@@ -137,6 +177,10 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
     if n and ctx.level(0).format.value in ("dense", "batch") and carry_level >= 1:
         if {r.dim for r in ctx.plan[0]} & visitor.parallel_dims():
             ctx.parallel_level = 0
+    if n and carry_level < n and ctx.vector_level is None:
+        ctx.reduction = visitor.reduction()
+        if ctx.reduction is not None:
+            ctx.unroll_level = n - 1
     zero_strides = {d: 0 for d in range(len(ctx.fmt.dimensions))}
 
     def level(k: int, parent: Value, carry: Carry) -> Carry:
@@ -170,4 +214,26 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
             cond = b.op(f"arith.andi {cond}, {g} : i1", "i1", "b")
         return b.if_(cond, carry, inner)
 
-    level(0, b.index(0), [])
+    last = ctx.level(n - 1) if n else None
+    if n >= 2 and last.format.value == "range" and carry_level == NO_CARRY and not ctx.num_batch:
+        _tiled(ctx, n - 1, visitor, lambda: level(0, b.index(0), []))
+    else:
+        level(0, b.index(0), [])
+
+
+def _tiled(ctx: WalkContext, k: int, visitor: Visitor, walk_all: Callable[[], Carry]) -> None:
+    """Walk everything once per tile of range level ``k``'s coordinates (outermost, parallel when the
+    range dimension indexes the output)."""
+    b = ctx.b
+    ext = ctx.extents[k]
+    x = list(ctx.fmt.dimensions).index(ctx.level(k).expr)
+
+    def tile(t: Value) -> None:
+        ctx.tile = (t, b.min(b.add(t, b.index(RANGE_TILE)), b.index(ext)))
+        walk_all()
+
+    if x in visitor.parallel_dims() and ctx.parallel_level is None:
+        b.parallel_step(b.index(0), b.index(ext), b.index(RANGE_TILE), tile)
+    else:
+        b.for_(b.index(0), b.index(ext), b.index(RANGE_TILE), [], lambda t, c: tile(t) or [])
+    ctx.tile = None
