@@ -91,7 +91,7 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
         else:  # pragma: no cover - every LevelFormat is handled above
             raise ValueError(f"level {k}: unknown level format {f}")
     out_values = np.zeros(nparents, dtype=values.dtype)
-    out_values[par] = values
+    np.put(out_values, par, values)  # much faster than fancy assignment into fresh pages
     pos = [None if p is None else p.astype(idx_t, copy=False) for p in pos]
     crd = [c if c is None or levels[k].format is LevelFormat.DELTA else c.astype(idx_t, copy=False)
            for k, c in enumerate(crd)]

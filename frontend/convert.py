@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .assemble import assemble_levels
+from .expressions import is_dimension
 from .formats import TensorFormat
 from .storage import INDEX_TYPES, is_padded, num_batch_levels, to_host
 from .walk import walk_levels
@@ -53,22 +54,30 @@ def level_coordinates(t: "Tensor") -> tuple[list[np.ndarray], np.ndarray]:
             np.concatenate([p[1] for p in parts]))
 
 
-def coordinates(t: "Tensor", drop_zeros: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """``(dims, values)``: an ``(ndim, n)`` int64 array of dimension coordinates and the values of the
-    tensor's entries after the zeros rules (padding outside the shape is always dropped)."""
+def entries(t: "Tensor", drop_zeros: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
+    """Dimension coordinates (one int64 array per dimension) and values of the tensor's entries after
+    the zeros rules (padding outside the shape is always dropped)."""
     fmt = t.tensor_format
     lvl, vals = level_coordinates(t)
     n = len(vals)
-    dims = np.stack([np.asarray(d, dtype=np.int64) for d in fmt.lvl2dim(lvl)]) if lvl else \
-        np.zeros((0, n), dtype=np.int64)
-    keep = np.ones(n, dtype=bool)
-    for d, size in zip(dims, t.shape):
-        keep &= (d >= 0) & (d < size)
+    dims = [np.broadcast_to(np.asarray(d, dtype=np.int64), (n,)) for d in fmt.lvl2dim(lvl)]
+    keep = None
+    if not all(is_dimension(lv.expr) for lv in fmt.levels):  # blocks and diagonals may overhang
+        keep = np.ones(n, dtype=bool)
+        for d, size in zip(dims, t.shape):
+            keep &= (d >= 0) & (d < size)
     if drop_zeros or (is_padded(fmt) and not fmt.is_dense):
-        keep &= vals != 0
-    if keep.all():
+        keep = vals != 0 if keep is None else keep & (vals != 0)
+    if keep is None or keep.all():
         return dims, vals
-    return dims[:, keep], vals[keep]
+    return [d[keep] for d in dims], vals[keep]
+
+
+def coordinates(t: "Tensor", drop_zeros: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(dims, values)``: an ``(ndim, n)`` int64 array of dimension coordinates and the values of the
+    tensor's entries after the zeros rules (padding outside the shape is always dropped)."""
+    dims, vals = entries(t, drop_zeros)
+    return (np.stack(dims) if dims else np.zeros((0, len(vals)), dtype=np.int64)), vals
 
 
 def _sort_key(lvl: Sequence[np.ndarray], ext: Sequence[int], off: Sequence[int]) -> np.ndarray | None:
@@ -86,17 +95,43 @@ def _sort_key(lvl: Sequence[np.ndarray], ext: Sequence[int], off: Sequence[int])
     return key
 
 
+def _argsort_key(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Stable ``(order, sorted key)`` of non-negative keys: one SIMD ``np.sort`` of ``key << b | index``
+    when key and index fit in 64 bits (several times faster than ``argsort``), else ``argsort``."""
+    n = len(key)
+    ibits = max((n - 1).bit_length(), 1)
+    if int(key.max()).bit_length() + ibits <= 64:
+        packed = key.astype(np.uint64) << np.uint64(ibits)
+        packed |= np.arange(n, dtype=np.uint64)
+        packed.sort()
+        order = (packed & np.uint64((1 << ibits) - 1)).astype(np.int64)
+        return order, (packed >> np.uint64(ibits)).astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    return order, key[order]
+
+
+def _decode(key: np.ndarray, ext: Sequence[int], off: Sequence[int]) -> list[np.ndarray]:
+    """Level coordinates back from a :func:`_sort_key` key."""
+    out: list[np.ndarray] = []
+    rest = key
+    for e, o in zip(reversed(ext), reversed(off)):
+        e = max(int(e), 1)
+        out.append(rest % e + o)
+        rest = rest // e
+    return out[::-1]
+
+
 def sort_entries(lvl: list[np.ndarray], values: np.ndarray, ext: Sequence[int], off: Sequence[int],
                  unique: bool) -> tuple[list[np.ndarray], np.ndarray]:
-    """Entries sorted lexicographically by level coordinates; duplicates summed when ``unique``."""
+    """Entries sorted lexicographically by level coordinates (stable); duplicates summed when ``unique``."""
     n = len(values)
     if n < 2 or not lvl:
         return lvl, values
     key = _sort_key(lvl, ext, off)
     if key is not None:
         if not np.all(key[1:] >= key[:-1]):
-            order = np.argsort(key, kind="stable")
-            key, lvl, values = key[order], [c[order] for c in lvl], values[order]
+            order, key = _argsort_key(key)
+            lvl, values = _decode(key, ext, off), values[order]
         same = key[1:] == key[:-1]
     else:
         order = np.lexsort(lvl[::-1])
@@ -122,7 +157,7 @@ def _stack(rows: list[np.ndarray], batch_shape: Sequence[int], edge: bool) -> np
     return out.reshape(tuple(batch_shape) + (width,))
 
 
-def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: np.ndarray, values: np.ndarray,
+def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.ndarray], values: np.ndarray,
                      index_type: Any = np.int64) -> tuple[list, list, np.ndarray]:
     """``(pos, crd, values)`` buffers of ``fmt`` holding the given entries (any order, duplicates summed
     unless the format is nonunique)."""
@@ -196,7 +231,7 @@ def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: 
     it = np.dtype(t.index_type if index_type is None else index_type)
     if it not in INDEX_TYPES:
         raise TypeError(f"index_type must be int32 or int64, got {it}")
-    dims, vals = coordinates(t, drop_zeros=drop_zeros)
+    dims, vals = entries(t, drop_zeros=drop_zeros)
     pos, crd, out = from_coordinates(fmt, t.shape, dims, vals.astype(dt, copy=False), np.int64)
     check_index_type(it, pos, crd)
     pos = [None if p is None else p.astype(it, copy=False) for p in pos]

@@ -176,12 +176,15 @@ class Tensor:
 
     def to_dense(self) -> np.ndarray:
         """A NumPy dense array (C order) of the tensor's contents."""
-        from .convert import coordinates
-        dims, vals = coordinates(self)
+        from .convert import entries
+        dims, vals = entries(self)
         out = np.zeros(self.shape, dtype=_np_dtype(self._val))
         if self.ndim == 0:
             return np.asarray(vals.sum(), dtype=out.dtype) if len(vals) else out
-        np.add.at(out, tuple(dims), vals)
+        if self.tensor_format.is_unique:
+            out[tuple(dims)] = vals
+        else:  # duplicates add up
+            np.add.at(out, tuple(dims), vals)
         return out
 
     def get_value(self, index: Sequence[int]) -> Any:

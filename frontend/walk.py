@@ -93,12 +93,12 @@ def walk_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Sequen
                 idx = ranges(lo, lengths)
                 nxt = Positions(len(idx), idx)
                 raw = crd[k][idx]  # type: ignore[index]
-            c = delta_coordinates(raw, lengths) if f is LevelFormat.DELTA else raw.astype(np.int64)
+            c = delta_coordinates(raw, lengths) if f is LevelFormat.DELTA else raw.astype(np.int64, copy=False)
             coords.append(c)
             cur = nxt
         elif f is LevelFormat.SINGLETON:
             c = crd[k][:cur.count] if cur.index is None else crd[k][cur.index]  # type: ignore[index]
-            coords.append(c.astype(np.int64))
+            coords.append(c.astype(np.int64, copy=False))
         elif f is LevelFormat.STRUCTURED:
             n_, m = lv.structure  # type: ignore[misc]
             per = structured_groups(lv, e) * n_
