@@ -1,0 +1,211 @@
+"""Putting TorchUST weights into existing models: ``prune_model`` and ``reformat_model``.
+
+``reformat_model`` replaces a layer's ``weight`` parameter by a TorchUST attribute whose ``.values`` is
+registered as the parameter ``weight_values``: the model's code is unchanged (``F.linear(x, self.weight,
+self.bias)`` dispatches to the compiled kernels), ``model.parameters()`` holds only stored values, and a
+torch optimizer updates them in place (sparse fine-tuning keeps the pattern).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import torch
+import torch.nn as nn
+from torch.nn.utils import prune
+
+from ..formats import TensorFormat
+from ..named_formats import NamedFormats
+from .subclass import TorchUST
+
+FormatFunc = Callable[[torch.Tensor], "TorchUST | torch.Tensor | None"]
+
+
+@dataclass(frozen=True)
+class LayerReport:
+    """What ``reformat_model`` did to one layer."""
+
+    layer: str
+    format: str  # "dense" when left unchanged
+    sparsity: float
+    bytes_before: int
+    bytes_after: int
+
+
+@dataclass(frozen=True)
+class ReformatReport:
+    """Per-layer reports and totals; ``str()`` gives a table."""
+
+    layers: tuple[LayerReport, ...]
+
+    @property
+    def bytes_before(self) -> int:
+        return sum(r.bytes_before for r in self.layers)
+
+    @property
+    def bytes_after(self) -> int:
+        return sum(r.bytes_after for r in self.layers)
+
+    @property
+    def changed(self) -> tuple[LayerReport, ...]:
+        return tuple(r for r in self.layers if r.format != "dense")
+
+    def __str__(self) -> str:
+        w = max([len(r.layer) for r in self.layers] + [5])
+        lines = [f"{'layer':<{w}}  {'format':<10} {'sparsity':>8} {'bytes before':>13} {'bytes after':>12}"]
+        for r in self.layers:
+            lines.append(f"{r.layer:<{w}}  {r.format:<10} {r.sparsity:>8.1%} {r.bytes_before:>13,} "
+                         f"{r.bytes_after:>12,}")
+        ratio = self.bytes_after / self.bytes_before if self.bytes_before else 1.0
+        lines.append(f"{'total':<{w}}  {'':<10} {'':>8} {self.bytes_before:>13,} {self.bytes_after:>12,}"
+                     f"  ({ratio:.1%})")
+        return "\n".join(lines)
+
+
+def sparsity(w: torch.Tensor) -> float:
+    """Fraction of zero entries."""
+    n = w.numel()
+    return 1.0 - int(torch.count_nonzero(w)) / n if n else 0.0
+
+
+def choose_format(weight: torch.Tensor, *, threshold: float = 0.5,
+                  candidates: Sequence[TensorFormat] | None = None) -> TorchUST | None:
+    """The default ``reformat_model`` policy: None (stay dense) below ``threshold`` sparsity, else the
+    candidate format (default CSR and DELTA(8)) with the fewest storage bytes."""
+    w = weight.detach()
+    if w.dim() != 2 or sparsity(w) < threshold:
+        return None
+    fmts = list(candidates) if candidates is not None else [NamedFormats.CSR, NamedFormats.DELTA(8)]
+    best: TorchUST | None = None
+    csr = TorchUST.from_torch(w.to_sparse_csr())
+    for fmt in fmts:
+        tu = csr if fmt == csr.tensor_format else csr.convert(fmt)
+        if best is None or tu.storage_bytes < best.storage_bytes:
+            best = tu
+    return best
+
+
+def _make_pruning_permanent(mod: nn.Module) -> None:
+    for hook in list(mod._forward_pre_hooks.values()):
+        if isinstance(hook, prune.BasePruningMethod):
+            prune.remove(mod, hook._tensor_name)
+
+
+def install_weight(mod: nn.Module, tu: TorchUST, name: str = "weight") -> TorchUST:
+    """Replace parameter ``name`` of ``mod`` by ``tu``; its values become parameter ``{name}_values``."""
+    old = getattr(mod, name)
+    if tuple(tu.shape) != tuple(old.shape):
+        raise ValueError(f"replacement for {name} has shape {tuple(tu.shape)}, expected {tuple(old.shape)}")
+    param = nn.Parameter(tu.values.detach(), requires_grad=bool(old.requires_grad))
+    tu = TorchUST.with_values(tu, param)
+    if name in mod._parameters:
+        del mod._parameters[name]
+    mod.register_parameter(f"{name}_values", param)
+    object.__setattr__(mod, name, tu)
+    return tu
+
+
+def reformat_model(model: nn.Module, func: FormatFunc | None = None, *,
+                   modules: tuple[type, ...] = (nn.Linear,), threshold: float = 0.5) -> ReformatReport:
+    """For every submodule of a type in ``modules``: make pruning permanent, call ``func(weight)`` (a
+    TorchUST, a torch sparse tensor, or None to leave the layer) and install the result in place.
+
+    ``func=None`` uses :func:`choose_format` (dense below ``threshold`` sparsity, else CSR or DELTA(8),
+    whichever is smaller).  Returns a :class:`ReformatReport`."""
+    if func is None:
+        def func(w: torch.Tensor) -> TorchUST | None:
+            return choose_format(w, threshold=threshold)
+    reports: list[LayerReport] = []
+    for name, mod in model.named_modules():
+        if not isinstance(mod, modules) or isinstance(getattr(mod, "weight", None), TorchUST):
+            continue
+        _make_pruning_permanent(mod)
+        weight = getattr(mod, "weight", None)
+        if not isinstance(weight, torch.Tensor):
+            continue
+        before = weight.numel() * weight.element_size()
+        sp = sparsity(weight.detach())
+        new = func(weight.detach())
+        if new is None:
+            reports.append(LayerReport(name, "dense", sp, before, before))
+            continue
+        if not isinstance(new, TorchUST):
+            if not isinstance(new, torch.Tensor):
+                raise TypeError(f"reformat func returned {type(new).__name__} for {name}; expected a TorchUST, "
+                                "a torch tensor or None")
+            new = TorchUST.from_torch(new)
+        tu = install_weight(mod, new)
+        reports.append(LayerReport(name, tu.format_name, sp, before, tu.storage_bytes))
+    return ReformatReport(tuple(reports))
+
+
+# ----- pruning --------------------------------------------------------------------------------------------
+def _nm_mask(w: torch.Tensor, n: int, m: int) -> torch.Tensor:
+    """Keep the ``n`` largest magnitudes in every group of ``m`` consecutive inputs of a row."""
+    rows, cols = w.shape[0], w.reshape(w.shape[0], -1).shape[1]
+    if cols % m:
+        raise ValueError(f"{n}:{m} pruning needs the input size ({cols}) to be a multiple of {m}")
+    g = w.detach().reshape(rows, cols // m, m).abs()
+    keep = g.topk(n, dim=-1).indices
+    mask = torch.zeros_like(g).scatter_(-1, keep, 1.0)
+    return mask.reshape(w.shape)
+
+
+def _block_mask(w: torch.Tensor, amount: float, block: tuple[int, int]) -> torch.Tensor:
+    """Zero the ``amount`` fraction of ``block``-shaped tiles with the smallest L1 norm."""
+    if w.dim() != 2:
+        raise ValueError(f"block pruning needs a 2-D weight, got {w.dim()}-D")
+    bh, bw = block
+    r, c = w.shape
+    if r % bh or c % bw:
+        raise ValueError(f"block {block} does not tile a weight of shape {tuple(w.shape)}")
+    norms = w.detach().abs().reshape(r // bh, bh, c // bw, bw).sum(dim=(1, 3))
+    k = int(round(amount * norms.numel()))
+    mask = torch.ones_like(norms)
+    if k:
+        mask.view(-1)[norms.view(-1).argsort()[:k]] = 0.0
+    return mask.repeat_interleave(bh, 0).repeat_interleave(bw, 1)
+
+
+def _parse_structured(structured: object) -> tuple[str, tuple[int, int] | None]:
+    if structured is None:
+        return "l1", None
+    if isinstance(structured, str):
+        s = structured.strip().lower()
+        if ":" in s:
+            n, m = (int(x) for x in s.split(":"))
+            return "nm", (n, m)
+        if s == "block":
+            return "block", (4, 4)
+    if isinstance(structured, tuple) and len(structured) == 2:
+        if structured[0] == "block" and isinstance(structured[1], tuple):
+            return "block", tuple(int(x) for x in structured[1])  # type: ignore[return-value]
+        if all(isinstance(x, int) for x in structured):
+            return "nm", (int(structured[0]), int(structured[1]))
+    raise ValueError(f"structured must be None, 'n:m' (e.g. '2:4'), (n, m), 'block' or ('block', (h, w)); "
+                     f"got {structured!r}")
+
+
+def prune_model(model: nn.Module, amount: float = 0.5, structured: object = None, *,
+                modules: tuple[type, ...] = (nn.Linear,), names: Iterable[str] | None = None) -> nn.Module:
+    """Prune the weights of ``modules`` with torch's pruning (masks stay until ``reformat_model`` or
+    ``prune.remove``): ``structured=None`` L1-unstructured (``amount`` of the entries), ``"2:4"`` / ``(n, m)``
+    n:m (``amount`` ignored), ``"block"`` / ``("block", (h, w))`` the ``amount`` of tiles with the smallest
+    L1 norm.  ``names`` restricts to those submodule names.  Returns ``model``."""
+    if not 0.0 <= float(amount) <= 1.0:
+        raise ValueError(f"amount must be in [0, 1], got {amount!r}")
+    kind, arg = _parse_structured(structured)
+    wanted = set(names) if names is not None else None
+    for name, mod in model.named_modules():
+        if not isinstance(mod, modules) or (wanted is not None and name not in wanted):
+            continue
+        if not isinstance(getattr(mod, "weight", None), nn.Parameter):
+            continue
+        if kind == "l1":
+            prune.l1_unstructured(mod, "weight", amount=float(amount))
+        elif kind == "nm":
+            n, m = arg  # type: ignore[misc]
+            prune.custom_from_mask(mod, "weight", _nm_mask(mod.weight, n, m))
+        else:
+            prune.custom_from_mask(mod, "weight", _block_mask(mod.weight, float(amount), arg))  # type: ignore[arg-type]
+    return model

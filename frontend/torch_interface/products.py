@@ -1,0 +1,141 @@
+"""Products with a TorchUST on the project's compiled kernels, differentiable in the stored values.
+
+``sparse_dense(S, D, side)`` computes ``S @ D`` (``side="left"``) or ``D @ S`` (``side="right"``) for a 2-D
+TorchUST ``S`` and a dense 1-D/2-D torch tensor ``D`` with :func:`frontend.ops.matmul`.  Its backward
+gives ``grad_D`` through the same kernels (``S^T`` is a free reinterpretation of S's format) and the
+gradient of ``S.values`` restricted to S's stored entries with a sampled dense-dense product
+(:func:`frontend.ops.einsum` ``"ij,ik,jk->ij"`` over S's pattern, in S's format).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..tensor import Tensor
+from . import storage as S
+from .subclass import TorchUST
+
+
+def _ops() -> Any:
+    from .. import ops
+    return ops
+
+
+def dense_arg(d: torch.Tensor) -> torch.Tensor:
+    """A detached, contiguous CPU/GPU tensor the kernels can read."""
+    d = d.detach()
+    if d.is_conj():
+        d = d.resolve_conj()
+    return d.contiguous()
+
+
+def to_torch(result: Any, device: torch.device | None = None) -> Any:
+    """A kernel result as torch: dense results become fresh torch tensors, sparse ones TorchUSTs."""
+    if isinstance(result, Tensor):
+        if result.is_sparse:
+            return TorchUST.from_ust(result)
+        out = S.as_torch(np.asarray(result.val)) if not isinstance(result.val, torch.Tensor) else result.val
+        out = out.reshape(result.shape)
+    elif isinstance(result, torch.Tensor):
+        out = result
+    else:
+        out = torch.from_numpy(np.ascontiguousarray(result))
+    return out if device is None or out.device == device else out.to(device)
+
+
+def kernel_matmul(a: Any, b: Any, **kw: Any) -> Any:
+    """:func:`frontend.ops.matmul` on TorchUSTs (their Tensors) and torch tensors, result in torch."""
+    device = next((x.device for x in (a, b) if isinstance(x, torch.Tensor)), None)
+    a = a.ust if isinstance(a, TorchUST) else dense_arg(a)
+    b = b.ust if isinstance(b, TorchUST) else dense_arg(b)
+    return to_torch(_ops().matmul(a, b, **kw), device)
+
+
+_DENSE_SAMPLED: set = set()  # structure keys of formats the kernels cannot write (sampled into dense)
+
+
+def sddmm(s: TorchUST, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Values of ``(x @ y.T)`` at S's stored entries, in S's storage order (a new 1-D tensor).
+
+    One sampled kernel (``einsum("ij,ik,jk->ij")`` over S's pattern) computes only the stored entries; it
+    writes them in S's format where the kernels can (CSR, COO, CSC, ...), else into a dense output
+    from which the stored entries are gathered (block, delta and other padded formats)."""
+    pattern = s.pattern()
+    key = pattern.tensor_format.structure_key()
+    xs, ys = dense_arg(x), dense_arg(y)
+    if key not in _DENSE_SAMPLED:
+        try:
+            out = _ops().einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=pattern.tensor_format)
+        except (ValueError, NotImplementedError):
+            _DENSE_SAMPLED.add(key)
+        else:
+            if not isinstance(out, Tensor) or out.nse != pattern.nse:
+                raise RuntimeError(f"sampled product over a {s.format_name} pattern returned "
+                                   f"{getattr(out, 'nse', type(out).__name__)} values, expected {pattern.nse}")
+            return S.as_torch(out.val).reshape(s.values.shape).to(s.values.device)
+    dense = to_torch(_ops().einsum("ij,ik,jk->ij", pattern, xs, ys))
+    return dense.reshape(-1)[s.storage_positions()].reshape(s.values.shape).to(s.values.device)
+
+
+class _SpMM(torch.autograd.Function):
+    """``op(S) @ D`` / ``D @ op(S)`` (``op(S) = S^T`` when ``t``) with gradients for ``S.values`` and ``D``."""
+
+    @staticmethod
+    def forward(ctx: Any, values: torch.Tensor, d: torch.Tensor, holder: "_Holder", side: str,
+                t: bool) -> torch.Tensor:
+        s = holder.ust
+        out = kernel_matmul(s, d, transpose_a=t) if side == "left" else kernel_matmul(d, s, transpose_b=t)
+        ctx.holder, ctx.side, ctx.t = holder, side, t
+        ctx.save_for_backward(d)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        (d,) = ctx.saved_tensors
+        s, side, t = ctx.holder.ust, ctx.side, ctx.t
+        g_values = g_d = None
+        if ctx.needs_input_grad[1]:
+            if side == "left":   # Y = op(S) @ D  ->  dD = op(S)^T @ dY
+                g_d = kernel_matmul(s, grad, transpose_a=not t)
+            else:                # Y = D @ op(S)  ->  dD = dY @ op(S)^T
+                g_d = kernel_matmul(grad, s, transpose_b=not t)
+        if ctx.needs_input_grad[0]:
+            d2 = d if d.dim() == 2 else d.reshape(-1, 1)
+            g2 = grad if grad.dim() == 2 else grad.reshape(-1, 1)
+            if side == "left":   # d op(S) = dY @ D^T
+                g_values = sddmm(s, d2, g2) if t else sddmm(s, g2, d2)
+            else:                # d op(S) = D^T @ dY
+                g_values = sddmm(s, g2.t(), d2.t()) if t else sddmm(s, d2.t(), g2.t())
+        return g_values, g_d, None, None, None
+
+
+class _Holder:
+    """Carries a TorchUST through ``autograd.Function.apply`` without autograd treating it as an input."""
+
+    __slots__ = ("ust",)
+
+    def __init__(self, ust: TorchUST) -> None:
+        self.ust = ust
+
+
+def sparse_dense(s: TorchUST, d: torch.Tensor, side: str, transpose: bool = False) -> torch.Tensor:
+    """``op(S) @ D`` (side ``"left"``) or ``D @ op(S)`` (``"right"``), ``op(S) = S^T`` if ``transpose``:
+    S a 2-D TorchUST, D dense 1-D or 2-D.  A TorchUST made by ``.t()`` runs as its base, transposed."""
+    if s.dim() != 2:
+        raise ValueError(f"expected a 2-D TorchUST, got {s.dim()}-D")
+    base = s.transpose_base
+    if base is not None:
+        s, transpose = base, not transpose
+    if d.dim() == 1 and side == "right":  # v @ op(S) == op(S)^T @ v
+        side, transpose = "left", not transpose
+    return _SpMM.apply(s.values, d, _Holder(s), side, transpose)
+
+
+def sparse_sparse(a: TorchUST, b: TorchUST) -> Any:
+    """``A @ B`` for two TorchUSTs: a sparse TorchUST (a dense tensor for vector results)."""
+    if torch.is_grad_enabled() and (a.values.requires_grad or b.values.requires_grad):
+        raise NotImplementedError(f"gradients of sparse x sparse products ({a.format_name} @ "
+                                  f"{b.format_name}) are not supported; use torch.no_grad() or a dense operand")
+    return kernel_matmul(a, b)
