@@ -18,6 +18,7 @@ import numpy as np
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import registry_state
 from lowering.types import mlir_type
+from mlir_bridge.errors import CompileError
 
 from . import blocks
 from . import plan as P
@@ -165,7 +166,7 @@ def default_sparse_format(like: TensorFormat, rank: int) -> TensorFormat:
     if block_sizes(like):
         like = unblocked_format(like)
     if (like.num_dimensions == rank and not like.is_dense and all(lv.unique for lv in like.levels)
-            and like.mlir_support() == "sparsifier"):
+            and all(lv.format.value != "batch" for lv in like.levels) and like.mlir_support() == "sparsifier"):
         return like
     if rank == 1:
         return NamedFormats.SparseVector
@@ -277,6 +278,7 @@ class _Op:
                     semiring, has_alpha, init, prolog, epilog, target, registry_state())
         self.kernel: P.Kernel | None = None
         self.pipeline: Any = None
+        self.final_format: TensorFormat | None = None  # set when the result is converted after the kernel
 
     def rebind(self, tensors: list[Tensor], c: Any, c_arr: Any, alpha: Any, beta: Any) -> "_Op":
         """A copy of this (planned) op over other operands of the same structure."""
@@ -308,15 +310,60 @@ class _Op:
 
     def plan(self) -> P.Kernel:
         if self.kernel is None:
-            self.kernel = P.get_kernel(self.key, self.describe, self.target, self.pipeline)
+            try:
+                self.kernel = P.get_kernel(self.key, self.describe, self.target, self.pipeline)
+            except CompileError as err:
+                self.kernel = self._fallback(err)
         return self.kernel
+
+    def _fallback(self, err: CompileError) -> P.Kernel:
+        """Sparse results the sparsifier cannot insert in order (CSC x CSR -> CSC, CSR x CSR -> DCSC):
+        first the other sparse operands are converted to the first one's format, then the result is
+        computed in that operand's family and converted (copies, O(nnz)); else ``err`` is raised."""
+        if self.out_format is None:
+            raise err
+        if self._align_sparse_operands():
+            try:
+                return P.get_kernel(self.key, self.describe, self.target, self.pipeline)
+            except CompileError:
+                pass
+        sparse = [t for t in self.tensors if t.is_sparse]
+        compute = default_sparse_format(sparse[0].tensor_format, len(self.out_subs)) if sparse else None
+        if compute is None or compute == self.out_format:
+            raise err
+        self.final_format, self.out_format = self.out_format, compute
+        self.key = self.key[:4] + ((compute.structure_key(), _out_width(self.tensors)),) + self.key[5:]
+        return P.get_kernel(self.key, self.describe, self.target, self.pipeline)
+
+    def _align_sparse_operands(self) -> bool:
+        """Fallback for sparse results the sparsifier cannot insert in order (e.g. CSC x CSR -> CSC): the
+        other sparse operands are converted (a copy) to the first one's format. Returns whether any was."""
+        if self.out_format is None:
+            return False
+        sparse = [t for t in self.tensors if t.is_sparse]
+        if len(sparse) < 2:
+            return False
+        f0 = sparse[0].tensor_format
+        changed = False
+        tensors = []
+        for t in self.tensors:
+            if t.is_sparse and t is not sparse[0] and t.ndim == f0.num_dimensions and t.tensor_format != f0:
+                t = t.convert(f0)
+                changed = True
+            tensors.append(t)
+        if changed:
+            self.tensors = tensors
+            self.key = self.key[:3] + (tuple(_operand_key(t) for t in tensors),) + self.key[4:]
+        return changed
 
     def args(self) -> list[Any]:
         return self.plan().flatten(self.tensors, self.extra)
 
     def finish(self, result: Any) -> Any:
         """Decode the kernel's result; write into c when given."""
-        out = self.kernel.decode(result)  # type: ignore[union-attr]
+        out = self.kernel.decode(result, self.out_format)  # type: ignore[union-attr]
+        if self.final_format is not None:
+            out = out.convert(self.final_format)
         if self.restore is not None:
             out = self.restore(out)
         c = self.c_arr
@@ -581,15 +628,15 @@ def _einsum_op(subscripts: str, operands: Sequence[Any], out_format: Any, semiri
     names = [f"operand {k}" for k in range(len(operands))]
     tensors = [operand(x, n) for x, n in zip(operands, names)]
     ins, out = parse_subscripts(subscripts, len(tensors))
+    sparse = [t for t in tensors if t.is_sparse]
+    reduction = any(ch not in out for ch in "".join(ins))
+    if out_format is None and sparse and out and (len(sparse) == len(tensors) or not reduction):
+        out_format = default_sparse_format(sparse[0].tensor_format, len(out))
     if len(tensors) == 1 and len(ins[0]) == len(out) and ins[0] != out and (
             tensors[0].is_sparse or out_format is not None):
         # a pure permutation: view the operand permuted, then convert into the output format
         perm = tuple(ins[0].index(ch) for ch in out)
         tensors, ins = [permuted(tensors[0], perm)], (out,)
-    sparse = [t for t in tensors if t.is_sparse]
-    reduction = any(ch not in out for ch in "".join(ins))
-    if out_format is None and sparse and out and (len(sparse) == len(tensors) or not reduction):
-        out_format = default_sparse_format(sparse[0].tensor_format, len(out))
     return _Op(ins, tensors, out, out_format, get_semiring(semiring), 1, None, None, prolog, epilog, target,
                names)
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
+from mlir_bridge.errors import CompileError
 
 from .tensor import Tensor
 
@@ -85,8 +86,9 @@ class Kernel:
         args.extend(extra)
         return args
 
-    def decode(self, result: Any) -> Any:
-        """A numpy array (dense output) or a Tensor over the kernel-allocated buffers (sparse output)."""
+    def decode(self, result: Any, fmt: Any = None) -> Any:
+        """A numpy array (dense output) or a Tensor over the kernel-allocated buffers (sparse output,
+        in ``fmt``: the caller's format object, structurally equal to the compiled one)."""
         if self._out_parts is None:
             return result
         out = self.contraction.output
@@ -101,12 +103,14 @@ class Kernel:
                 crd[k] = arr
             else:
                 val = arr
-        return Tensor(out.fmt, out.shape, pos, crd, val, index_type=self._out_index, package="numpy")
+        return Tensor(fmt if fmt is not None else out.fmt, out.shape, pos, crd, val, index_type=self._out_index,
+                      package="numpy")
 
 
 _lock = threading.Lock()
 _kernels: dict[Any, Kernel] = {}
 _building: dict[Any, Future] = {}
+_failed: dict[Any, BaseException] = {}
 
 
 def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu", pipeline: Any = None) -> Kernel:
@@ -118,6 +122,9 @@ def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu
         k = _kernels.get(key)
         if k is not None:
             return k
+        failed = _failed.get(key)
+        if failed is not None:  # MLIR could not compile this structure: do not retry on every call
+            raise failed
         fut = _building.get(key)
         owner = fut is None
         if owner:
@@ -134,6 +141,8 @@ def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu
     except BaseException as err:
         with _lock:
             del _building[key]
+            if isinstance(err, CompileError):
+                _failed[key] = err
         fut.set_exception(err)
         raise
     with _lock:
@@ -147,6 +156,7 @@ def clear_plans() -> None:
     """Forget planned kernels (the compiled modules stay loaded while something uses them)."""
     with _lock:
         _kernels.clear()
+        _failed.clear()
 
 
 def plan_count() -> int:

@@ -1,0 +1,46 @@
+"""Helpers for the ops tests: random operands with empty rows, dense views of results."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from frontend import Tensor
+
+
+def rand(shape: tuple[int, ...], density: float = 0.4, dtype: Any = np.float64, seed: int = 0,
+         empty_row: bool = True) -> np.ndarray:
+    """A random array with about ``density`` nonzeros (positive real parts) and, for matrices, row 1 empty."""
+    rng = np.random.default_rng(seed)
+    a = rng.random(shape) + 0.5
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * (rng.random(shape) - 0.5)
+    elif np.dtype(dtype).kind == "i":
+        a = np.floor(a * 4) + 1
+    a[rng.random(shape) > density] = 0
+    if empty_row and len(shape) >= 2 and shape[-2] > 1:
+        a[..., 1, :] = 0
+    return a.astype(dtype)
+
+
+def dense(x: Any) -> np.ndarray:
+    """Dense numpy contents of a Tensor, scipy matrix, torch tensor or array."""
+    if isinstance(x, Tensor):
+        return x.to_dense()
+    if hasattr(x, "toarray"):
+        return x.toarray()
+    if hasattr(x, "to_dense") and hasattr(x, "layout"):
+        return x.to_dense().numpy()
+    if hasattr(x, "numpy"):
+        return x.numpy()
+    return np.asarray(x)
+
+
+def tensor(a: np.ndarray, fmt: Any, index_type: Any = np.int32) -> Tensor:
+    return Tensor.from_dense(a, fmt, index_type=index_type)
+
+
+def close(x: Any, ref: np.ndarray, dtype: Any = np.float64) -> bool:
+    tol = 1e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
+    got = dense(x)
+    return got.shape == ref.shape and np.allclose(got, ref, rtol=tol, atol=tol)
