@@ -76,8 +76,6 @@ def _check_types(t: "Tensor", nb: int) -> None:
     if any(s < 0 for s in t.shape):
         raise ValueError(f"negative extent in shape {t.shape}")
     it = np.dtype(t.index_type)
-    if it not in INDEX_TYPES:
-        raise TypeError(f"index_type must be int32 or int64, got {it}")
     vdt = np.dtype(str(t.dtype).replace("torch.", ""))
     if vdt.kind not in VALUE_KINDS:
         raise TypeError(f"values must be numeric, got dtype {vdt}")
@@ -91,6 +89,8 @@ def _check_types(t: "Tensor", nb: int) -> None:
             if not needed:
                 raise ValueError(f"{_where(k, lv)}: this level has no {name} buffer, got one")
             dt = np.dtype(str(buf.dtype).replace("torch.", ""))
+            if dt not in INDEX_TYPES and not (name == "crd" and lv.format is LevelFormat.DELTA):
+                raise TypeError(f"{_where(k, lv)}: {name} must be int32 or int64, got {dt}")
             want = delta_crd_dtype(lv.bits) if (name == "crd" and lv.format is LevelFormat.DELTA) else it  # type: ignore[arg-type]
             if dt != want:
                 raise TypeError(f"{_where(k, lv)}: {name} must be {want}"
@@ -100,6 +100,8 @@ def _check_types(t: "Tensor", nb: int) -> None:
                                  f"got {tuple(buf.shape)}")
             if not _contiguous(buf):
                 raise ValueError(f"{_where(k, lv)}: {name} buffer is not contiguous")
+    if it not in INDEX_TYPES:
+        raise TypeError(f"index_type must be int32 or int64, got {it}")
     if not _contiguous(t.val):
         raise ValueError("values buffer is not contiguous")
     if fmt.is_dense:
