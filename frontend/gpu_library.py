@@ -17,19 +17,21 @@ CUPY_LAYOUTS = ("CSR", "CSC", "COO")
 
 
 def _torch_matrix(t: Tensor, layout: str) -> Any:
+    """A torch sparse tensor over ``t``'s buffers (validated when ``t`` was made: no invariant checks)."""
     import torch
 
     shape = tuple(t.shape)
+    pos, crd, val = (None if b is None else torch.as_tensor(b) for b in (t.pos(1), t.crd(1), t.val))
     if layout == "CSR":
-        return torch.sparse_csr_tensor(t.pos(1), t.crd(1), t.val, shape)
+        return torch.sparse_csr_tensor(pos, crd, val, shape, check_invariants=False)
     if layout == "CSC":
-        return torch.sparse_csc_tensor(t.pos(1), t.crd(1), t.val, shape)
+        return torch.sparse_csc_tensor(pos, crd, val, shape, check_invariants=False)
     if layout == "COO":
-        idx = torch.stack([t.crd(0), t.crd(1)])
-        return torch.sparse_coo_tensor(idx, t.val, shape, is_coalesced=True)
+        idx = torch.stack([torch.as_tensor(t.crd(0)), crd])
+        return torch.sparse_coo_tensor(idx, val, shape, is_coalesced=True, check_invariants=False)
     if layout == "BSR":
         bm, bn = t.levels[2], t.levels[3]
-        return torch.sparse_bsr_tensor(t.pos(1), t.crd(1), t.val.reshape(-1, bm, bn), shape)
+        return torch.sparse_bsr_tensor(pos, crd, val.reshape(-1, bm, bn), shape, check_invariants=False)
     raise ValueError(f"torch.sparse has no {layout} layout")
 
 

@@ -18,35 +18,13 @@ from lowering.gpu_dispatch import gpu_contraction, gpu_path, library_layout, low
 from lowering.gpu_pipeline import DEFAULT_CHIPS
 from lowering.types import index_width, mlir_type
 
+from .gpu_route import on_cuda, wants_gpu
 from .tensor import Tensor
 
-_GPU_DEVICES = ("cuda", "gpu")
+__all__ = ["GpuMatmul", "gpu_einsum", "gpu_matmul", "gpu_matmul_plan", "on_cuda", "wants_gpu"]
 
 
-# ----- routing ----------------------------------------------------------------------------------------------
-def on_cuda(x: Any) -> bool:
-    """Whether ``x`` (array, sparse object or Tensor) lives on a CUDA device."""
-    if x is None:
-        return False
-    if isinstance(x, Tensor):
-        return x.device.startswith("cuda")
-    root = (type(x).__module__ or "").split(".", 1)[0]
-    if root == "torch":
-        return bool(getattr(x, "is_cuda", False))
-    return root in ("cupy", "cupyx")
-
-
-def wants_gpu(objs: Sequence[Any], device: Any = None, target: str = "cpu") -> bool:
-    """The GPU route: ``device="cuda"``/``target="gpu"`` asked for, or an operand on a CUDA device."""
-    if device is not None:
-        name = str(device).split(":", 1)[0]
-        if name in _GPU_DEVICES:
-            return True
-        if name != "cpu":
-            raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
-    return target == "gpu" or any(on_cuda(x) for x in objs)
-
-
+# ----- routing ---------------------------------------------------------------------------------------------
 def _device_ordinal(device: Any) -> int:
     text = str(device or "cuda")
     return int(text.split(":", 1)[1]) if ":" in text else 0

@@ -1,0 +1,31 @@
+"""Whether an operation goes to the GPU: cheap checks for the hot call path (no heavy imports)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .tensor import Tensor
+
+_GPU_DEVICES = ("cuda", "gpu")
+
+
+def on_cuda(x: Any) -> bool:
+    """Whether ``x`` (array, sparse object or Tensor) lives on a CUDA device."""
+    if x is None:
+        return False
+    if isinstance(x, Tensor):
+        return x.device.startswith("cuda")
+    root = (type(x).__module__ or "").split(".", 1)[0]
+    if root == "torch":
+        return bool(getattr(x, "is_cuda", False))
+    return root in ("cupy", "cupyx")
+
+
+def wants_gpu(objs: Sequence[Any], device: Any = None, target: str = "cpu") -> bool:
+    """The GPU route: ``device="cuda[:N]"``/``target="gpu"`` asked for, or an operand on a CUDA device."""
+    if device is not None:
+        name = str(device).split(":", 1)[0]
+        if name in _GPU_DEVICES:
+            return True
+        if name != "cpu":
+            raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
+    return target == "gpu" or any(on_cuda(x) for x in objs)
