@@ -13,11 +13,12 @@ contiguous block, uncoalesced/unsorted/duplicate coordinates, length mismatches)
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from . import buffers as B
 from .package_formats import Layout, match_layout
 from .tensor import Tensor
+from .validate import validate
 
 PACKAGES = ("numpy", "scipy", "torch", "cupy")
 
@@ -59,47 +60,58 @@ def _from_strided(x: Any, package: str) -> Tensor:
                   index_type=None, package=package, device=device, source=x)
 
 
-def from_package(x: Any) -> Tensor:
-    """A :class:`Tensor` sharing ``x``'s buffers (NumPy/CuPy arrays, SciPy/cupyx sparse arrays and
-    matrices, torch strided and sparse tensors)."""
+def _reader(x: Any) -> tuple[str, Callable[[], Tensor], list[Any] | None, str]:
+    """``(package, build, source buffers to cache on or None, hint for invalid buffers)`` for ``x``."""
     package = B.package_of(x)
     if package == "numpy" and hasattr(x, "strides"):
         import numpy as np
-        if isinstance(x, np.generic):  # a NumPy scalar is immutable: hold it as a 0-d array
-            x = np.asarray(x)
-        return _validated(_from_strided(x, "numpy"))
-    if package == "scipy":
-        import scipy.sparse as sp
-        if sp.issparse(x):
-            from .interop_scipy import from_scipy
-            return _validated(from_scipy(x, "scipy"))
+        arr = np.asarray(x) if isinstance(x, np.generic) else x  # NumPy scalars are immutable: 0-d array
+        return package, lambda: _from_strided(arr, "numpy"), None, ""
     if package == "torch":
         import torch
         if isinstance(x, torch.Tensor):
             if x.layout == torch.strided:
-                return _validated(_from_strided(x, "torch"))
-            from .interop_torch import from_torch_sparse
-            return _validated(from_torch_sparse(x))
-    if package == "cupy":
+                return package, lambda: _from_strided(x, "torch"), None, ""
+            from .interop_torch import from_torch_sparse, source_buffers
+            return (package, lambda: from_torch_sparse(x), source_buffers(x),
+                    "torch checks compressed indices only with check_invariants=True")
+    sparse = False
+    if package == "scipy":
+        import scipy.sparse as sp
+        sparse = sp.issparse(x)
+    elif package == "cupy":
         import cupy
         if isinstance(x, cupy.ndarray):
-            return _validated(_from_strided(x, "cupy"))
+            return package, lambda: _from_strided(x, "cupy"), None, ""
         import cupyx.scipy.sparse as csp
-        if csp.issparse(x):
-            from .interop_scipy import from_scipy
-            return _validated(from_scipy(x, "cupy"))
+        sparse = csp.issparse(x)
+    if sparse:
+        from .interop_scipy import from_scipy, source_buffers as scipy_buffers
+        return (package, lambda: from_scipy(x, package), scipy_buffers(x),  # type: ignore[arg-type]
+                "call .sum_duplicates() first (it sorts and deduplicates)")
     raise TypeError(f"cannot view a {type(x).__module__}.{type(x).__name__} as a Tensor (supported: NumPy "
                     "and CuPy arrays, SciPy/cupyx sparse arrays and matrices, torch tensors)")
 
 
-def _validated(t: Tensor) -> Tensor:
-    """Runs the project-wide buffer validation when it is available (it caches per buffer set)."""
-    try:
-        from .validate import validate
-    except ImportError:
+def from_package(x: Any) -> Tensor:
+    """A :class:`Tensor` sharing ``x``'s buffers (NumPy/CuPy arrays, SciPy/cupyx sparse arrays and
+    matrices, torch strided and sparse tensors), validated; viewing the same sparse object again reuses
+    the checked views (:mod:`frontend.view_cache`)."""
+    package, build, buffers, hint = _reader(x)
+
+    def checked() -> Tensor:
+        t = build()
+        try:
+            validate(t)
+        except ValueError as e:
+            kind = getattr(x, "format", None) or str(getattr(x, "layout", "")).replace("torch.", "")
+            raise ValueError(f"{package} {kind} input: {e}{f'; {hint}' if hint else ''}") from None
         return t
-    validate(t)
-    return t
+
+    if buffers is None:
+        return checked()
+    from .view_cache import cached_view
+    return cached_view(x, buffers, checked)
 
 
 def to_package(t: Tensor, package: str | None = None) -> Any:
@@ -121,7 +133,7 @@ def to_package(t: Tensor, package: str | None = None) -> Any:
                         f"{f' ({t.tensor_format.name})' if t.tensor_format.name else ''}; convert it to a "
                         "dense, COO, CSR, CSC, BSR, BSC or DIAJ format first")
     _check_lengths(t, layout)
-    _validated(t)
+    validate(t)
     if target == "torch":
         from .interop_torch import to_torch
         return to_torch(t, layout)

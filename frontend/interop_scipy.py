@@ -17,15 +17,15 @@ copy when ``data`` is C-contiguous with ``n`` columns and the offsets are increa
 (unsorted offsets, ``data`` narrower/wider than ``n``, or diagonals outside the matrix) ``data``'s rows
 are copied once into that layout and the Tensor no longer shares memory with the DIA object.
 
-Sources must be canonical: CSR/CSC/BSR with sorted, duplicate-free indices (``has_canonical_format``), COO
-sorted row-major without duplicates; otherwise ``ValueError`` (call ``sum_duplicates()`` first).
+Sources must be canonical: CSR/CSC/BSR with sorted, duplicate-free indices, COO sorted row-major without
+duplicates; :func:`frontend.validate.validate` checks that and a ``ValueError`` says what to call
+(``sum_duplicates()``).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from . import buffers as B
-from .interop_checks import lex_strictly_increasing
 from .package_formats import Layout
 from .tensor import Tensor
 
@@ -41,8 +41,6 @@ def _index_type(arrays: list[Any], what: str) -> Any:
 def _compressed(x: Any, package: str, xp: Any) -> Tensor:
     kind = x.format.upper()
     what = f"{package} {kind} matrix"
-    if not x.has_canonical_format:
-        raise ValueError(f"{what} has unsorted or duplicate indices; call .sum_duplicates() first")
     m, n = (int(s) for s in x.shape)
     if kind == "BSR":
         bm, bn = (int(s) for s in x.blocksize)
@@ -57,7 +55,8 @@ def _compressed(x: Any, package: str, xp: Any) -> Tensor:
     if indices.shape[0] < nnz or data.shape[0] < nnz:
         raise ValueError(f"{what}: indptr ends at {nnz} but there are {indices.shape[0]} indices and "
                          f"{data.shape[0]} values")
-    indices, data = indices[:nnz], data[:nnz]
+    if indices.shape[0] > nnz or data.shape[0] > nnz:  # spare capacity after the entries
+        indices, data = indices[:nnz], data[:nnz]
     if not data.flags.c_contiguous:
         raise ValueError(f"{what}: data is not contiguous")
     if kind == "BSR":
@@ -80,9 +79,6 @@ def _coo(x: Any, package: str, xp: Any) -> Tensor:
         raise ValueError(f"{what}: coordinate arrays and data differ in length")
     if not x.data.flags.c_contiguous:
         raise ValueError(f"{what}: data is not contiguous")
-    if not lex_strictly_increasing(coords, xp):
-        raise ValueError(f"{what} has unsorted (not row-major) or duplicate coordinates; call "
-                         ".sum_duplicates() first (it sorts too)")
     n = len(coords)
     pos: list[Any] = [xp.asarray([0, nnz], dtype=itype)] + [None] * (n - 1)
     return Tensor(Layout("coo", nsparse=n).tensor_format(), x.shape, pos, list(coords), x.data,
@@ -115,6 +111,12 @@ def _dia(x: Any, package: str, xp: Any) -> Tensor:
 
 
 _READERS = {"csr": _compressed, "csc": _compressed, "bsr": _compressed, "coo": _coo, "dia": _dia}
+
+
+def source_buffers(x: Any) -> list[Any]:
+    """The arrays a SciPy/cupyx sparse object keeps (their addresses identify its current contents)."""
+    coords = list(x.coords) if hasattr(x, "coords") else [getattr(x, n) for n in ("row", "col") if hasattr(x, n)]
+    return [getattr(x, n) for n in ("indptr", "indices", "offsets", "data") if hasattr(x, n)] + coords
 
 
 def from_scipy(x: Any, package: str = "scipy") -> Tensor:

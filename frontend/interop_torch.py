@@ -13,7 +13,8 @@ sparse_bsr / bsc   batch levels, BSR/BSC (block from values),       crd[k] = col
 Batched layouts keep the leading batch axes on every buffer: positions ``(*batch, major + 1)``,
 coordinates ``(*batch, nse)`` and values ``(*batch, nse * block * dense)`` (each batch's positions count
 from 0, as in torch and MLIR's batch levels).  CPU buffers are NumPy views (``.numpy()``); CUDA buffers
-stay torch tensors on their device.  Uncoalesced COO and unsorted/duplicate compressed indices are refused.
+stay torch tensors on their device.  Uncoalesced COO is refused here; unsorted/duplicate compressed
+indices by :func:`frontend.validate.validate` (torch checks them only with ``check_invariants=True``).
 """
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ import warnings
 from typing import Any
 
 from . import buffers as B
-from .interop_checks import check_sorted_segments
 from .package_formats import Layout
 from .tensor import Tensor
 
@@ -63,24 +63,6 @@ def _compressed_kinds() -> dict:
             torch.sparse_bsc: ("BSC", "ccol_indices", "row_indices")}
 
 
-def _minor_extent(lay: Layout, shape: tuple) -> int:
-    m, n = shape[lay.nbatch], shape[lay.nbatch + 1]
-    if lay.kind == "CSR":
-        return n
-    if lay.kind == "CSC":
-        return m
-    bm, bn = lay.block  # type: ignore[misc]
-    return -(-n // bn) if lay.kind == "BSR" else -(-m // bm)
-
-
-def _check_segments(pos: Any, crd: Any, lay: Layout, shape: tuple, what: str) -> None:
-    extent = _minor_extent(lay, shape)
-    nb = math.prod(shape[:lay.nbatch])
-    p2, c2 = pos.reshape(nb, pos.shape[-1]), crd.reshape(nb, crd.shape[-1])
-    for b in range(p2.shape[0]):  # one check per batch (batches are few)
-        check_sorted_segments(p2[b], c2[b], extent, None, what)
-
-
 def _from_compressed(x: Any) -> Tensor:
     kind, comp_name, plain_name = _compressed_kinds()[x.layout]
     what = f"torch {kind} tensor"
@@ -90,13 +72,21 @@ def _from_compressed(x: Any) -> Tensor:
     block = tuple(int(s) for s in values.shape[nb + 1:nb + 3]) if kind in ("BSR", "BSC") else None
     lay = Layout(kind, nbatch=nb, ndense=nd, block=block)  # type: ignore[arg-type]
     itype = B.check_index_buffers([comp, plain], what)
-    _check_segments(comp, plain, lay, tuple(x.shape), what)
     fmt = lay.tensor_format()
     pos: list[Any] = [None] * fmt.num_levels
     crd: list[Any] = [None] * fmt.num_levels
     pos[nb + 1], crd[nb + 1] = _keep(comp), _keep(plain)
     return Tensor(fmt, tuple(x.shape), pos, crd, _keep(_flat_values(values, nb, what)), index_type=itype,
                   package="torch", device=str(x.device), source=x)
+
+
+def source_buffers(x: Any) -> list[Any]:
+    """The tensors a torch sparse tensor keeps (their addresses identify its current contents)."""
+    import torch
+    if x.layout == torch.sparse_coo:
+        return [x._indices(), x._values()]
+    _, comp, plain = _compressed_kinds()[x.layout]
+    return [getattr(x, comp)(), getattr(x, plain)(), x.values()]
 
 
 def from_torch_sparse(x: Any) -> Tensor:
