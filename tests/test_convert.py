@@ -237,3 +237,41 @@ def test_buffers_match_scipy(k: int) -> None:
     width = d.data.shape[1]
     np.testing.assert_array_equal(vals[:, :width], d.data[order])
     assert not vals[:, width:].any()
+
+
+# ----- formats beyond the named ones: the same generic code ------------------------------------------
+EXOTIC = [
+    "(i, j) -> (i : dense, j : structured[2, 4])", "(i, j) -> (i : compressed, j : dense)",
+    "(i, j) -> (j - i : dense, i : range)", "(i, j) -> (i + j : dense, j : range)",
+    "(i, j) -> (i : compressed(nonunique), j : singleton)", "(i, j) -> (j : dense, i : delta(1))",
+    "(i, j) -> (i : dense, j : loose_compressed)", "(i, j) -> (i : dense, j : compressed(unordered))",
+    "(i, j) -> (i // 3 : compressed, j // 2 : compressed, i % 3 : dense, j % 2 : dense)",
+    "(i, j) -> (j // 4 : dense, i : compressed, j % 4 : structured[1, 4])",
+    "(i, j) -> (j % 2 : dense, i : compressed, j // 2 : compressed)",
+    "(b, i, j) -> (b : batch, j - i : compressed, i : range)", "(b, i, j) -> (b : batch, i : dense, j : delta(2))",
+    "(b, i, j) -> (b : batch, i : compressed, j : compressed)",
+    "(i, j, k) -> (i : compressed(nonunique), j : singleton, k : dense)",
+    "(b, i, j) -> (b : batch, i : dense, j // 4 : dense, j % 4 : structured[2, 4])",
+    "(b, c, i, j) -> (b : batch, c : batch, i : dense, j : compressed)",
+]
+
+
+@pytest.mark.parametrize("text", EXOTIC)
+def test_generic_formats_round_trip(text: str) -> None:
+    fmt = TensorFormat.parse(text)
+    rng = np.random.default_rng(1)
+    shapes = {2: [(7, 9), (1, 1), (0, 3), (5, 0), (4, 12)], 3: [(2, 5, 8), (3, 1, 4), (0, 2, 2)],
+              4: [(2, 2, 3, 4)]}[fmt.num_dimensions]
+    for shape in shapes:
+        a = rng.integers(1, 5, size=shape) * (rng.random(shape) < 0.3)
+        if "structured" in text:
+            n = 1 if "structured[1" in text else 2
+            for g in range(0, shape[-1], 4):
+                block = a[..., g:g + 4]
+                block[np.cumsum(block != 0, axis=-1) > n] = 0
+        t = Tensor.from_dense(a, fmt)
+        _check_tensor(t, a, np.int64, a.dtype)
+        _check_tensor(t.convert(N.COO(a.ndim)), a, np.int64, a.dtype)
+        for ij in list(np.ndindex(*shape))[:40]:
+            v = t.get_value(ij)
+            assert v == a[ij] if a[ij] else v in (None, 0)
