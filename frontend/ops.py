@@ -23,6 +23,7 @@ from mlir_bridge.errors import CompileError
 from . import blocks
 from . import plan as P
 from .formats import TensorFormat
+from .gpu_route import wants_gpu as _wants_gpu
 from .named_formats import NamedFormats
 from .semiring import Semiring, get_semiring, trace_unary
 from .tensor import Tensor
@@ -461,7 +462,7 @@ def _matmul_op(a: Any, b: Any, c: Any, alpha: Any, beta: Any, transpose_a: bool,
 def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, transpose_a: bool = False,
            transpose_b: bool = False, semiring: Any = None, out_format: TensorFormat | None = None,
            prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
-           pipeline: Any = None) -> Any:
+           pipeline: Any = None, device: Any = None) -> Any:
     """``alpha * op(a) @ op(b) + beta * c`` on any formats (numpy matmul rules for vectors and batches).
 
     Operands: Tensors or package objects (numpy, scipy.sparse, torch CPU); the result comes back in the
@@ -469,7 +470,12 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     defaults to 1). Sparse x sparse gives a sparse result in ``out_format`` (default: ``a``'s family, e.g.
     CSR x CSR -> CSR). ``semiring``: ``"min-plus"``, ``"max-plus"``, ``"or-and"``, a :class:`Semiring` or
     ``(add, mul[, identity])``. ``prolog`` maps ``a``'s stored values, ``epilog`` the result's.
+    CUDA operands (torch, CuPy) or ``device="cuda"`` run on the GPU (:mod:`frontend.gpu_ops`).
     """
+    if _wants_gpu((a, b, c), device, target):
+        from .gpu_ops import gpu_matmul
+        return gpu_matmul(a, b, c, alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b,
+                          semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, device=device)
     ta, tb = operand(a, "a"), operand(b, "b")
     tc = None if c is None else operand(c, "c")
     rkey = (_operand_key(ta), _operand_key(tb), None if tc is None else _operand_key(tc), alpha == 1,
@@ -504,12 +510,22 @@ class Matmul:
         ...     y = mm.execute()
         ...     mm.reset_operands(a=A2)      # same formats, shapes and dtypes
         ...     y2 = mm.execute()
+
+    CUDA operands or ``device="cuda"`` give a :class:`frontend.gpu_ops.GpuMatmul` instead (same methods,
+    plus ``ptx``; ``path`` is ``"cusparse"``, ``"sparsifier-gpu"`` or ``"emitter-gpu"``).
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args and _wants_gpu(args[:3], kwargs.get("device"), kwargs.get("target", "cpu")):
+            from .gpu_ops import gpu_matmul_plan
+            return gpu_matmul_plan(*args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None,
                  transpose_a: bool = False, transpose_b: bool = False, semiring: Any = None,
                  out_format: TensorFormat | None = None, prolog: Callable | None = None,
-                 epilog: Callable | None = None, target: str = "cpu", pipeline: Any = None) -> None:
+                 epilog: Callable | None = None, target: str = "cpu", pipeline: Any = None,
+                 device: Any = None) -> None:
         self._opts = dict(alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b,
                           semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, target=target)
         self._pipeline = pipeline
@@ -643,7 +659,7 @@ def _einsum_op(subscripts: str, operands: Sequence[Any], out_format: Any, semiri
 
 def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = None, semiring: Any = None,
            prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
-           pipeline: Any = None) -> Any:
+           pipeline: Any = None, device: Any = None) -> Any:
     """A contraction or element-wise product on any formats as one ``linalg.generic``.
 
     ``"ik,kj->ij"``, ``"ij,ij->ij"`` (sampled products keep the sparse operand's pattern), ``"bij,bjk->bik"``,
@@ -651,6 +667,10 @@ def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = No
     when every operand is sparse, or when some is and nothing is reduced; else dense. ``out_format``
     overrides it.
     """
+    if _wants_gpu(operands, device, target):  # CUDA operands or device="cuda": frontend.gpu_ops
+        from .gpu_ops import gpu_einsum
+        return gpu_einsum(subscripts, *operands, out_format=out_format, semiring=semiring, prolog=prolog,
+                          epilog=epilog, device=device)
     op = _with_pipeline(_einsum_op(subscripts, operands, out_format, semiring, prolog, epilog, target), pipeline)
     kernel = op.plan()
     out = op.finish(kernel.function(*kernel.flatten(op.tensors, op.extra)))
