@@ -644,10 +644,10 @@ def _einsum_op(subscripts: str, operands: Sequence[Any], out_format: Any, semiri
     names = [f"operand {k}" for k in range(len(operands))]
     tensors = [operand(x, n) for x, n in zip(operands, names)]
     ins, out = parse_subscripts(subscripts, len(tensors))
-    sparse = [t for t in tensors if t.is_sparse]
-    reduction = any(ch not in out for ch in "".join(ins))
-    if out_format is None and sparse and out and (len(sparse) == len(tensors) or not reduction):
-        out_format = default_sparse_format(sparse[0].tensor_format, len(out))
+    if out_format is None and out:
+        like = _sparse_result_like(ins, tensors, out)
+        if like is not None:
+            out_format = default_sparse_format(like.tensor_format, len(out))
     if len(tensors) == 1 and len(ins[0]) == len(out) and ins[0] != out and (
             tensors[0].is_sparse or out_format is not None):
         # a pure permutation: view the operand permuted, then convert into the output format
@@ -657,6 +657,21 @@ def _einsum_op(subscripts: str, operands: Sequence[Any], out_format: Any, semiri
                names)
 
 
+def _sparse_result_like(ins: Sequence[str], tensors: Sequence[Tensor], out: str) -> Tensor | None:
+    """The operand whose family a default sparse result takes, or None for a dense result: sparse when
+    several operands are all sparse, or when a sparse operand is indexed by exactly the output letters
+    (it samples the result: SDDMM, element-wise products, transpositions)."""
+    sparse = [t for t in tensors if t.is_sparse]
+    if not sparse:
+        return None
+    if len(tensors) > 1 and len(sparse) == len(tensors):
+        return sparse[0]
+    for s, t in zip(ins, tensors):
+        if t.is_sparse and set(s) == set(out):
+            return t
+    return None
+
+
 def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = None, semiring: Any = None,
            prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
            pipeline: Any = None, device: Any = None) -> Any:
@@ -664,8 +679,8 @@ def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = No
 
     ``"ik,kj->ij"``, ``"ij,ij->ij"`` (sampled products keep the sparse operand's pattern), ``"bij,bjk->bik"``,
     ``"ijk,k->ij"``, ``"ij->ji"`` (transposition, e.g. into another ``out_format``). The result is sparse
-    when every operand is sparse, or when some is and nothing is reduced; else dense. ``out_format``
-    overrides it.
+    when several operands are all sparse, or when a sparse operand is indexed by exactly the output
+    letters (sampled products such as SDDMM ``"ij,ik,kj->ij"``); else dense. ``out_format`` overrides it.
     """
     if _wants_gpu(operands, device, target):  # CUDA operands or device="cuda": frontend.gpu_ops
         from .gpu_ops import gpu_einsum

@@ -199,6 +199,12 @@ class Proxy:
     def __pos__(self) -> "Proxy":
         return self
 
+    def _compare(self, o: Any) -> Any:
+        raise TypeError("traced scalar functions cannot branch on values (use maximum/minimum/"
+                        "logical_and/logical_or instead of if/and/or/comparisons)")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _compare
+
     def __bool__(self) -> bool:
         raise TypeError("traced scalar functions cannot branch on values (use maximum/minimum/"
                         "logical_and/logical_or instead of if/and/or/comparisons)")
