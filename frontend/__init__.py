@@ -19,6 +19,7 @@ _LAZY: dict[str, str] = {
 
 _LAZY.update({"Tensor": ".tensor", "validate": ".validate"})  # storage (frontend.tensor)
 _LAZY.update({"solve": ".linear_solve", "Solve": ".linear_solve"})  # linear systems (frontend.linear_solve)
+_LAZY.update({"compile": ".model_compile", "CompiledModel": ".model_compile"})  # whole torch models
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)

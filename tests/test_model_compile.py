@@ -1,0 +1,85 @@
+"""frontend.compile: whole torch models with sparse weights/inputs through torch-mlir and our pipeline."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+import frontend
+from frontend.named_formats import NamedFormats as N
+from frontend.torch_interface import TorchUST, prune_model, reformat_model
+
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
+
+
+class GCN(nn.Module):
+    """Two graph-convolution layers: ``A @ (H @ W)`` with a sparse adjacency ``A``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1 = nn.Linear(5, 8)
+        self.l2 = nn.Linear(8, 3)
+
+    def forward(self, adj: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(torch.mm(adj, self.l1(h)))
+        return torch.mm(adj, self.l2(h))
+
+
+def adjacency(n: int, p: float, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    a = (torch.rand(n, n, generator=g) < p).float()
+    a[3] = 0  # an isolated node: an empty row
+    return a
+
+
+@pytest.mark.parametrize("layout", ["csr", "bsr"])
+def test_mlp_with_sparse_weight_matches_eager(layout):
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+    prune_model(mlp, amount=0.8)
+
+    def func(w):
+        if w.shape[0] != 32:
+            return None
+        return TorchUST.from_torch(w.to_sparse_csr() if layout == "csr" else w.to_sparse_bsr((4, 4)))
+
+    reformat_model(mlp, func)
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        expected = mlp(x)
+    compiled = frontend.compile(mlp, x)
+    assert "#sparse_tensor.encoding" in compiled.mlir
+    torch.testing.assert_close(compiled(x), expected, rtol=1e-5, atol=1e-5)
+    x2 = torch.randn(4, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x2), mlp(x2), rtol=1e-5, atol=1e-5)
+    with torch.no_grad():  # in-place value updates (same memory) are seen
+        mlp[0].weight.values.mul_(2)
+        torch.testing.assert_close(compiled(x2), mlp(x2), rtol=1e-5, atol=1e-5)
+    again = frontend.compile(mlp, x)  # same text: the compiled module comes from the cache
+    assert again.function.module is compiled.function.module
+
+
+def test_gcn_with_sparse_adjacency_matches_eager():
+    torch.manual_seed(1)
+    gcn = GCN()
+    a = adjacency(10, 0.3, 0)
+    h = torch.randn(10, 5)
+    compiled = frontend.compile(gcn, a.to_sparse_csr(), h)
+    with torch.no_grad():
+        for p, seed in ((0.3, 0), (0.6, 1), (0.0, 2)):
+            a2 = adjacency(10, p, seed)
+            torch.testing.assert_close(compiled(a2.to_sparse_csr(), h), gcn(a2, h), rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError, match="sparse in the example"):
+        compiled(a, h)
+    with pytest.raises(TypeError, match="takes 2 inputs"):
+        compiled(h)
+
+
+def test_formats_without_encoding_are_refused():
+    lin = nn.Linear(8, 4)
+    reformat_model(lin, lambda w: TorchUST.from_torch(w, N.DELTA(4)))
+    with pytest.raises(ValueError, match="DELTA4"):
+        frontend.compile(lin, torch.randn(2, 8))
+    with pytest.raises(TypeError, match="nn.Module"):
+        frontend.compile(lambda x: x, torch.randn(2))
