@@ -6,8 +6,8 @@ Paths (``GPU_PATHS``):
   the vendor library (through torch or CuPy) beats the sparsifier's one-thread-per-row loops.
 * ``"sparsifier-gpu"``: MLIR's sparsifier with a parallelization strategy (``GpuPipeline``); the
   result is dense and updated in place (``init="c"``), the kernel reads the caller's device buffers.
-* ``"emitter-gpu"``: formats the sparsifier cannot encode (range/delta levels, diagonal maps) through
-  a builder registered with ``register_gpu_emitter`` (none is registered by default).
+* ``"emitter-gpu"``: ust-mlir's own loop code (``lowering.gpu_emitter``), for formats the sparsifier
+  cannot encode (range/delta levels, diagonal maps) and on request for others with one stored operand.
 
 Formats are read by duck typing; nothing here imports ``frontend``.
 """
@@ -25,11 +25,17 @@ GPU_PATHS = ("cusparse", "sparsifier-gpu", "emitter-gpu")
 _LIBRARY_OPS = {(("ik", "k"), "i"), (("ik", "kj"), "ij")}
 _LIBRARY_ELEMS = ("f16", "f32", "f64")
 
-_emitters: dict[str, Callable[[Contraction, str], Lowered]] = {}
+_emitters: dict[str, Callable[[Contraction, str, str], Lowered]] = {}
 
 
-def register_gpu_emitter(builder: Callable[[Contraction, str], Lowered], name: str = "emitter-gpu") -> None:
-    """Make ``builder(contraction, chip) -> Lowered`` lower emitter-only formats for the GPU."""
+def _builtin_emitter() -> None:
+    """Register ``lowering.gpu_emitter`` (the GPU variant of ust-mlir's emitter) on first need."""
+    if "emitter-gpu" not in _emitters:
+        from . import gpu_emitter  # noqa: F401 - registers itself
+
+
+def register_gpu_emitter(builder: Callable[[Contraction, str, str], Lowered], name: str = "emitter-gpu") -> None:
+    """Make ``builder(contraction, chip, gpu_format) -> Lowered`` the GPU emitter path."""
     _emitters[name] = builder
 
 
@@ -54,6 +60,7 @@ def gpu_path(c: Contraction, prefer: str = "auto") -> str:
     if prefer not in ("auto",) + GPU_PATHS:
         raise ValueError(f"path must be 'auto' or one of {GPU_PATHS}, got {prefer!r}")
     if _emitter_only(c):
+        _builtin_emitter()
         if prefer not in ("auto", "emitter-gpu"):
             raise ValueError(f"path {prefer!r} cannot take {_format_names(c)}: only ust-mlir's own code "
                              "generator handles range/delta levels and diagonal maps")
@@ -62,8 +69,8 @@ def gpu_path(c: Contraction, prefer: str = "auto") -> str:
     if prefer == "cusparse" and not library:
         raise ValueError("path 'cusparse' needs SpMV/SpMM ('ik,k->i' / 'ik,kj->ij') of one CSR, CSC, COO or BSR "
                          "operand with a dense one, plain arithmetic, float16/32/64")
-    if prefer == "emitter-gpu" and "emitter-gpu" not in _emitters:
-        raise ValueError("path 'emitter-gpu': no GPU emitter is registered (register_gpu_emitter)")
+    if prefer == "emitter-gpu":
+        _builtin_emitter()
     if prefer != "auto":
         return prefer
     return "cusparse" if library else "sparsifier-gpu"
@@ -96,10 +103,11 @@ def lower_gpu(c: Contraction, chip: str, path: str = "sparsifier-gpu", gpu_forma
     """MLIR text and GpuPipeline for a generated-code GPU path."""
     c = gpu_contraction(c)
     if path == "emitter-gpu":
+        _builtin_emitter()
         builder = _emitters.get(path)
         if builder is None:
             raise ValueError(f"no GPU emitter is registered for {_format_names(c)} (register_gpu_emitter)")
-        return builder(c, chip)
+        return builder(c, chip, gpu_format)
     if path != "sparsifier-gpu":
         raise ValueError(f"{path!r} is not a generated-code path")
     strategy = "dense-outer-loop"

@@ -95,6 +95,15 @@ class GpuPipeline(Pipeline):
         return "builtin.module(" + ",".join(inner) + ")"
 
     @staticmethod
+    def loops_stage(num_threads: int) -> Stage:
+        """``gpu-loops``: linalg and scf.parallel loops -> tiles of ``num_threads`` -> outlined kernels."""
+        return Stage("gpu-loops", passes="builtin.module(func.func(convert-linalg-to-parallel-loops,"
+                                         f"scf-parallel-loop-tiling{{parallel-loop-tile-sizes={num_threads} "
+                                         "no-min-max-bounds=true},gpu-map-parallel-loops,"
+                                         "convert-parallel-loops-to-gpu),gpu-kernel-outlining,"
+                                         "gpu.module(lower-affine),canonicalize)")
+
+    @staticmethod
     def for_chips(chips: "tuple[str, ...] | None" = None, **options) -> "tuple[GpuPipeline, ...]":
         """One pipeline per chip: ``chips``, else the device's chip, else ``DEFAULT_CHIPS``."""
         return tuple(GpuPipeline(gpu_chip=c, **options) for c in (chips or default_chips()))
@@ -141,10 +150,7 @@ def _gpu_stages(p: Pipeline) -> tuple[Stage, ...]:
         *registered_passes("after_bufferization"),
         Stage("gpu-outline", passes="builtin.module(sparse-storage-specifier-to-llvm,func.func(canonicalize),"
                                     f"sparse-gpu-codegen{{num-threads={p.num_threads}}})"),
-        Stage("gpu-loops", passes="builtin.module(func.func(convert-linalg-to-parallel-loops,"
-                                  f"scf-parallel-loop-tiling{{parallel-loop-tile-sizes={p.num_threads} "
-                                  "no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
-                                  "gpu-kernel-outlining,gpu.module(lower-affine),canonicalize)"),
+        GpuPipeline.loops_stage(p.num_threads),
         *resident,
         Stage("gpu-atomics", module_fn=gpu_atomic_scatter, version="1"),
         Stage("gpu-grid", module_fn=gpu_grid_size, version="1"),

@@ -20,7 +20,8 @@ from .module import CompiledModule, Function
 
 _NUMPY = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8,
           "int16": np.int16, "int32": np.int32, "int64": np.int64, "complex64": np.complex64,
-          "complex128": np.complex128}
+          "complex128": np.complex128, "uint8": np.int8, "uint16": np.int16, "uint32": np.int32}
+#: unsigned buffers (delta gaps) are passed as the signless integers kernels take
 
 
 class _Address:

@@ -275,3 +275,43 @@ def grid_size(module: ir.Module) -> None:
             value = ir.Operation.create("arith.constant", results=[ir.IndexType.get()],
                                         attributes={"value": ir.IntegerAttr.get(ir.IndexType.get(), blocks)})
         launch.operands[ndeps] = value.results[0]
+
+
+# ----- loop code that allocates its own output (ust-mlir's emitter) ------------------------------------------------
+def _self_copy(store: ir.Operation) -> bool:
+    """``store load(m[idx]) -> m[idx]``: a no-op."""
+    src = _defining_op(store.operands[0])
+    return (src is not None and src.name == "memref.load" and _same(src.operands[0], store.operands[1])
+            and all(_same(a, b) for a, b in zip(list(src.operands)[1:], list(store.operands)[2:])))
+
+
+def output_in_place(module: ir.Module) -> None:
+    """A function returning a fresh ``memref.alloc`` initialised by copying argument ``c`` into it
+    writes into ``c`` instead (no host allocation, no host copy), so its loops can run on the device."""
+    for func in _walk(module.operation, "func.func"):
+        if len(func.regions[0].blocks) == 0:
+            continue
+        for ret in _walk(func, "func.return"):
+            for v in ret.operands:
+                alloc = _defining_op(v)
+                if alloc is None or alloc.name != "memref.alloc":
+                    continue
+                sources = set()
+                for use in v.uses:
+                    user = _op(use.owner)
+                    if user.name == "memref.store" and use.operand_number == 1:
+                        src = _defining_op(user.operands[0])
+                        if src is not None and src.name == "memref.load" and isinstance(src.operands[0].owner, ir.Block):
+                            sources.add(src.operands[0])
+                c = [s for s in sources if s.type == v.type]
+                if len(c) != 1:
+                    continue
+                v.replace_all_uses_with(c[0])
+                alloc.erase()
+                for store in _walk(func, "memref.store"):
+                    if _self_copy(store):
+                        load = _defining_op(store.operands[0])
+                        store.erase()
+                        if load is not None and not list(load.results[0].uses):
+                            load.erase()
+    # no canonicalize here: it would fold single-iteration parallel loops before they become kernels

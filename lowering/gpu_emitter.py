@@ -1,0 +1,41 @@
+"""The ``"emitter-gpu"`` path: ust-mlir's own loop code (range/delta formats) on the GPU.
+
+The emitter (``lowering.emitter``) already marks the loops whose iterations write disjoint outputs as
+``scf.parallel`` (one per row for DELTA/CSR-like walks, one per row tile for diagonal formats). On the
+GPU its output is made the given buffer ``c`` (``output_in_place``), then those loops are mapped to
+blocks x threads before anything canonicalizes (which would fold a single-iteration loop away), then
+the GPU pipeline runs as for the sparsifier; scatters no thread owns become atomics.
+Registered with ``lowering.gpu_dispatch.register_gpu_emitter`` when ``lowering.emitter`` exists.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mlir_bridge import Stage
+
+from .dispatch import Lowered
+from .gpu_dispatch import register_gpu_emitter
+from .gpu_pipeline import GpuPipeline, _gpu_fn
+
+gpu_output_in_place = _gpu_fn("output_in_place")
+
+
+@dataclass(frozen=True)
+class GpuEmitterPipeline(GpuPipeline):
+    """GpuPipeline preceded by ``output-in-place`` (the emitter allocates its result on the host)."""
+
+    def stages(self) -> tuple[Stage, ...]:
+        early = GpuPipeline.loops_stage(self.num_threads)
+        return (Stage("output-in-place", module_fn=gpu_output_in_place, version="1"),
+                Stage("emitter-loops", passes=early.passes)) + super().stages()
+
+
+def lower_emitter_gpu(c: Any, chip: str, gpu_format: str = "fatbin") -> Lowered:
+    """The emitter's module for ``c`` (init ``"c"``) with the GPU pipeline for ``chip``."""
+    from .emitter import emit_contraction
+
+    return Lowered(emit_contraction(c), GpuEmitterPipeline(gpu_chip=chip, gpu_format=gpu_format), "emitter-gpu")
+
+
+register_gpu_emitter(lower_emitter_gpu)
