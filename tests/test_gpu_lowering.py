@@ -105,6 +105,56 @@ def test_einsum_3d_tensor_times_vector() -> None:
     _ptxas(gpu_assembly(low.text, low.pipeline), "sm_90")
 
 
+# ----- emitter formats (range / delta levels) ---------------------------------------------------------------------
+EMITTER_FORMATS = {"DELTA8": N.DELTA(8), "DELTA4": N.DELTA(4), "DIAI": N.DIAI, "SkewDIAI": N.SkewDIAI}
+
+
+@functools.cache
+def _emitter_ptx(name: str, rows: int, op: str, chip: str) -> str:
+    fmt = EMITTER_FORMATS[name]
+    rhs = (rows,) if op == "spmv" else (rows, 3)
+    out = (rows,) if op == "spmv" else (rows, 3)
+    c = Contraction(("ik", "k") if op == "spmv" else ("ik", "kj"),
+                    (_spec(fmt, (rows, rows), "f32"), _spec(None, rhs, "f32")), "i" if op == "spmv" else "ij",
+                    TensorSpec(None, out, "f32"))
+    assert gpu_path(c) == "emitter-gpu"
+    low = lower_gpu(c, chip, "emitter-gpu")
+    return gpu_assembly(low.text, low.pipeline)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("op", ["spmv", "spmm"])
+@pytest.mark.parametrize("rows", [64, 5000])  # one row tile (a folded loop) and several
+@pytest.mark.parametrize("name", list(EMITTER_FORMATS))
+def test_emitter_formats_ptx(name: str, rows: int, op: str, chip: str) -> None:
+    if rows == 5000 and (op == "spmm" or chip == "sm_80"):
+        pytest.skip("the large shape is checked once per format")
+    ptx = _emitter_ptx(name, rows, op, chip)
+    _ptxas(ptx, chip)
+
+
+def test_emitter_format_whose_loops_cannot_be_parallel_is_refused() -> None:
+    # DIAJ walks columns: outputs y[i] of different iterations collide, the emitter emits no parallel loop
+    c = Contraction(("ik", "k"), (_spec(N.DIAJ, (64, 64), "f32"), _spec(None, (64,), "f32")), "i",
+                    TensorSpec(None, (64,), "f32"))
+    with pytest.raises(CompileError, match="no GPU kernel"):
+        low = lower_gpu(c, "sm_90", "emitter-gpu")
+        gpu_assembly(low.text, low.pipeline)
+
+
+def test_delta_plan_through_the_frontend() -> None:
+    from frontend.gpu_ops import gpu_matmul_plan
+    from frontend.tensor import Tensor
+
+    rng = np.random.default_rng(0)
+    d = rng.random((300, 200)).astype(np.float32)
+    d[d < 0.9] = 0
+    plan = gpu_matmul_plan(Tensor.from_dense(d, N.DELTA(8)), np.ones(200, np.float32), device="cuda", chip="sm_80")
+    assert plan.path == "emitter-gpu"
+    assert ".target sm_80" in plan.ptx
+    assert plan.plan()._build.so_path.exists()
+
+
 # ----- what the GPU lowering does to the host code and the kernels ----------------------------------------------
 @functools.cache
 def _stages(op: str, fmt_name: str, rows: int = 8) -> dict[str, str]:
@@ -351,6 +401,22 @@ def test_gpu_explicit_stream_device_request_and_einsum() -> None:
     b = torch.rand(300, 200, device="cuda", dtype=torch.float64)
     got = ops.einsum("ij,ij->ij", a, b)
     torch.testing.assert_close(got, dense.to("cuda") * b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["DELTA8", "DIAI"])
+def test_gpu_emitter_formats_match_numpy(name: str) -> None:
+    _cuda_torch()
+    from frontend.gpu_ops import gpu_matmul_plan
+    from frontend.tensor import Tensor
+
+    rng = np.random.default_rng(1)
+    for n in (50, 5000):
+        d = rng.random((n, n)).astype(np.float32)
+        d = np.triu(np.tril(d, 3), -3) if name == "DIAI" else np.where(d > 0.99, d, 0).astype(np.float32)
+        x = rng.random(n).astype(np.float32)
+        y = gpu_matmul_plan(Tensor.from_dense(d, EMITTER_FORMATS[name]), x, device="cuda").execute()
+        np.testing.assert_allclose(y, d @ x, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.gpu
