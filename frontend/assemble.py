@@ -58,7 +58,13 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
         c = coords[k]
         starts = new | diffs[k]
         if lv.is_dense_like or f is LevelFormat.RANGE:
-            par = par * e + (c - off)
+            if nparents == 1:
+                par = c - off if off else c.copy()
+            else:
+                par *= e
+                par += c
+                if off:
+                    par -= off
             nparents *= e
             new = starts
         elif f in (LevelFormat.COMPRESSED, LevelFormat.LOOSE_COMPRESSED):

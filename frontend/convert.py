@@ -101,11 +101,13 @@ def _argsort_key(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = len(key)
     ibits = max((n - 1).bit_length(), 1)
     if int(key.max()).bit_length() + ibits <= 64:
-        packed = key.astype(np.uint64) << np.uint64(ibits)
+        packed = key.astype(np.uint64)
+        packed <<= np.uint64(ibits)
         packed |= np.arange(n, dtype=np.uint64)
         packed.sort()
-        order = (packed & np.uint64((1 << ibits) - 1)).astype(np.int64)
-        return order, (packed >> np.uint64(ibits)).astype(np.int64)
+        order = packed & np.uint64((1 << ibits) - 1)
+        packed >>= np.uint64(ibits)
+        return order.view(np.int64), packed.view(np.int64)
     order = np.argsort(key, kind="stable")
     return order, key[order]
 
@@ -227,7 +229,7 @@ def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: 
         raise TypeError(f"tensor_format must be a TensorFormat, got {type(fmt).__name__}")
     if fmt.num_dimensions != t.ndim:
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
-    dt = value_dtype(t.dtype, dtype)
+    dt = value_dtype(np.dtype(str(t.dtype).replace("torch.", "")), dtype)
     it = np.dtype(t.index_type if index_type is None else index_type)
     if it not in INDEX_TYPES:
         raise TypeError(f"index_type must be int32 or int64, got {it}")

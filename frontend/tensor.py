@@ -193,11 +193,11 @@ class Tensor:
         return get_value(self, index)
 
     def clone(self) -> "Tensor":
-        """A deep copy (same format, buffers copied)."""
-        from .storage import to_host
-        cp = (lambda b: None if b is None else to_host(b).copy())
+        """A deep copy (same format, package and device; every buffer copied)."""
+        def cp(b: Any) -> Any:
+            return None if b is None else b.clone() if hasattr(b, "clone") else b.copy()
         t = Tensor(self.tensor_format, self.shape, [cp(p) for p in self._pos], [cp(c) for c in self._crd],
-                   cp(self._val), index_type=self.index_type)
+                   cp(self._val), index_type=self.index_type, package=self.package, device=self.device)
         t._validated = t.buffer_key() if self._validated is not None else None
         return t
 

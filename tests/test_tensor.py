@@ -233,3 +233,23 @@ def test_validation_is_cached_per_buffer_set() -> None:
     del t, twin
     gc.collect()
     assert key not in _VALIDATED  # forgotten when its buffers die
+
+
+def test_torch_buffers() -> None:
+    torch = pytest.importorskip("torch")
+    t = Tensor.from_buffers(N.CSR, (2, 3), pos=[None, torch.tensor([0, 1, 2], dtype=torch.int32)],
+                            crd=[None, torch.tensor([2, 0], dtype=torch.int32)], values=torch.tensor([1.0, 2.0]),
+                            package="torch")
+    assert t.index_type == np.int32 and t.get_value((0, 2)) == 1.0
+    assert repr(t).splitlines()[0] == "---- Sparse Tensor<VAL=float32,POS=int32,CRD=int32,DIM=2,LVL=2>"
+    np.testing.assert_array_equal(t.to_dense(), [[0, 0, 1], [2, 0, 0]])
+    u = t.convert(N.COO)
+    assert u.dtype == np.float32 and u.index_type == np.int32
+    c = t.clone()
+    assert isinstance(c.val, torch.Tensor) and c.val.data_ptr() != t.val.data_ptr()
+    values = t.val
+    t.copy_(Tensor.from_dense(np.array([[0, 0, 5.0], [7.0, 0, 0]])))
+    assert t.val is values and values.tolist() == [5.0, 7.0]
+    with pytest.raises(ValueError, match="not contiguous"):
+        Tensor.from_buffers(N.CSR, (2, 3), pos=[None, torch.tensor([0, 1, 2])],
+                            crd=[None, torch.tensor([2, 9, 0, 9])[::2]], values=torch.tensor([1.0, 2.0]))
