@@ -21,7 +21,7 @@ from lowering.types import index_width, mlir_type
 from .gpu_route import on_cuda, wants_gpu
 from .tensor import Tensor
 
-__all__ = ["GpuMatmul", "gpu_einsum", "gpu_matmul", "gpu_matmul_plan", "on_cuda", "wants_gpu"]
+__all__ = ["GpuMatmul", "gpu_einsum", "gpu_matmul", "gpu_matmul_plan", "on_cuda", "to_device", "wants_gpu"]
 
 
 # ----- routing ---------------------------------------------------------------------------------------------
@@ -56,6 +56,11 @@ def _to_device(x: Any, device: int, package: str) -> Any:
 
     with cupy.cuda.Device(device):
         return cupy.asarray(arr)
+
+
+def to_device(t: Tensor, device: int = 0, package: str = "torch") -> Tensor:
+    """``t`` with every buffer copied to ``cuda:device`` as torch tensors or CuPy arrays (same format)."""
+    return _moved(t, device, package)
 
 
 def _moved(t: Tensor, device: int, package: str) -> Tensor:
