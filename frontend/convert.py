@@ -15,7 +15,7 @@ import numpy as np
 from .assemble import assemble_levels
 from .expressions import is_dimension
 from .formats import TensorFormat
-from .storage import INDEX_TYPES, is_padded, num_batch_levels, to_host
+from .storage import INDEX_TYPES, is_padded, num_batch_levels, to_device, to_host
 from .walk import walk_levels
 
 if TYPE_CHECKING:
@@ -222,7 +222,8 @@ def value_dtype(source: np.dtype, dtype: Any) -> np.dtype:
 
 def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: Any = None,
             dtype: Any = None, drop_zeros: bool = False) -> "Tensor":
-    """``t`` in another format, index type and/or value type (a new CPU tensor; see the module doc)."""
+    """``t`` in another format, index type and/or value type: a new tensor of the same package and device
+    (computed on the host; GPU results are copied back to the device)."""
     from .tensor import Tensor
     fmt = t.tensor_format if tensor_format is None else tensor_format
     if not isinstance(fmt, TensorFormat):
@@ -238,6 +239,9 @@ def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: 
     check_index_type(it, pos, crd)
     pos = [None if p is None else p.astype(it, copy=False) for p in pos]
     crd = [c if c is None or c.dtype.kind == "u" else c.astype(it, copy=False) for c in crd]
-    result = Tensor(fmt, t.shape, pos, crd, out, index_type=it)
+    def place(b: np.ndarray | None) -> Any:
+        return to_device(b, t.package, t.device)
+    pos, crd, out = [place(b) for b in pos], [place(b) for b in crd], place(out)
+    result = Tensor(fmt, t.shape, pos, crd, out, index_type=it, package=t.package, device=t.device)
     result._validated = result.buffer_key()  # built here: valid by construction
     return result

@@ -71,6 +71,19 @@ def to_host(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
+def to_device(x: np.ndarray | None, package: str, device: str) -> Any:
+    """A host array placed where a tensor of ``package`` on ``device`` keeps its buffers (NumPy on the
+    CPU; torch/CuPy arrays on a GPU)."""
+    if x is None or device == "cpu":
+        return x
+    if package == "cupy":
+        import cupy  # type: ignore[import-not-found]
+        with cupy.cuda.Device(int(device.split(":")[-1]) if ":" in device else 0):
+            return cupy.asarray(x)
+    import torch
+    return torch.from_numpy(np.ascontiguousarray(x)).to(device)
+
+
 def data_pointer(x: Any) -> int:
     """Address of a buffer's first element (NumPy, torch or CuPy)."""
     if isinstance(x, np.ndarray):

@@ -170,7 +170,7 @@ class Tensor:
     # ----- conversion ----------------------------------------------------------------------------------
     def convert(self, tensor_format: TensorFormat | None = None, index_type: Any = None, dtype: Any = None,
                 drop_zeros: bool = False) -> "Tensor":
-        """This tensor in another format / index type / value type (a new CPU tensor)."""
+        """This tensor in another format / index type / value type (a new tensor, same package and device)."""
         from .convert import convert
         return convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros)
 

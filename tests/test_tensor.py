@@ -245,6 +245,7 @@ def test_torch_buffers() -> None:
     np.testing.assert_array_equal(t.to_dense(), [[0, 0, 1], [2, 0, 0]])
     u = t.convert(N.COO)
     assert u.dtype == np.float32 and u.index_type == np.int32
+    assert u.package == "torch" and u.device == "cpu" and isinstance(u.val, np.ndarray)  # CPU: NumPy views
     c = t.clone()
     assert isinstance(c.val, torch.Tensor) and c.val.data_ptr() != t.val.data_ptr()
     values = t.val
