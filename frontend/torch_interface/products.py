@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..named_formats import NamedFormats
 from ..tensor import Tensor
 from . import storage as S
 from .subclass import TorchUST
@@ -75,7 +76,7 @@ def sddmm(s: TorchUST, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
                 raise RuntimeError(f"sampled product over a {s.format_name} pattern returned "
                                    f"{getattr(out, 'nse', type(out).__name__)} values, expected {pattern.nse}")
             return S.as_torch(out.val).reshape(s.values.shape).to(s.values.device)
-    dense = to_torch(_ops().einsum("ij,ik,jk->ij", pattern, xs, ys))
+    dense = to_torch(_ops().einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=NamedFormats.Dense(2)))
     return dense.reshape(-1)[s.storage_positions()].reshape(s.values.shape).to(s.values.device)
 
 
