@@ -84,9 +84,10 @@ class _Body:
             arr = None
         if arr is not None and (ncols is None or arr.shape[1] == ncols or arr.size == 0):
             return arr if arr.size else np.zeros((0, ncols or 0))
-        for number, line in self._lines():  # find the first bad line
+        lines = self._lines()
+        want = ncols if ncols is not None else (len(lines[0][1].split()) if lines else 0)
+        for number, line in lines:  # find the first bad line
             parts = line.split()
-            want = ncols if ncols is not None else len(self._lines()[0][1].split())
             if len(parts) != want:
                 raise ValueError(f"{self.path}:{number}: expected {want} numbers, got {len(parts)}: {line!r}")
             for p in parts:

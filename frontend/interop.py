@@ -109,15 +109,19 @@ def from_package(x: Any) -> Tensor:
         return t
 
     if buffers is None:
-        return checked()
-    from .view_cache import cached_view
-    return cached_view(x, buffers, checked)
+        t = checked()
+    else:
+        from .view_cache import cached_view
+        t = cached_view(x, buffers, checked)
+    t._source_key = t.buffer_key()  # type: ignore[attr-defined]  # to_package: is the source still current?
+    return t
 
 
 def to_package(t: Tensor, package: str | None = None) -> Any:
     """An object of ``package`` (default: the one ``t`` came from) holding ``t``'s buffers.
 
-    Returns the source object itself when ``t`` was viewed from it; otherwise builds the package's
+    Returns the source object itself when ``t`` was viewed from it and still holds those buffers
+    (``copy_`` may replace them); otherwise builds the package's
     native object: NumPy/CuPy arrays for dense formats, SciPy CSR/CSC/COO/BSR/DIA(J) arrays, torch
     strided/COO/CSR/CSC/BSR/BSC tensors (batched and hybrid too).  ``TypeError`` for a format the package
     has no object for."""
@@ -125,8 +129,8 @@ def to_package(t: Tensor, package: str | None = None) -> Any:
     if target not in PACKAGES:
         raise ValueError(f"unknown package {target!r}; expected one of {', '.join(PACKAGES)}")
     source = getattr(t, "_source", None)
-    if source is not None and target == t.package:
-        return source
+    if source is not None and target == t.package and getattr(t, "_source_key", None) == t.buffer_key():
+        return source  # the buffers are still the ones viewed from it
     layout = match_layout(t.tensor_format)
     if layout is None:
         raise TypeError(f"{target} has no object for format {t.tensor_format}"

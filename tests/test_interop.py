@@ -437,3 +437,15 @@ def test_views_of_the_same_object_are_reused_and_refreshed():
     assert t3.crd(1) is not t1.crd(1) and t3.index_type == np.int64 and _same(t3.crd(1), s.indices)
     x = torch.eye(3).to_sparse_csr()
     assert Tensor.from_package(x).val is Tensor.from_package(x).val
+
+
+def test_to_package_after_buffers_were_replaced():
+    s = sp.csr_array(np.eye(3))
+    t = Tensor.from_package(s)
+    other = np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0], [0.0, 0.0, 4.0]])
+    t.copy_(Tensor.from_package(other).convert(NamedFormats.CSR))  # new structure: new buffers
+    back = t.to_package()
+    assert back is not s and np.array_equal(back.toarray(), other)
+    same = Tensor.from_package(s)
+    same.copy_(Tensor.from_package(2 * np.eye(3)).convert(NamedFormats.CSR))  # same structure: in place
+    assert same.to_package() is s and np.array_equal(s.toarray(), 2 * np.eye(3))
