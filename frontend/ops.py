@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import sys
+import threading
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -57,7 +58,7 @@ def operand(x: Any, what: str) -> Tensor:
     validated (cached per buffer set) before any kernel sees them."""
     tx = type(x)
     if tx is Tensor:
-        if x.is_sparse:
+        if not _row_major(x.tensor_format) and x.is_sparse:
             _validate((x,))
         return x
     if tx is np.ndarray and x.flags.c_contiguous:
@@ -127,21 +128,27 @@ def _squeezed(t: Tensor, axes: Sequence[int], what: str) -> Tensor:
     return P.dense_tensor(np.asarray(t.val).reshape([s for d, s in enumerate(t.shape) if d not in axes]))
 
 
+_PACKAGE_OF_TYPE: dict[type, str | None] = {}
+
+
 def _result_package(objs: Sequence[Any]) -> str | None:
     """None for Tensor results, else the package results come back in."""
-    pk = []
+    found = "numpy"
     for x in objs:
         if x is None:
             continue
-        if isinstance(x, Tensor):
+        tx = type(x)
+        root = _PACKAGE_OF_TYPE.get(tx, "")
+        if root == "":
+            root = None if issubclass(tx, Tensor) else (tx.__module__ or "").split(".", 1)[0]
+            _PACKAGE_OF_TYPE[tx] = root
+        if root is None:
             return None
-        root = (type(x).__module__ or "").split(".", 1)[0]
-        pk.append(root)
-    if "torch" in pk:
-        return "torch"
-    if "scipy" in pk:
-        return "scipy"
-    return "numpy"
+        if root == "torch":
+            found = "torch"
+        elif root == "scipy" and found != "torch":
+            found = "scipy"
+    return found
 
 
 def _to_package(result: Any, package: str | None) -> Any:
@@ -394,9 +401,20 @@ def _pipeline_key(pipeline: Any) -> Any:
     return tuple(s.describe() for s in pipeline)
 
 
+_ROW_MAJOR: dict[TensorFormat, bool] = {}
+
+
+def _row_major(fmt: TensorFormat) -> bool:
+    """Whether ``fmt`` is plain row-major dense (memoized per format)."""
+    got = _ROW_MAJOR.get(fmt)
+    if got is None:
+        got = _ROW_MAJOR[fmt] = fmt.is_dense and fmt.is_identity
+    return got
+
+
 def _operand_key(t: Tensor) -> tuple:
     fmt = t.tensor_format
-    if fmt.is_dense and fmt.is_identity:
+    if _row_major(fmt):
         return (None, t.shape, t.dtype)
     return (fmt.structure_key(), t.shape, t.dtype, t.index_type)
 
@@ -492,7 +510,8 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
         if op.tensors[0] is ta and op.tensors[1] is tb:  # no transposes or squeezes: reusable as is
             _RECIPES[rkey] = op
     kernel = op.kernel
-    out = op.finish(kernel.function(*kernel.flatten(op.tensors, op.extra)))  # type: ignore[union-attr]
+    args = kernel.flatten(op.tensors, op.extra)  # type: ignore[union-attr]
+    out = op.finish(_call(rkey, kernel, args) if template is not None else kernel.function(*args))  # type: ignore[union-attr]
     if c is not None:
         return c
     return _to_package(out, _result_package((a, b)))
@@ -500,6 +519,28 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
 
 #: matmul's per-signature templates (structure of the operands + options -> planned _Op).
 _RECIPES: dict[tuple, _Op] = {}
+_TLS = threading.local()
+
+
+def _call(rkey: tuple, kernel: P.Kernel, args: list[Any]) -> Any:
+    """Run ``kernel`` through this thread's prepared call for ``rkey``, re-binding only the arguments
+    that are other objects than last time (the descriptors of unchanged ones are reused)."""
+    calls = getattr(_TLS, "calls", None)
+    if calls is None:
+        calls = _TLS.calls = {}
+    got = calls.get(rkey)
+    if got is None or got[0] is not kernel:
+        if len(calls) > 64:
+            calls.clear()
+        bound = kernel.function.bind(*args)
+        calls[rkey] = (kernel, bound, args)
+        return bound()
+    _, bound, last = got
+    for i, a in enumerate(args):
+        if a is not last[i]:
+            bound.rebind(i, a)
+            last[i] = a
+    return bound()
 
 
 class Matmul:

@@ -74,9 +74,9 @@ def lower(c: Contraction, target: str = "cpu", pipeline: Any = None) -> Lowered:
 
 
 def registry_state() -> tuple:
-    """What registered kernels, level rules and hook-point passes currently are (plan caches key on it)."""
-    return (_kernels.generation(), _rules.generation(),
-            tuple(st for h in _pipelines.HOOK_POINTS for st in _pipelines.registered_passes(h)))
+    """What registered kernels, level rules and hook-point passes currently are (plan caches key on it):
+    their generation counters, which change on every (un)registration and never repeat in a process."""
+    return (_kernels.generation(), _rules.generation(), _pipelines.generation())
 
 
 def _lower(c: Contraction, target: str) -> Lowered:

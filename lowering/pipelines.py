@@ -47,6 +47,7 @@ def register_pass(hook_point: str, stage: "str | Callable[[str], str] | Stage", 
     if name in _registry[hook_point]:
         raise ValueError(f"a pass named {name!r} is already registered at {hook_point!r}")
     _registry[hook_point][name] = st
+    _bump()
     return st
 
 
@@ -55,9 +56,24 @@ def unregister_pass(hook_point: str, name: str) -> Stage:
     if hook_point not in _registry:
         raise ValueError(f"unknown hook point {hook_point!r}; known: {HOOK_POINTS}")
     try:
-        return _registry[hook_point].pop(name)
+        st = _registry[hook_point].pop(name)
+        _bump()
+        return st
     except KeyError:
         raise KeyError(f"no pass named {name!r} at {hook_point!r}; have {list(_registry[hook_point])}") from None
+
+
+_generation = 0
+
+
+def _bump() -> None:
+    global _generation
+    _generation += 1
+
+
+def generation() -> int:
+    """Changes whenever a pass is registered or unregistered (cheap cache-key part)."""
+    return _generation
 
 
 def registered_passes(hook_point: str) -> tuple[Stage, ...]:
