@@ -32,7 +32,7 @@ from .target import Target, register_target
 _lock = threading.Lock()
 _builds: dict[str, "GpuBuild"] = {}
 _loaded: dict[str, CompiledModule] = {}
-_ptx: dict[str, str] = {}
+_ptx: dict[str, tuple[str, ...]] = {}
 
 
 @functools.cache
@@ -133,8 +133,18 @@ def _unescape(s: str) -> str:
     return _ESCAPE.sub(lambda m: "\\" if m.group(1) == "\\" else chr(int(m.group(1), 16)), s)
 
 
+#: Separates the PTX of two gpu.modules in ``gpu_assembly``'s text (each is its own PTX module).
+MODULE_SEPARATOR = "\n// ----- next gpu.module -----\n"
+
+
 def gpu_assembly(text: str, pipeline: PipelineArg) -> str:
-    """The PTX of ``text`` lowered with ``pipeline`` switched to ``gpu_format="isa"`` (crash-isolated)."""
+    """The PTX of every gpu.module of ``text`` lowered with ``pipeline``, joined by MODULE_SEPARATOR."""
+    return MODULE_SEPARATOR.join(gpu_assemblies(text, pipeline))
+
+
+def gpu_assemblies(text: str, pipeline: PipelineArg) -> list[str]:
+    """The PTX of ``text`` lowered with ``pipeline`` switched to ``gpu_format="isa"`` (crash-isolated),
+    one text per gpu.module (each assembles on its own with ``ptxas``)."""
     from .compile import lower_stages
 
     if dataclasses.is_dataclass(pipeline) and getattr(pipeline, "gpu_format", "isa") != "isa":
@@ -144,12 +154,11 @@ def gpu_assembly(text: str, pipeline: PipelineArg) -> str:
     with _lock:
         hit = _ptx.get(key)
     if hit is not None:
-        return hit
+        return list(hit)
     final = lower_stages(text, pipeline)[-1][1]
     found = [_unescape(m.group(1)) for m in _OBJECT.finditer(final)]
     if not found:
         raise ValueError("the lowered module holds no GPU object (is this a GPU pipeline with gpu_format='isa'?)")
-    ptx = "\n".join(found)
     with _lock:
-        _ptx[key] = ptx
-    return ptx
+        _ptx[key] = tuple(found)
+    return found

@@ -23,7 +23,7 @@ from lowering.gpu_dispatch import gpu_path, library_layout, lower_gpu
 from lowering.gpu_pipeline import DEFAULT_CHIPS, GpuPipeline
 from mlir_bridge import CompileError, lower_stages
 from mlir_bridge.cuda_driver import cuda_info
-from mlir_bridge.gpu import GPU, build_gpu, gpu_assembly
+from mlir_bridge.gpu import GPU, MODULE_SEPARATOR, build_gpu, gpu_assembly
 
 ROOT = Path(__file__).resolve().parent.parent
 PTXAS = shutil.which("ptxas")
@@ -66,12 +66,13 @@ def _ptx(op: str, fmt_name: str, elem: str, chip: str) -> str:
 def _ptxas(ptx: str, chip: str) -> None:
     if PTXAS is None:
         pytest.skip("ptxas (CUDA toolkit) is not on PATH: PTX cannot be assembled here")
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "k.ptx"
-        path.write_text(ptx)
-        proc = subprocess.run([PTXAS, f"-arch={chip}", str(path), "-o", str(Path(d) / "k.cubin")],
-                              capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    for module in ptx.split(MODULE_SEPARATOR):  # one PTX module per gpu.module
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "k.ptx"
+            path.write_text(module)
+            proc = subprocess.run([PTXAS, f"-arch={chip}", str(path), "-o", str(Path(d) / "k.cubin")],
+                                  capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
 
 
 # ----- every op x format family compiles to PTX that ptxas accepts ------------------------------------------
@@ -281,6 +282,20 @@ def test_plan_introspection_without_a_device() -> None:
     t = gpu_matmul_plan(a, np.ones(40, np.float32), device="cuda", transpose_a=True, path="sparsifier-gpu")
     assert library_layout(t.tensors[0].tensor_format) == "CSC"  # CSR^T viewed as CSC, same buffers
     assert "atom.global.add.f32" in t.ptx
+
+
+@pytest.mark.parametrize("option", ["epilog", "prolog", "semiring"])
+def test_semiring_prolog_epilog_compile_for_the_gpu(option: str) -> None:
+    import scipy.sparse as sp
+
+    from frontend.gpu_ops import gpu_matmul_plan
+
+    a = sp.random(40, 30, density=0.1, format="csr", dtype=np.float32, random_state=2)
+    kw = {"epilog": dict(epilog=lambda v: v * 2.0), "prolog": dict(prolog=lambda v: v + 1.0),
+          "semiring": dict(semiring="min-plus")}[option]
+    plan = gpu_matmul_plan(a, np.ones(30, np.float32), device="cuda", chip="sm_90", **kw)
+    assert plan.path == "sparsifier-gpu"
+    _ptxas(plan.ptx, "sm_90")
 
 
 def test_vendor_library_glue_on_cpu_torch() -> None:
