@@ -290,12 +290,21 @@ def _field_of(dtype: np.dtype) -> str:
     return {"c": "complex", "i": "integer", "u": "integer", "b": "integer"}.get(dtype.kind, "real")
 
 
-def _format_table(columns: list[np.ndarray], formats: list[str]) -> str:
+def _format_table(columns: list[np.ndarray], formats: list[str], chunk: int = 100_000) -> str:
+    """Lines of the columns in the given ``%`` formats; one ``%`` per chunk of rows (not per row), with
+    integer columns kept as Python ints (exact beyond 2**53)."""
     if not columns or len(columns[0]) == 0:
         return ""
-    buf = io.StringIO()
-    np.savetxt(buf, np.column_stack(columns), fmt=formats, delimiter=" ")
-    return buf.getvalue()
+    k, n = len(columns), len(columns[0])
+    line = " ".join(formats) + "\n"
+    parts = []
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        flat = np.empty((stop - start) * k, dtype=object)
+        for c, col in enumerate(columns):
+            flat[c::k] = col[start:stop].tolist()
+        parts.append((line * (stop - start)) % tuple(flat))
+    return "".join(parts)
 
 
 def _value_columns(vals: np.ndarray, field: str) -> tuple[list[np.ndarray], list[str]]:
