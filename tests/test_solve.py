@@ -232,3 +232,18 @@ def test_bad_input(case, error, match):
     }
     with pytest.raises(error, match=match):
         calls[case]()
+
+
+def test_example_solve_poisson(tmp_path):
+    import runpy
+    import sys as _sys
+
+    script = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "solve_poisson.py"
+    out = tmp_path / "poisson.png"
+    argv = _sys.argv
+    _sys.argv = [str(script), str(out)]
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        _sys.argv = argv
+    assert out.stat().st_size > 1000
