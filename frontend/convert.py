@@ -1,6 +1,6 @@
 """Conversion between any two formats: storage -> dimension coordinates and values -> storage.
 
-``coordinates`` walks any format (:mod:`frontend.walk`) and applies the zeros rules: padded sources
+``entries``/``coordinates`` walk any format (:mod:`frontend.walk`) and apply the zeros rules: padded sources
 (all-dense, block/diagonal fill, delta gaps, structured slots) keep only nonzeros, unpadded sources keep
 their explicitly stored zeros, ``drop_zeros`` drops every zero.  ``from_coordinates`` maps dimension
 coordinates to level coordinates (``dim2lvl``), sorts them lexicographically, sums duplicates for unique
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 
 def level_coordinates(t: "Tensor") -> tuple[list[np.ndarray], np.ndarray]:
-    """Level coordinates and values of every stored entry (padding included), in storage order."""
+    """Level coordinates and values of every stored entry (padding included), in storage order; for
+    all-dense formats only the nonzeros (a dense source stores only its nonzeros)."""
     fmt = t.tensor_format
     ext = fmt.level_extents(t.shape)
     off = fmt.diagonal_offset(t.shape)

@@ -243,12 +243,14 @@ def _check_levels(levels: tuple[Level, ...], ext: list[int], off: list[int], nb:
             continue
         cc = raw.astype(np.int64)
         _check_bounds(k, lv, cc, o, o + e, where)
-        seg = np.repeat(np.arange(len(lengths)), lengths)
-        same = seg[1:] == seg[:-1]
+        same = np.ones(max(len(cc) - 1, 0), dtype=bool)  # entries t, t+1 share a parent
+        first = np.cumsum(lengths)[:-1]
+        first = first[(first > 0) & (first < len(cc))]
+        same[first - 1] = False
         if lv.ordered:
             _check_sorted(k, lv, cc, same, where)
         elif lv.unique:
-            _check_unordered_unique(k, lv, cc, seg, where)
+            _check_unordered_unique(k, lv, cc, np.repeat(np.arange(len(lengths)), lengths), where)
         tie = None if lv.unique else same & (cc[1:] == cc[:-1])
         parents = len(c) if (exact or not contiguous) else (int(hi[-1]) if len(hi) else 0)
     return parents
