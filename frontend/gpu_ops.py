@@ -102,6 +102,10 @@ class GpuMatmul:
             raise ValueError("GPU results are dense (the sparsifier parallelizes no sparse-output loop); "
                              "drop out_format or run on the CPU")
         self._objs = list(operands) + [c]
+        self._subscripts = tuple(subscripts)
+        self._transposes = (False, False)  # set by gpu_matmul_plan: applied to operands of reset_operands
+        self._options = dict(alpha=alpha, beta=beta, semiring=semiring, prolog=prolog, epilog=epilog,
+                             out_format=out_format, device=device, path=path, chip=chip, stream=stream)
         tensors = [ops.as_tensor(x, f"operand {k}") if not isinstance(x, Tensor) else x
                    for k, x in enumerate(operands)]
         if len(subscripts) != len(tensors):
@@ -228,6 +232,35 @@ class GpuMatmul:
             return self.c
         return host
 
+    # ----- life cycle (as frontend.Matmul) ------------------------------------------------------------------------
+    def reset_operands(self, a: Any = None, b: Any = None, c: Any = None) -> "GpuMatmul":
+        """New operands of the same formats, shapes and dtypes (the compiled kernel is kept)."""
+        from . import ops
+
+        objs = [x if x is not None else old for x, old in zip((a, b, c), self._objs[:2] + [self.c])]
+        for k, flag in enumerate(self._transposes):
+            if flag and (a, b)[k] is not None:
+                t = ops.as_tensor(objs[k], "ab"[k])
+                objs[k] = ops.permuted(t, (1, 0)) if t.ndim == 2 else t
+        new = GpuMatmul(self._subscripts, objs[:2], self.contraction.output_subscripts, c=objs[2],
+                        **self._options)
+        if new.contraction.key() != self.contraction.key() or new.path != self.path:
+            raise ValueError("reset_operands needs operands of the same formats, shapes, dtypes and index types; "
+                             "create a new plan for others")
+        self.tensors, self.c, self._objs = new.tensors, new.c, objs[:2] + [objs[2]]
+        self._host_package = new._host_package
+        return self
+
+    def release(self) -> None:
+        """Drop the operands and the loaded kernel reference."""
+        self.tensors, self.c, self._objs, self._fn = [], None, [None, None, None], None
+
+    def __enter__(self) -> "GpuMatmul":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
     # ----- introspection ---------------------------------------------------------------------------------------
     @property
     def mlir(self) -> str:
@@ -320,8 +353,10 @@ def gpu_matmul_plan(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any 
     if transpose_b and tb.ndim == 2:
         tb = ops.permuted(tb, (1, 0))
     subs, out = matmul_subscripts(ta, tb, transpose_a, transpose_b)
-    return GpuMatmul(subs, [ta, tb], out, c=c, alpha=alpha, beta=beta, semiring=semiring, prolog=prolog,
+    plan = GpuMatmul(subs, [ta, tb], out, c=c, alpha=alpha, beta=beta, semiring=semiring, prolog=prolog,
                      epilog=epilog, out_format=out_format, device=device, path=path, chip=chip, stream=stream)
+    plan._transposes = (transpose_a, transpose_b)
+    return plan
 
 
 def gpu_matmul(a: Any, b: Any, c: Any = None, **options: Any) -> Any:

@@ -152,7 +152,7 @@ def _gpu_stages(p: Pipeline) -> tuple[Stage, ...]:
                                     f"sparse-gpu-codegen{{num-threads={p.num_threads}}})"),
         GpuPipeline.loops_stage(p.num_threads),
         *resident,
-        Stage("gpu-atomics", module_fn=gpu_atomic_scatter, version="1"),
+        Stage("gpu-atomics", module_fn=gpu_atomic_scatter, version="2"),
         Stage("gpu-grid", module_fn=gpu_grid_size, version="1"),
         Stage("gpu-kernels", passes="builtin.module(gpu.module(strip-debuginfo),gpu.module(convert-scf-to-cf),"
                                     "gpu.module(convert-gpu-to-nvvm))"),

@@ -78,11 +78,25 @@ def _owned_values(kernel: ir.Operation) -> list[ir.Value]:
     return owned + thread_vals
 
 
+def _loaded(v: ir.Value, depth: int = 0) -> bool:
+    """Whether ``v`` depends on a value read from memory (an indirection such as ``crd[p]``)."""
+    op = _defining_op(v)
+    if op is None:
+        return False
+    if op.name in ("memref.load", "vector.load", "vector.extractelement", "vector.extract") or depth > 8:
+        return True
+    return any(_loaded(x, depth + 1) for x in op.operands)
+
+
 def _is_owned(v: ir.Value, owned: list[ir.Value], depth: int = 0) -> bool:
+    """``v`` is a thread's parallel index, or computed from one by adds, multiplies and casts with
+    loop indices and constants - never with loaded values (``i + crd[p]`` may collide across threads)."""
     if any(_same(v, o) for o in owned):
         return True
     op = _defining_op(v)
     if op is None or depth > 8 or op.name not in _DERIVE_OPS:
+        return False
+    if any(_loaded(x) for x in op.operands):
         return False
     return any(_is_owned(x, owned, depth + 1) for x in op.operands)
 
@@ -102,7 +116,11 @@ def _rmw_operand(store: ir.Operation) -> tuple[ir.Operation, ir.Value] | None:
 
 
 def atomic_scatter(module: ir.Module) -> None:
-    """Make every kernel store that no single thread owns an atomic add (CompileError if not an add)."""
+    """Make every kernel store that no single thread owns an atomic add (CompileError if not an add).
+
+    Scalar ``memref.store`` only: vector stores come from ust-mlir's emitter alone, whose parallel loops
+    write disjoint outputs by construction (its ``parallel_dims``).
+    """
     for kernel in _walk(module.operation, "gpu.func"):
         owned = _owned_values(kernel)
         for store in _walk(kernel, "memref.store"):

@@ -450,3 +450,23 @@ def test_gpu_cupy_operands() -> None:
         y = gpu_matmul_plan(csp.csr_matrix(a), cupy.asarray(x), path=path).execute()
         assert isinstance(y, cupy.ndarray)
         np.testing.assert_allclose(y.get(), a @ x, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_class_routes_to_the_gpu_plan() -> None:
+    import scipy.sparse as sp
+
+    from frontend import ops
+    from frontend.gpu_ops import GpuMatmul
+
+    a = sp.random(40, 30, density=0.1, format="csr", dtype=np.float32, random_state=4)
+    x = np.ones(40, np.float32)
+    with ops.Matmul(a, x, device="cuda", transpose_a=True) as mm:
+        assert isinstance(mm, GpuMatmul) and mm.path == "cusparse"
+        assert library_layout(mm.tensors[0].tensor_format) == "CSC"
+        mm.reset_operands(a=a * 2.0)
+        assert library_layout(mm.tensors[0].tensor_format) == "CSC"
+        with pytest.raises(ValueError):
+            mm.reset_operands(b=np.ones(41, np.float32))
+    assert isinstance(ops.Matmul(a, np.ones(30, np.float32)), ops.Matmul)  # CPU operands stay on the CPU
+    with pytest.raises(ValueError, match="device"):
+        ops.matmul(a, np.ones(30, np.float32), device="tpu")
