@@ -91,7 +91,8 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
 
     def entry(p: Value, c: Carry, lanes: int) -> Carry:
         run, rest = c[0], c[1:]
-        coord = b.add(b.add(run, b.load_index(args.crd, ctx.at(p), unsigned=True)), b.index(DELTA_STEP))
+        step = b.add(b.load_index(args.crd, ctx.at(p), unsigned=True), b.index(DELTA_STEP))
+        coord = b.add(run, step)  # one add on the loop-carried chain
         return [coord] + inner(p, coord, rest, 1)
 
     out = ctx.loop(k, lo, hi, [b.index(DELTA_START)] + list(carry), entry, own=1)
