@@ -207,7 +207,7 @@ class GpuMatmul:
             from mlir_bridge.gpu_call import GpuFunction
 
             self.plan()
-            self._fn = GpuFunction(load_gpu(self._build, self._device), self.contraction.name)
+            self._fn = GpuFunction(load_gpu(self._build, self._device), self.contraction.name, self._device)
         return self._fn
 
     def _zeros(self, package: str) -> Any:

@@ -31,7 +31,7 @@ from .target import Target, register_target
 
 _lock = threading.Lock()
 _builds: dict[str, "GpuBuild"] = {}
-_loaded: dict[str, CompiledModule] = {}
+_loaded: dict[tuple[str, int], CompiledModule] = {}
 _ptx: dict[str, tuple[str, ...]] = {}
 
 
@@ -116,12 +116,24 @@ def build_gpu(text: str, pipeline: PipelineArg, *, target: GpuTarget = GPU) -> G
 
 
 def load_gpu(build: GpuBuild, device: int = 0) -> CompiledModule:
-    """Load a built GPU module (RuntimeError "no CUDA device" when there is no driver/device)."""
+    """Load a built GPU module for CUDA ``device`` (RuntimeError "no CUDA device" without driver/device).
+
+    The module's constructor loads its kernels into the device's primary context when the shared object
+    is opened, so the runtime's default device is set first, and each further device gets its own copy
+    of the shared object (``dlopen`` runs a path's constructors once).
+    """
+    from .gpu_call import set_device
+
     require_cuda_device(device)
     with _lock:
-        mod = _loaded.get(build.key)
+        mod = _loaded.get((build.key, device))
         if mod is None:
-            mod = _loaded[build.key] = CompiledModule(build.so_path, build.signatures, build.key, "cuda")
+            path = build.so_path
+            if device != 0:
+                path = Path(tempfile.mkdtemp(prefix=f"ust-mlir-cuda{device}-")) / build.so_path.name
+                shutil.copyfile(build.so_path, path)
+            set_device(device)
+            mod = _loaded[(build.key, device)] = CompiledModule(path, build.signatures, build.key, "cuda")
     return mod
 
 

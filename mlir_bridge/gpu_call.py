@@ -95,11 +95,17 @@ def _runtime() -> ctypes.CDLL:
     return lib
 
 
+def set_device(device: int) -> None:
+    """Make ``device`` the MLIR CUDA runtime's device (streams, module loads) for this process."""
+    _runtime().mgpuSetDefaultDevice(device)
+
+
 class GpuFunction:
     """A device-resident kernel function: ``f(*cuda_arrays, stream=None)`` runs it in place."""
 
-    def __init__(self, module: CompiledModule, name: str) -> None:
+    def __init__(self, module: CompiledModule, name: str, device: int = 0) -> None:
         self.module = module
+        self.device = device
         self.function: Function = module.function(name)
 
     @property
@@ -121,6 +127,9 @@ class GpuFunction:
             views.append(view)
         if device is None:
             raise ValueError(f"@{self.function.name} got no device buffer")
-        _runtime().mgpuSetDefaultDevice(device)
+        if device != self.device:
+            raise ValueError(f"@{self.function.name} was loaded for cuda:{self.device}, the buffers are on "
+                             f"cuda:{device}")
+        set_device(device)
         synchronize(stream, package or "torch", device)
         self.function(*views)  # results alias the arguments: nothing to decode or free
