@@ -96,9 +96,12 @@ def _mark_sparse(program: Any, sparse: dict[int, torch.Tensor]) -> tuple[dict[in
     for i, t in sparse.items():
         node = placeholders[i]
         users = list(node.users)
-        transposed = bool(users) and t.dim() == 2 and all(
+        transposes = bool(users) and t.dim() == 2 and all(
             str(u.target) in _TRANSPOSES and _swaps_2d(u) for u in users)
-        if transposed:
+        if transposes and all(_right_operand_of_mm(u) for u in users):
+            for u in users:  # x @ W^T  ->  (W @ x^T)^T: W stays in its own layout
+                _swap_mm_operands(graph, u, node)
+        elif transposes:
             t = _transposed_sparse(t)
             flipped.add(i)
             for u in users:
@@ -110,6 +113,36 @@ def _mark_sparse(program: Any, sparse: dict[int, torch.Tensor]) -> tuple[dict[in
         given[i] = t
     graph.lint()
     return given, flipped
+
+
+def _right_operand_of_mm(transpose: Any) -> bool:
+    """Every user of ``transpose`` is ``aten.mm(x, transpose)``."""
+    return all(str(u.target) == "aten.mm.default" and u.args[1] is transpose and u.args[0] is not transpose
+               for u in transpose.users)
+
+
+def _with_meta(node: Any, shape: Sequence[int], like: Any) -> Any:
+    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+    val = torch.empty(tuple(shape), dtype=like.meta["val"].dtype)
+    node.meta["val"] = val
+    node.meta["tensor_meta"] = _extract_tensor_metadata(val)
+    return node
+
+
+def _swap_mm_operands(graph: Any, transpose: Any, weight: Any) -> None:
+    """Rewrite each ``mm(x, W^T)`` into ``permute(mm(W, permute(x)))`` and drop the transpose."""
+    aten = torch.ops.aten
+    for mm in list(transpose.users):
+        x = mm.args[0]
+        m, k = x.meta["val"].shape
+        n = weight.meta["val"].shape[0]
+        with graph.inserting_before(mm):
+            xt = _with_meta(graph.call_function(aten.permute.default, (x, [1, 0])), (k, m), mm)
+            prod = _with_meta(graph.call_function(aten.mm.default, (weight, xt)), (n, m), mm)
+            out = _with_meta(graph.call_function(aten.permute.default, (prod, [1, 0])), (m, n), mm)
+        mm.replace_all_uses_with(out)
+        graph.erase_node(mm)
+    graph.erase_node(transpose)
 
 
 def _swaps_2d(node: Any) -> bool:
@@ -189,7 +222,7 @@ def compile(module: Callable, *example_inputs: Any, pipeline: Any = None) -> Com
     MLIR encoding and :class:`lowering.torch_import.TorchImportError` when torch-mlir cannot lower the
     model."""
     from lowering.pipelines import Pipeline
-    from lowering.torch_import import decompositions, program_to_linalg
+    from lowering.torch_import import decompositions, model_stages, program_to_linalg
     from mlir_bridge import compile_module
 
     if not isinstance(module, nn.Module):
@@ -212,7 +245,7 @@ def compile(module: Callable, *example_inputs: Any, pipeline: Any = None) -> Com
         program = program.run_decompositions(decompositions())
     given, flipped = _mark_sparse(program, sparse)
     text = program_to_linalg(program)
-    compiled = compile_module(text, pipeline if pipeline is not None else Pipeline())
+    compiled = compile_module(text, model_stages(pipeline if pipeline is not None else Pipeline()))
     fn = compiled.function("main")
     slots: list[_Slot] = []
     for i, v in enumerate(values):

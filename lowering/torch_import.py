@@ -42,3 +42,17 @@ def program_to_linalg(program: Any, func_name: str = "main") -> str:
     except (TorchMlirCompilerError, NotImplementedError, RuntimeError) as err:
         raise TorchImportError(f"torch-mlir could not lower the model: {err}") from None
     return str(module)
+
+
+#: The CPU pipeline's first stage for whole models: element-wise ops fuse with each other *before* named
+#: ops (matmul) become generics, so nothing fuses into a sparse product's kernel (a dense producer fused
+#: into a sparse matmul leaves a kernel the sparsifier does not sparsify, and lowering then fails).
+MODEL_PREPARE = ("builtin.module(sparse-assembler{direct-out=true},func.func(linalg-fuse-elementwise-ops),"
+                 "func.func(linalg-generalize-named-ops))")
+
+
+def model_stages(pipeline: Any) -> tuple:
+    """``pipeline``'s stages (a ``lowering.pipelines.Pipeline``) with :data:`MODEL_PREPARE` first."""
+    from mlir_bridge import Stage
+    stages = tuple(pipeline.stages())
+    return tuple(Stage("prepare-model", passes=MODEL_PREPARE) if s.name == "prepare" else s for s in stages)

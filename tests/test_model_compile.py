@@ -35,10 +35,10 @@ def adjacency(n: int, p: float, seed: int) -> torch.Tensor:
 @pytest.mark.parametrize("layout", ["csr", "bsr"])
 def test_mlp_with_sparse_weight_matches_eager(layout):
     torch.manual_seed(0)
-    mlp = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+    mlp = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 8))
     prune_model(mlp, amount=0.8)
 
-    def func(w):
+    def func(w):  # two sparse layers with bias + ReLU between them, a dense head
         if w.shape[0] != 32:
             return None
         return TorchUST.from_torch(w.to_sparse_csr() if layout == "csr" else w.to_sparse_bsr((4, 4)))
@@ -48,7 +48,8 @@ def test_mlp_with_sparse_weight_matches_eager(layout):
     with torch.no_grad():
         expected = mlp(x)
     compiled = frontend.compile(mlp, x)
-    assert "#sparse_tensor.encoding" in compiled.mlir
+    head = compiled.mlir.split("func.func @main(", 1)[1].split(")", 1)[0]
+    assert head.count("#sparse>") == 2  # both hidden weights are sparse arguments
     torch.testing.assert_close(compiled(x), expected, rtol=1e-5, atol=1e-5)
     x2 = torch.randn(4, 16)
     with torch.no_grad():

@@ -1,0 +1,125 @@
+"""PyTorch MLP inference (n -> n -> n -> 10) pruned to unstructured sparsity: dense torch, torch.sparse CSR,
+TorchUST with CSR and DELTA(8) weights, and ``frontend.compile`` of the CSR model; weight bytes per format.
+
+Times are the median of ``--reps`` forwards after warm-up (first forwards compile; the machine is shared,
+so compare ratios within one run).  Run::
+
+    .venv/bin/python benchmarks/bench_torch.py --size 4096 --batch 1 32 --sparsity 0.5 0.7 0.9 0.95
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import frontend  # noqa: E402
+from frontend.named_formats import NamedFormats as N  # noqa: E402
+from frontend.torch_interface import TorchUST, prune_model, reformat_model  # noqa: E402
+
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+
+
+def mlp(n: int) -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(n, n), nn.ReLU(), nn.Linear(n, n), nn.ReLU(), nn.Linear(n, 10)).eval()
+
+
+class TorchCSR(nn.Module):
+    """The same MLP with ``torch.sparse`` CSR weights (``torch.addmm`` on a CSR matrix)."""
+
+    def __init__(self, dense: nn.Sequential) -> None:
+        super().__init__()
+        self.ws = [m.weight.detach().to_sparse_csr() for m in dense if isinstance(m, nn.Linear)]
+        self.bs = [m.bias.detach() for m in dense if isinstance(m, nn.Linear)]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.t()
+        for k, (w, b) in enumerate(zip(self.ws, self.bs)):
+            h = torch.addmm(b[:, None], w, h)
+            if k < len(self.ws) - 1:
+                h = torch.relu(h)
+        return h.t()
+
+
+def median_us(fn: Callable[[], Any], reps: int) -> float:
+    fn()
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
+
+
+def weight_bytes(model: nn.Module) -> int:
+    total = 0
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            w = m.weight
+            total += w.storage_bytes if isinstance(w, TorchUST) else w.numel() * w.element_size()
+    return total
+
+
+def csr_bytes(model: TorchCSR) -> int:
+    return sum(sum(t.numel() * t.element_size() for t in (w.crow_indices(), w.col_indices(), w.values()))
+               for w in model.ws)
+
+
+def run(size: int, batches: list[int], sparsities: list[float], reps: int) -> None:
+    print(f"MLP {size} -> {size} -> {size} -> 10, float32, {torch.get_num_threads()} torch threads; "
+          "median microseconds per forward (ratio = dense / variant)")
+    for s in sparsities:
+        dense = prune_model(mlp(size), amount=s, names=["0", "2"])
+        reformat_model(dense, lambda w: None)  # pruning permanent, weights stay dense
+        tcsr = TorchCSR(dense)
+        ucsr = copy.deepcopy(dense)
+        reformat_model(ucsr, lambda w: TorchUST.from_torch(w.to_sparse_csr()) if w.shape[0] == size else None)
+        udelta = copy.deepcopy(dense)
+        reformat_model(udelta, lambda w: TorchUST.from_torch(w, N.DELTA(8)) if w.shape[0] == size else None)
+        print(f"\nsparsity {s:.0%}: weight bytes dense {weight_bytes(dense):,}, torch CSR {csr_bytes(tcsr):,} "
+              f"(+ dense head), TorchUST CSR {weight_bytes(ucsr):,}, DELTA8 {weight_bytes(udelta):,}")
+        for b in batches:
+            x = torch.randn(b, size)
+            t0 = time.perf_counter()
+            compiled = frontend.compile(ucsr, x)
+            compile_s = time.perf_counter() - t0
+            with torch.inference_mode():
+                ref = dense(x)
+                for name, model in (("TorchUST CSR", ucsr), ("TorchUST DELTA8", udelta),
+                                    ("torch.sparse CSR", tcsr)):
+                    err = (model(x) - ref).abs().max().item()
+                    assert err < 1e-3, f"{name} differs from dense by {err}"
+                assert (compiled(x) - ref).abs().max().item() < 1e-3
+                rows = [("dense torch", median_us(lambda: dense(x), reps)),
+                        ("torch.sparse CSR", median_us(lambda: tcsr(x), reps)),
+                        ("TorchUST CSR", median_us(lambda: ucsr(x), reps)),
+                        ("TorchUST DELTA8", median_us(lambda: udelta(x), reps)),
+                        ("frontend.compile", median_us(lambda: compiled(x), reps))]
+            base = rows[0][1]
+            print(f"  batch {b} (frontend.compile took {compile_s:.1f} s):")
+            for name, us in rows:
+                print(f"    {name:<18} {us:>12,.0f} us   x{base / us:5.2f}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--size", type=int, default=1024)
+    p.add_argument("--batch", type=int, nargs="+", default=[1, 32])
+    p.add_argument("--sparsity", type=float, nargs="+", default=[0.5, 0.7, 0.9, 0.95])
+    p.add_argument("--reps", type=int, default=20)
+    a = p.parse_args()
+    run(a.size, a.batch, a.sparsity, a.reps)
+
+
+if __name__ == "__main__":
+    main()
