@@ -72,15 +72,19 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
                 for s in _singleton_run(levels, k):
                     starts = starts | diffs[s]
                 starts = starts | dup
-            seg = np.cumsum(starts) - 1
-            p = _counts(par[starts], nparents)
+            every = bool(starts.all())  # one position per entry (COO): no selections needed
+            seg = np.arange(n, dtype=np.int64) if every else np.cumsum(starts) - 1
+            p = _counts(par if every else par[starts], nparents)
             if f is LevelFormat.LOOSE_COMPRESSED:
                 pairs = np.empty(2 * nparents, dtype=np.int64)
                 pairs[0::2], pairs[1::2] = p[:-1], p[1:]
                 p = pairs
-            pos[k], crd[k] = p, c[starts]
-            par, nparents, new = seg, int(starts.sum()), starts
+            pos[k], crd[k] = p, c.copy() if every else c[starts]
+            par, nparents, new = seg, len(seg) if every else int(seg[-1]) + 1 if n else 0, starts
         elif f is LevelFormat.SINGLETON:
+            if nparents == n and new.all():  # parent positions are the entries themselves
+                crd[k] = c.copy()
+                continue
             if np.any(starts & ~new):
                 bad = int(np.argmax(starts & ~new))
                 raise ValueError(f"level {k} ({lv.render()}): a singleton level stores one coordinate per "
@@ -96,8 +100,11 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
             new = starts
         else:  # pragma: no cover - every LevelFormat is handled above
             raise ValueError(f"level {k}: unknown level format {f}")
-    out_values = np.zeros(nparents, dtype=values.dtype)
-    np.put(out_values, par, values)  # much faster than fancy assignment into fresh pages
+    if nparents == n and new.all():  # every position holds an entry, in order
+        out_values = np.array(values, copy=True)
+    else:
+        out_values = np.zeros(nparents, dtype=values.dtype)
+        np.put(out_values, par, values)  # much faster than fancy assignment into fresh pages
     pos = [None if p is None else p.astype(idx_t, copy=False) for p in pos]
     crd = [c if c is None or levels[k].format is LevelFormat.DELTA else c.astype(idx_t, copy=False)
            for k, c in enumerate(crd)]

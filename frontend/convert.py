@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .assemble import assemble_levels
-from .expressions import is_dimension
+from .expressions import is_block, is_dimension
 from .formats import TensorFormat
 from .storage import INDEX_TYPES, is_padded, num_batch_levels, to_device, to_host
 from .walk import walk_levels
@@ -81,18 +81,38 @@ def coordinates(t: "Tensor", drop_zeros: bool = False) -> tuple[np.ndarray, np.n
     return (np.stack(dims) if dims else np.zeros((0, len(vals)), dtype=np.int64)), vals
 
 
+def _level_coordinates_of(fmt: TensorFormat, dims: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``fmt.dim2lvl`` on int64 arrays of in-bounds coordinates, with power-of-two blocks as shifts and
+    masks (integer division is the slowest step of a block conversion otherwise)."""
+    values = dict(zip(fmt.dimensions, dims))
+    out = []
+    for lv in fmt.levels:
+        e = lv.expr
+        c = e.rhs.value if is_block(e) else 0  # type: ignore[attr-defined]
+        if c and c & (c - 1) == 0:
+            d = values[e.lhs]  # type: ignore[attr-defined]
+            out.append(d >> (c.bit_length() - 1) if e.op == "//" else d & (c - 1))  # type: ignore[attr-defined]
+        else:
+            out.append(e.evaluate(values))
+    return out
+
+
+def _key_bits(ext: Sequence[int]) -> list[int]:
+    """Bits each level coordinate takes in a sort key."""
+    return [max(int(e) - 1, 0).bit_length() for e in ext]
+
+
 def _sort_key(lvl: Sequence[np.ndarray], ext: Sequence[int], off: Sequence[int]) -> np.ndarray | None:
-    """One int64 key ordering entries lexicographically by level coordinates (None if it overflows)."""
-    total = 1
-    for e in ext:
-        total *= max(int(e), 1)
-    if total >= 2 ** 62:
+    """One int64 key ordering entries lexicographically by level coordinates: the coordinates' bits
+    side by side (shifts, not divisions); None if they need more than 62 bits."""
+    bits = _key_bits(ext)
+    if sum(bits) > 62:
         return None
     n = len(lvl[0]) if lvl else 0
     key = np.zeros(n, dtype=np.int64)
-    for c, e, o in zip(lvl, ext, off):
-        key *= max(int(e), 1)
-        key += c - o if o else c
+    for c, b, o in zip(lvl, bits, off):
+        key <<= b
+        key |= c - o if o else c
     return key
 
 
@@ -116,11 +136,14 @@ def _argsort_key(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _decode(key: np.ndarray, ext: Sequence[int], off: Sequence[int]) -> list[np.ndarray]:
     """Level coordinates back from a :func:`_sort_key` key."""
     out: list[np.ndarray] = []
-    rest = key
-    for e, o in zip(reversed(ext), reversed(off)):
-        e = max(int(e), 1)
-        out.append(rest % e + o)
-        rest = rest // e
+    shift = 0
+    for b, o in zip(reversed(_key_bits(ext)), reversed(off)):
+        c = key >> shift if shift else key.copy()
+        c &= (1 << b) - 1
+        if o:
+            c += o
+        out.append(c)
+        shift += b
     return out[::-1]
 
 
@@ -167,7 +190,8 @@ def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.
     ext = fmt.level_extents(shape)
     off = fmt.diagonal_offset(shape)
     n = len(values)
-    lvl = [np.broadcast_to(np.asarray(c, dtype=np.int64), (n,)) for c in fmt.dim2lvl(list(dims))]
+    dims = [np.asarray(d, dtype=np.int64) for d in dims]
+    lvl = [np.broadcast_to(np.asarray(c, dtype=np.int64), (n,)) for c in _level_coordinates_of(fmt, dims)]
     lvl, values = sort_entries(lvl, values, ext, off, unique=fmt.is_unique or fmt.is_dense)
     nl = fmt.num_levels
     if fmt.is_dense:
