@@ -32,10 +32,23 @@ def register_path(name: str, builder: Callable[[Contraction, str], Lowered]) -> 
     _PATHS[name] = builder
 
 
+#: Sparsifier options for generated contractions on the CPU: 8-wide vector loops with reassociated
+#: floating-point reductions (SpMM about 2x, SpMV at parity or better than unvectorized; see
+#: benchmarks/bench_ops.py). Results may differ from sequential summation in the last bits.
+CPU_SPARSIFIER_OPTIONS = {"vl": 8, "reassociate_fp_reductions": True}
+
+
+def sparsifier_pipeline(target: str = "cpu") -> Any:
+    """The sparsifier Pipeline generated contractions compile with on ``target``."""
+    from .pipelines import Pipeline
+
+    return Pipeline(target=target, **(CPU_SPARSIFIER_OPTIONS if target == "cpu" else {}))
+
+
 def _sparsifier(c: Contraction, target: str) -> Lowered:
     from .pipelines import Pipeline
 
-    return Lowered(build_module(c), Pipeline(target=target), "sparsifier")
+    return Lowered(build_module(c), sparsifier_pipeline(target), "sparsifier")
 
 
 register_path("sparsifier", _sparsifier)
