@@ -48,7 +48,8 @@ def _cupy_matrix(t: Tensor, layout: str) -> Any:
     raise ValueError(f"cupyx.scipy.sparse has no {layout} matrix")
 
 
-def _stream_context(stream: Any, package: str) -> Any:
+def stream_context(stream: Any, package: str) -> Any:
+    """A context making ``stream`` current for ``package`` (nothing when ``stream`` is None)."""
     if stream is None:
         return contextlib.nullcontext()
     if package == "torch":
@@ -61,7 +62,7 @@ def _stream_context(stream: Any, package: str) -> Any:
 def library_matmul(a: Tensor, layout: str, b: Any, package: str, *, alpha: Any = 1, c: Any = None,
                    stream: Any = None) -> Any:
     """``alpha * a @ b`` (added to ``c`` in place when given) with ``a`` in ``layout``, ``b`` dense 1-D/2-D."""
-    with _stream_context(stream, package):
+    with stream_context(stream, package):
         if package == "torch":
             import torch
 

@@ -182,24 +182,27 @@ class GpuMatmul:
         if self._host_package is not None:  # CPU operands with device="cuda": copy over
             tensors = [_moved(t, self._device, package) for t in tensors]
             c = None if c is None else _to_device(c, self._device, package)
-        out = self._zeros(package) if c is None else c
-        if c is not None and self.beta == 0:
-            out[...] = 0  # beta = 0 ignores c's values (NaN included)
-        elif c is not None and self.beta not in (None, 1):
-            out *= self.beta
-        if 0 in self.out_shape or any(0 in t.shape for t in tensors):
-            return self._back(out)
-        if self.path == "cusparse":
-            from .gpu_library import library_matmul
+        from .gpu_library import stream_context
 
-            r = library_matmul(tensors[0], library_layout(tensors[0].tensor_format), tensors[1].val, package,
-                               alpha=self.alpha, c=None if c is None else out, stream=stream)
-            return self._back(r)
-        acc = out if self.alpha == 1 else self._zeros(package)
-        self._function()(*_flatten(tensors, [acc]), stream=stream)
-        if acc is not out:
-            out += acc * self.alpha
-        return self._back(out)
+        with stream_context(stream, package):  # every device op of this call is ordered on that stream
+            out = self._zeros(package) if c is None else c
+            if c is not None and self.beta == 0:
+                out[...] = 0  # beta = 0 ignores c's values (NaN included)
+            elif c is not None and self.beta not in (None, 1):
+                out *= self.beta
+            if 0 in self.out_shape or any(0 in t.shape for t in tensors):
+                return self._back(out)
+            if self.path == "cusparse":
+                from .gpu_library import library_matmul
+
+                r = library_matmul(tensors[0], library_layout(tensors[0].tensor_format), tensors[1].val, package,
+                                   alpha=self.alpha, c=None if c is None else out)
+                return self._back(r)
+            acc = out if self.alpha == 1 else self._zeros(package)
+            self._function()(*_flatten(tensors, [acc]), stream=stream)
+            if acc is not out:
+                out += acc * self.alpha
+            return self._back(out)
 
     def _function(self) -> Any:
         if self._fn is None:

@@ -27,7 +27,7 @@ from .cuda_driver import cuda_info, require_cuda_device
 from .module import CompiledModule
 from .signature import Signature
 from .stage import PipelineArg, normalize
-from .target import Target, register_target
+from .target import Target, _run, register_target
 
 _lock = threading.Lock()
 _builds: dict[str, "GpuBuild"] = {}
@@ -53,6 +53,17 @@ def toolkit_version() -> str:
     return ";".join(out)
 
 
+#: Linked into every GPU module: the caller's stream carries its work (see the file).
+STREAM_SHIM = Path(__file__).with_name("gpu_stream_shim.c")
+
+
+@functools.cache
+def _shim_digest() -> str:
+    import hashlib
+
+    return hashlib.sha256(STREAM_SHIM.read_bytes()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class GpuTarget(Target):
     """Host code for this CPU calling the CUDA runtime; kernels embedded as GPU objects."""
@@ -64,7 +75,22 @@ class GpuTarget(Target):
     def fingerprint(self) -> str:
         info = cuda_info()
         driver = f"driver={info.driver_version}" if info.driver_version else "driver=none"
-        return f"{super().fingerprint()}|{driver}|{toolkit_version()}"
+        return f"{super().fingerprint()}|{driver}|{toolkit_version()}|shim={_shim_digest()}"
+
+    def build(self, llvm_module: Path, out: Path) -> None:
+        """As ``Target.build``, with the stream shim (``gpu_stream_shim.c``) linked in before the runtime."""
+        ll, obj, shim = out.with_suffix(".ll"), out.with_suffix(".o"), out.with_name("stream_shim.o")
+        _run("translate", [toolchain.tool("mlir-translate"), "--mlir-to-llvmir", llvm_module, "-o", ll])
+        llc = [toolchain.tool("llc"), f"-O{self.opt_level}", "-relocation-model=pic", "-filetype=obj"]
+        if self.cpu:
+            llc.append(f"-mcpu={self.cpu}")
+        if self.triple:
+            llc.append(f"-mtriple={self.triple}")
+        _run("llc", llc + [ll, "-o", obj])
+        _run("cc", ["cc", "-c", "-O2", "-fPIC", STREAM_SHIM, "-o", shim])
+        lib = toolchain.runtime_lib_dir()
+        _run("link", ["cc", "-shared", "-o", out, obj, shim, f"-L{lib}", f"-Wl,-rpath,{lib}", "-Wl,--as-needed"]
+             + [f"-l{name}" for name in self.link_libs] + ["-ldl", "-lm"])
 
 
 GPU = GpuTarget()

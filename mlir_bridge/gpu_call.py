@@ -2,10 +2,10 @@
 
 Arguments are passed as their data pointers (wrapped in NumPy arrays that only carry the address:
 the host never reads them; ``GpuPipeline(resident=True)`` proved at compile time that host code does
-not touch argument buffers). Ordering: the caller's stream (``stream=`` or the package's current
-stream) is synchronized before the launch; the generated host code runs the kernels on the MLIR
-runtime's own stream and waits for them, so results are complete when the call returns and any
-later work on the caller's stream sees them. No ``mlir`` import.
+not touch argument buffers). Streams: the module's stream calls are redirected to the caller's stream
+(``stream=`` or the package's current stream; ``gpu_stream_shim.c``), so kernels are queued on it in
+order with the caller's other work and the call returns without waiting, like a torch or CuPy op.
+No ``mlir`` import.
 """
 from __future__ import annotations
 
@@ -71,19 +71,25 @@ def address_view(x: Any, what: str) -> np.ndarray:
     return np.asarray(_Address(ptr, tuple(int(s) for s in x.shape), np.dtype(_NUMPY[name])))
 
 
-def synchronize(stream: Any, package: str, device: int) -> None:
-    """Wait for ``stream`` (a torch/CuPy stream), else for the package's current stream on ``device``."""
-    if stream is not None:
-        stream.synchronize()
-    elif package == "torch":
-        import torch
+def stream_handle(stream: Any, package: str, device: int) -> int:
+    """The ``CUstream`` of ``stream`` (torch/CuPy stream or an int), else of the package's current stream
+    on ``device`` (0 is the legacy default stream)."""
+    if stream is None:
+        if package == "torch":
+            import torch
 
-        torch.cuda.current_stream(device).synchronize()
-    else:
-        import cupy
+            stream = torch.cuda.current_stream(device)
+        else:
+            import cupy
 
-        with cupy.cuda.Device(device):
-            cupy.cuda.get_current_stream().synchronize()
+            with cupy.cuda.Device(device):
+                stream = cupy.cuda.get_current_stream()
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise TypeError(f"stream must be a torch or CuPy CUDA stream or a CUstream int, got {type(stream).__name__}")
 
 
 @functools.cache
@@ -131,5 +137,10 @@ class GpuFunction:
             raise ValueError(f"@{self.function.name} was loaded for cuda:{self.device}, the buffers are on "
                              f"cuda:{device}")
         set_device(device)
-        synchronize(stream, package or "torch", device)
-        self.function(*views)  # results alias the arguments: nothing to decode or free
+        handle = stream_handle(stream, package or "torch", device)
+        lib = self.module._lib
+        lib.ust_set_stream(ctypes.c_void_p(handle), 1)
+        try:
+            self.function(*views)  # results alias the arguments: nothing to decode or free
+        finally:
+            lib.ust_set_stream(None, 0)

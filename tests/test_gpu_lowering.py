@@ -470,3 +470,36 @@ def test_matmul_class_routes_to_the_gpu_plan() -> None:
     assert isinstance(ops.Matmul(a, np.ones(30, np.float32)), ops.Matmul)  # CPU operands stay on the CPU
     with pytest.raises(ValueError, match="device"):
         ops.matmul(a, np.ones(30, np.float32), device="tpu")
+
+
+def test_stream_shim_uses_the_callers_stream_or_forwards(tmp_path: Path) -> None:
+    """The shim linked into GPU modules, against a fake runtime (no GPU needed)."""
+    import ctypes
+
+    from mlir_bridge.gpu import STREAM_SHIM
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "fake.c").write_text(
+        "int creates, syncs, destroys;\n"
+        "void *mgpuStreamCreate(void) { creates++; return (void *)0x1234; }\n"
+        "void mgpuStreamSynchronize(void *s) { syncs++; }\n"
+        "void mgpuStreamDestroy(void *s) { destroys++; }\n")
+    (tmp_path / "module.c").write_text(
+        "void *mgpuStreamCreate(void); void mgpuStreamSynchronize(void *); void mgpuStreamDestroy(void *);\n"
+        "void *run(void) { void *s = mgpuStreamCreate(); mgpuStreamSynchronize(s); mgpuStreamDestroy(s);"
+        " return s; }\n")
+    cc = ["cc", "-shared", "-fPIC", "-O2"]
+    subprocess.run(cc + [str(tmp_path / "fake.c"), "-o", str(tmp_path / "libfake.so")], check=True)
+    subprocess.run(cc + ['-DUST_RUNTIME="libfake.so"', str(tmp_path / "module.c"), str(STREAM_SHIM), "-o",
+                         str(tmp_path / "libmodule.so"),
+                         f"-L{tmp_path}", f"-Wl,-rpath,{tmp_path}", "-lfake", "-ldl"], check=True)
+    mod = ctypes.CDLL(str(tmp_path / "libmodule.so"), mode=ctypes.RTLD_LOCAL)
+    fake = ctypes.CDLL(str(tmp_path / "libfake.so"))
+    mod.run.restype = ctypes.c_void_p
+    counts = lambda: [ctypes.c_int.in_dll(fake, n).value for n in ("creates", "syncs", "destroys")]  # noqa: E731
+    assert mod.run() == 0x1234 and counts() == [1, 1, 1]  # not active: the runtime's own stream
+    mod.ust_set_stream(ctypes.c_void_p(0x99), 1)
+    assert mod.run() == 0x99 and counts() == [1, 1, 1]  # active: the caller's stream, no wait, no destroy
+    mod.ust_set_stream(None, 0)
+    assert mod.run() == 0x1234 and counts() == [2, 2, 2]
