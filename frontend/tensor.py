@@ -97,11 +97,12 @@ class Tensor:
                      crd: Any = None, values: Any = None, index_type: Any = None, **kwargs: Any) -> "Tensor":
         """A tensor over raw level buffers, validated (``ValueError``/``TypeError`` naming the level and
         problem).  ``pos``/``crd``: per-level lists with ``None`` where a level has none, or dicts
-        ``level -> array``.  Buffers are used as given (no copy)."""
+        ``level -> array``.  Arrays are used as given (no copy); lists become NumPy arrays."""
         if values is None:
             raise TypeError("from_buffers needs values")
         n = tensor_format.num_levels
-        t = cls(tensor_format, shape, _per_level(pos, n, "pos"), _per_level(crd, n, "crd"), values,
+        t = cls(tensor_format, shape, [_as_buffer(b) for b in _per_level(pos, n, "pos")],
+                [_as_buffer(b) for b in _per_level(crd, n, "crd")], _as_buffer(values),
                 index_type=index_type, **kwargs)
         from .validate import validate
         validate(t)
@@ -221,6 +222,11 @@ class Tensor:
     def __repr__(self) -> str:
         from .display import describe
         return describe(self)
+
+
+def _as_buffer(x: Any) -> Any:
+    """Arrays (NumPy, torch, CuPy) as they are; Python sequences as NumPy arrays."""
+    return x if x is None or (hasattr(x, "dtype") and hasattr(x, "shape")) else np.asarray(x)
 
 
 def _per_level(bufs: Any, n: int, name: str) -> list[Any]:

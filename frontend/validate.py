@@ -133,8 +133,8 @@ def _check(t: "Tensor") -> None:
 
 def _check_sorted(k: int, lv: Level, c: np.ndarray, same: np.ndarray, where: str) -> None:
     """Ordered levels: coordinates increase within a parent (``same[t]``: entries t, t+1 share one)."""
-    step = c[1:] - c[:-1]
-    bad = same & ((step <= 0) if lv.unique else (step < 0))
+    bad = np.less_equal(c[1:], c[:-1]) if lv.unique else np.less(c[1:], c[:-1])
+    bad &= same
     if bad.any():
         t = int(np.argmax(bad))
         what = "strictly increasing" if lv.unique else "non-decreasing"

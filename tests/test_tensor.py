@@ -96,6 +96,8 @@ def test_from_buffers_lists_and_dicts() -> None:
                             crd={1: np.array([2, 0], dtype=np.int32)}, values=np.array([1.0, 2.0]))
     assert b.index_type == np.int32 and a.index_type == np.int64
     np.testing.assert_array_equal(a.to_dense(), b.to_dense())
+    c = Tensor.from_buffers(N.CSR, (2, 3), pos={1: [0, 1, 2]}, crd={1: [2, 0]}, values=[1.0, 2.0])
+    np.testing.assert_array_equal(c.to_dense(), a.to_dense())
     with pytest.raises(ValueError, match="level 5"):
         Tensor.from_buffers(N.CSR, (2, 3), pos={5: np.array([0])}, values=np.zeros(0))
 
