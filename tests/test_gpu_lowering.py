@@ -503,3 +503,38 @@ def test_stream_shim_uses_the_callers_stream_or_forwards(tmp_path: Path) -> None
     assert mod.run() == 0x99 and counts() == [1, 1, 1]  # active: the caller's stream, no wait, no destroy
     mod.ust_set_stream(None, 0)
     assert mod.run() == 0x1234 and counts() == [2, 2, 2]
+
+
+def test_host_side_against_a_fake_cuda_driver(tmp_path: Path) -> None:
+    """Everything but the device: load (fatbin), argument passing, launch grid, the caller's stream.
+
+    A fake libcuda.so.1 (tests/fake_cuda/fake_libcuda.c) records what the MLIR CUDA runtime asks of it.
+    """
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    lib = tmp_path / "libcuda.so.1"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", str(ROOT / "tests/fake_cuda/fake_libcuda.c"), "-o", str(lib)],
+                   check=True)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path), PYTHONPATH=str(ROOT),
+               UST_MLIR_CACHE_DIR=str(tmp_path / "cache"))  # the fake driver's version keys its own entries
+    proc = subprocess.run([sys.executable, str(ROOT / "tests/fake_cuda/run_with_fake_driver.py")],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["info"] == [1, "sm_90"]
+    for name, kernel in (("csr", "kernel0"), ("dense", "main_kernel"), ("delta", "main_kernel")):
+        case = seen[name]
+        assert "load fatbin" in case["load"], case
+        launches = [ln for ln in case["on_stream"].splitlines() if ln.startswith("launch")]
+        assert launches and all(f"launch {kernel} " in ln for ln in launches), case
+        assert all("stream 0x777" in ln for ln in launches), case  # the caller's stream
+        assert "stream-create" not in case["on_stream"] and "stream-sync" not in case["on_stream"], case
+        assert "memcpy" not in case["on_stream"] and "alloc" not in case["on_stream"], case  # zero-copy
+        own = case["own"]
+        assert "stream-create" in own and "stream-sync" in own and "stream-destroy" in own, case
+        params = {int(p, 16) for p in launches[0].split("params")[1].split()}  # the first 25 only
+        expected = case["pointers"] if name != "delta" else case["pointers"][:-1]  # y lies beyond those
+        for ptr in expected:  # every argument buffer reaches the kernel as itself
+            assert int(ptr, 16) in params, (name, ptr, launches[0])
+    csr_launch = next(ln for ln in seen["csr"]["on_stream"].splitlines() if ln.startswith("launch"))
+    assert "grid 8 1 1 block 256 1 1" in csr_launch  # ceil(2000 / 256) blocks
