@@ -124,10 +124,18 @@ class GpuMatmul:
                 if extents.setdefault(ch, e) != e:
                     raise ValueError(f"dimension {ch!r} has extents {extents[ch]} and {e}")
         self.out_shape = tuple(extents[ch] for ch in out_subs)
+        _check_placement(tensors)
+        for t in tensors:
+            if t.is_sparse:
+                from .validate import validate
+
+                validate(t)  # kernels read these buffers: checked once per buffer set
         self._device = _device_ordinal(device) if device is not None else next(
             (_tensor_device(t) for t in tensors if t.device.startswith("cuda")), 0)
         self._host_package = None if any(t.device.startswith("cuda") for t in tensors) else (
             "torch" if any(_is_torch(x) for x in operands) else "numpy")
+        if c is not None:
+            _check_c(c, self.out_shape, self.dtype_name, self._host_package is None)
         self.tensors = tensors
         self.c = c
         self.alpha, self.beta = alpha, beta
@@ -300,6 +308,37 @@ class GpuMatmul:
             if want is None or name == want:
                 print(f"// ----- {name} -----", file=file)
                 print(text, file=file)
+
+
+def _check_placement(tensors: Sequence[Tensor]) -> None:
+    """All operands on the CPU, or all on one CUDA device in one package (ValueError/TypeError)."""
+    places = {t.device for t in tensors}
+    if len(places) > 1:
+        raise ValueError(f"operands live on {sorted(places)}; put them all on one device (or all on the CPU "
+                         "with device='cuda')")
+    if places and next(iter(places)).startswith("cuda"):
+        packages = {_package_of(t) for t in tensors}
+        if len(packages) > 1:
+            raise TypeError(f"operands mix {sorted(packages)} arrays; use one package (torch.from_dlpack / "
+                            "cupy.from_dlpack share memory)")
+
+
+def _check_c(c: Any, shape: tuple[int, ...], dtype_name: str, on_device: bool) -> None:
+    """``c`` (updated in place) is a dense contiguous array of the result's shape and dtype, where the
+    operands are."""
+    from mlir_bridge.gpu_call import package_of
+
+    if on_device and package_of(c) is None:
+        raise TypeError(f"c must be a torch CUDA tensor or a CuPy array like the operands, got {type(c).__name__}")
+    if not on_device and package_of(c) is not None:
+        raise ValueError("c lives on a CUDA device, the operands on the CPU")
+    if tuple(int(n) for n in c.shape) != tuple(shape):
+        raise ValueError(f"c has shape {tuple(c.shape)}, the result has shape {tuple(shape)}")
+    if str(c.dtype).replace("torch.", "") != dtype_name:
+        raise TypeError(f"dtype mismatch: c is {c.dtype}, the operands are {dtype_name}")
+    contiguous = c.is_contiguous() if hasattr(c, "is_contiguous") else c.flags.c_contiguous
+    if not contiguous:
+        raise ValueError("c must be contiguous (it is updated in place)")
 
 
 def _tensor_device(t: Tensor) -> int:

@@ -538,3 +538,22 @@ def test_host_side_against_a_fake_cuda_driver(tmp_path: Path) -> None:
             assert int(ptr, 16) in params, (name, ptr, launches[0])
     csr_launch = next(ln for ln in seen["csr"]["on_stream"].splitlines() if ln.startswith("launch"))
     assert "grid 8 1 1 block 256 1 1" in csr_launch  # ceil(2000 / 256) blocks
+
+
+def test_gpu_plan_input_errors() -> None:
+    import scipy.sparse as sp
+
+    from frontend.gpu_ops import gpu_matmul_plan
+
+    a = sp.random(10, 8, density=0.3, format="csr", dtype=np.float32, random_state=5)
+    x = np.ones(8, np.float32)
+    with pytest.raises(ValueError, match="shape"):
+        gpu_matmul_plan(a, x, np.zeros(11, np.float32), device="cuda")
+    with pytest.raises(TypeError, match="dtype"):
+        gpu_matmul_plan(a, x, np.zeros(10, np.float64), device="cuda")
+    with pytest.raises(TypeError, match="dtype"):
+        gpu_matmul_plan(a, np.ones(8, np.float64), device="cuda")
+    with pytest.raises(ValueError, match="dense"):
+        gpu_matmul_plan(a, a.T.tocsr(), device="cuda", out_format=N.CSR)
+    with pytest.raises(ValueError, match="2-D a"):
+        gpu_matmul_plan(np.ones((2, 3, 4), np.float32), np.ones(4, np.float32), device="cuda")
