@@ -764,7 +764,7 @@ def print_mlir(*args: Any, stage: str | None = None, file: Any = None, subscript
     ``print_mlir(mm)`` for a :class:`Matmul`; ``print_mlir(a, b, **matmul_options)`` for a matmul;
     ``print_mlir(*operands, subscripts="ik,kj->ij")`` for an einsum; ``stage=`` picks one.
     """
-    if len(args) == 1 and isinstance(args[0], Matmul):
+    if len(args) == 1 and hasattr(args[0], "print_mlir"):  # a Matmul or a frontend.gpu_ops.GpuMatmul
         args[0].print_mlir(stage, file)
         return
     if subscripts is not None:
@@ -775,6 +775,9 @@ def print_mlir(*args: Any, stage: str | None = None, file: Any = None, subscript
             raise TypeError("print_mlir(a, b[, c], **options), print_mlir(matmul) or "
                             "print_mlir(*operands, subscripts=...)")
         mm = Matmul(*args, **kwargs)
+        if not isinstance(mm, Matmul):  # the GPU plan (CUDA operands or device="cuda"): stage="ptx" too
+            mm.print_mlir(stage, file)
+            return
         op = mm._live()
     _print_stages(_stages(op), stage, file)
 
