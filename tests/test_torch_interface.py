@@ -215,13 +215,17 @@ def test_results_are_independent_tensors():
     torch.testing.assert_close(second, 2 * saved)
 
 
-def test_values_updated_in_place_are_seen_by_kernels():
+def test_planned_products_see_in_place_updates_and_new_storage():
     w = weight(torch.float64)
     u = TorchUST.from_torch(w.to_sparse_csr())
     x = torch.randn(8, 2, dtype=torch.float64)
+    close(u @ x, w @ x, torch.float64)
+    close(u @ x[:, :1], w @ x[:, :1], torch.float64)  # another shape: another plan
     with torch.no_grad():
         u.values.mul_(2)
-    close(u @ x, 2 * w @ x, torch.float64)
+    close(u @ x, 2 * w @ x, torch.float64)  # planned kernel reads the same memory
+    u.values.data = u.values.data * 3  # new storage (as Module._apply does): the plan is rebuilt
+    close(u @ x, 6 * w @ x, torch.float64)
 
 
 # ----- refusal and dense fallback --------------------------------------------------------------------------

@@ -173,18 +173,21 @@ def rmatmul(a: Any, b: Any) -> Any:
 def linear(inp: Any, weight: Any, bias: Any = None) -> Any:
     """``inp @ weight.T + bias`` for inputs of any leading shape."""
     if isinstance(weight, TorchUST):
-        if weight.dim() != 2:
-            raise RuntimeError(f"linear: weight must be 2-D, got {weight.dim()}-D")
+        wshape = weight._shape
+        if len(wshape) != 2:
+            raise RuntimeError(f"linear: weight must be 2-D, got {len(wshape)}-D")
         if isinstance(inp, TorchUST):
             y = sparse_sparse(inp, weight.transposed())
             if bias is None:
                 return y
             return densified_call(F.linear, (inp, weight, bias), {}, "bias with a sparse input and weight")
-        k = weight.shape[1]
-        if inp.shape[-1] != k:
-            raise RuntimeError(f"linear: input has {inp.shape[-1]} features, weight expects {k}")
-        y = sparse_dense(weight, inp.reshape(-1, k), "right", transpose=True)
-        y = y.reshape(*inp.shape[:-1], weight.shape[0])
+        k = wshape[1]
+        shape = inp.shape
+        if shape[-1] != k:
+            raise RuntimeError(f"linear: input has {shape[-1]} features, weight expects {k}")
+        y = sparse_dense(weight, inp if len(shape) == 2 else inp.reshape(-1, k), "right", transpose=True)
+        if len(shape) != 2:
+            y = y.reshape(*shape[:-1], wshape[0])
     else:  # a sparse input, dense weight
         if inp.dim() != 2:
             return densified_call(F.linear, (inp, weight, bias), {}, f"{inp.dim()}-D sparse input")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
 import torch
 import torch.nn as nn
 from torch.nn.utils import prune
@@ -71,15 +72,18 @@ def sparsity(w: torch.Tensor) -> float:
 def choose_format(weight: torch.Tensor, *, threshold: float = 0.5,
                   candidates: Sequence[TensorFormat] | None = None) -> TorchUST | None:
     """The default ``reformat_model`` policy: None (stay dense) below ``threshold`` sparsity, else the
-    candidate format (default CSR and DELTA(8)) with the fewest storage bytes."""
+    candidate format (default CSR and DELTA(8)) with the fewest storage bytes; indices are 32-bit when
+    the shape allows (fewer bytes to stream per product)."""
     w = weight.detach()
     if w.dim() != 2 or sparsity(w) < threshold:
         return None
     fmts = list(candidates) if candidates is not None else [NamedFormats.CSR, NamedFormats.DELTA(8)]
     best: TorchUST | None = None
+    small = max(w.shape) < 2**31 - 1
     csr = TorchUST.from_torch(w.to_sparse_csr())
     for fmt in fmts:
-        tu = csr if fmt == csr.tensor_format else csr.convert(fmt)
+        ust = csr.ust.convert(fmt, index_type=np.int32) if small else csr.ust.convert(fmt)
+        tu = TorchUST.from_ust(ust)
         if best is None or tu.storage_bytes < best.storage_bytes:
             best = tu
     return best

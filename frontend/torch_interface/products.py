@@ -8,6 +8,7 @@ gradient of ``S.values`` restricted to S's stored entries with a sampled dense-d
 """
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,33 @@ def kernel_matmul(a: Any, b: Any, **kw: Any) -> Any:
     return to_torch(_ops().matmul(a, b, **kw), device)
 
 
+_MAX_PLANS = 8  # planned products kept per TorchUST (one per dense operand shape/dtype, least recent dropped)
+
+
+def planned_product(s: TorchUST, d: torch.Tensor, side: str, transpose: bool) -> torch.Tensor:
+    """``op(S) @ D`` / ``D @ op(S)`` through a planned :class:`frontend.ops.Matmul` cached on S per dense
+    operand shape and dtype: later calls copy D into the plan's input buffer and only execute."""
+    plans = s.plans()
+    key = (side, transpose, tuple(d.shape), d.dtype, d.device)
+    entry = plans.get(key)
+    if entry is None:
+        buf = torch.empty(tuple(d.shape), dtype=d.dtype, device=d.device)
+        ops = _ops()
+        mm = (ops.Matmul(s.ust, buf, transpose_a=transpose) if side == "left"
+              else ops.Matmul(buf, s.ust, transpose_b=transpose))
+        mm.plan()
+        entry = (mm, buf, threading.Lock())
+        if len(plans) >= _MAX_PLANS:
+            plans.pop(next(iter(plans)))
+    else:
+        plans.pop(key)
+    plans[key] = entry  # most recent last
+    mm, buf, lock = entry
+    with lock:
+        buf.copy_(d.detach())
+        return to_torch(mm.execute(), d.device)
+
+
 _DENSE_SAMPLED: set = set()  # structure keys of formats the kernels cannot write (sampled into dense)
 
 
@@ -86,8 +114,7 @@ class _SpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, values: torch.Tensor, d: torch.Tensor, holder: "_Holder", side: str,
                 t: bool) -> torch.Tensor:
-        s = holder.ust
-        out = kernel_matmul(s, d, transpose_a=t) if side == "left" else kernel_matmul(d, s, transpose_b=t)
+        out = planned_product(holder.ust, d, side, t)
         ctx.holder, ctx.side, ctx.t = holder, side, t
         ctx.save_for_backward(d)
         return out
@@ -98,10 +125,7 @@ class _SpMM(torch.autograd.Function):
         s, side, t = ctx.holder.ust, ctx.side, ctx.t
         g_values = g_d = None
         if ctx.needs_input_grad[1]:
-            if side == "left":   # Y = op(S) @ D  ->  dD = op(S)^T @ dY
-                g_d = kernel_matmul(s, grad, transpose_a=not t)
-            else:                # Y = D @ op(S)  ->  dD = dY @ op(S)^T
-                g_d = kernel_matmul(grad, s, transpose_b=not t)
+            g_d = planned_product(s, grad, side, not t)  # dD = op(S)^T @ dY  or  dY @ op(S)^T
         if ctx.needs_input_grad[0]:
             d2 = d if d.dim() == 2 else d.reshape(-1, 1)
             g2 = grad if grad.dim() == 2 else grad.reshape(-1, 1)
@@ -124,13 +148,15 @@ class _Holder:
 def sparse_dense(s: TorchUST, d: torch.Tensor, side: str, transpose: bool = False) -> torch.Tensor:
     """``op(S) @ D`` (side ``"left"``) or ``D @ op(S)`` (``"right"``), ``op(S) = S^T`` if ``transpose``:
     S a 2-D TorchUST, D dense 1-D or 2-D.  A TorchUST made by ``.t()`` runs as its base, transposed."""
-    if s.dim() != 2:
-        raise ValueError(f"expected a 2-D TorchUST, got {s.dim()}-D")
+    if len(s._shape) != 2:
+        raise ValueError(f"expected a 2-D TorchUST, got {len(s._shape)}-D")
     base = s.transpose_base
     if base is not None:
         s, transpose = base, not transpose
     if d.dim() == 1 and side == "right":  # v @ op(S) == op(S)^T @ v
         side, transpose = "left", not transpose
+    if not (torch.is_grad_enabled() and (s.values.requires_grad or d.requires_grad)):
+        return planned_product(s, d, side, transpose)  # inference: no autograd node
     return _SpMM.apply(s.values, d, _Holder(s), side, transpose)
 
 

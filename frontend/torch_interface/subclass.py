@@ -50,9 +50,11 @@ class TorchUST(torch.Tensor):
         r = torch.Tensor._make_wrapper_subclass(cls, ust.shape, dtype=values.dtype, device=values.device,
                                                 requires_grad=False)
         r._ust = ust
+        r._shape = tuple(ust.shape)  # plain Python: no __torch_function__ round trip on hot paths
         r._values = values
         r._pattern = None
         r._positions = None
+        r._plans = {}
         r._transpose_base = None
         return r
 
@@ -98,6 +100,7 @@ class TorchUST(torch.Tensor):
             self._ust = S.with_values(self._ust, self._values)
             self._pattern = None
             self._positions = None
+            self._plans = {}
         return self._ust
 
     @property
@@ -124,6 +127,12 @@ class TorchUST(torch.Tensor):
         if self._pattern is None:
             self._pattern = S.with_values(ust, torch.ones_like(self._values.detach()))
         return self._pattern
+
+    def plans(self) -> dict:
+        """Planned products on this tensor (see :func:`.products.planned_product`), dropped when the
+        values get new memory."""
+        self.ust  # noqa: B018 - refreshes the Tensor (and drops stale plans) if the values moved
+        return self._plans
 
     def storage_positions(self) -> torch.Tensor:
         """For each stored value (storage order), its flat index in the dense tensor (cached)."""
