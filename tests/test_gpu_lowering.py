@@ -557,3 +557,18 @@ def test_gpu_plan_input_errors() -> None:
         gpu_matmul_plan(a, a.T.tocsr(), device="cuda", out_format=N.CSR)
     with pytest.raises(ValueError, match="2-D a"):
         gpu_matmul_plan(np.ones((2, 3, 4), np.float32), np.ones(4, np.float32), device="cuda")
+
+
+def test_print_mlir_shows_the_gpu_module_and_ptx() -> None:
+    import io
+
+    import scipy.sparse as sp
+
+    from frontend import ops
+
+    a = sp.random(30, 20, density=0.2, format="csr", dtype=np.float32, random_state=6)
+    for stage, needle in (("ptx", ".entry kernel0"), ("gpu", "gpu.module @sparse_kernels"),
+                          ("linalg", "linalg.generic")):
+        buf = io.StringIO()
+        ops.print_mlir(a, np.ones(20, np.float32), device="cuda", stage=stage, file=buf)
+        assert needle in buf.getvalue(), stage
