@@ -19,7 +19,9 @@ FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def as_matrix(a: Any) -> Tensor:
     """``a`` (Tensor, scipy.sparse, numpy or torch) as a square 2-D CPU Tensor, checked."""
     if isinstance(a, Tensor):
-        t = a
+        from .validate import validate
+
+        t = validate(a)  # kernels index with these buffers: never let a bad one through (cached)
     else:
         if a is None or isinstance(a, (int, float, complex, str)):
             raise TypeError(f"a must be a sparse matrix, an array or a Tensor, got {type(a).__name__}")
