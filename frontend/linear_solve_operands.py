@@ -25,7 +25,7 @@ def as_matrix(a: Any) -> Tensor:
     else:
         if a is None or isinstance(a, (int, float, complex, str)):
             raise TypeError(f"a must be a sparse matrix, an array or a Tensor, got {type(a).__name__}")
-        t = Tensor.from_package(a)
+        t = _from_package(a)
     if t.ndim != 2:
         raise ValueError(f"a must be a 2-D matrix, got shape {t.shape}")
     if t.shape[0] != t.shape[1]:
@@ -38,6 +38,21 @@ def as_matrix(a: Any) -> Tensor:
     if kind not in "fiub":
         raise TypeError(f"a has unsupported dtype {t.dtype}")
     return t
+
+
+def _from_package(a: Any) -> Tensor:
+    """A view of ``a``; non-canonical scipy matrices (unsorted, duplicates) are canonicalized on a copy."""
+    try:
+        return Tensor.from_package(a)
+    except ValueError:
+        if not (type(a).__module__ or "").startswith("scipy"):
+            raise
+        import scipy.sparse as sp
+
+        c = sp.csr_matrix(a)
+        c.sum_duplicates()
+        c.sort_indices()
+        return Tensor.from_package(c)
 
 
 def working_dtype(a_dtype: Any, b_dtype: Any) -> np.dtype:

@@ -172,6 +172,14 @@ def test_x0_zero_rhs_packages_and_tiny_systems():
     assert frontend.solve(frontend.Tensor.from_package(sp.csr_matrix((0, 0))), np.zeros(0)).shape == (0,)
 
 
+def test_noncanonical_scipy_input():
+    a = pyamg.gallery.poisson((5, 5), format="coo")
+    perm = np.random.default_rng(0).permutation(a.nnz)
+    shuffled = sp.coo_matrix((a.data[perm], (a.row[perm], a.col[perm])), shape=a.shape)
+    b = np.arange(a.shape[0], dtype=np.float64)
+    assert rel_err(frontend.solve(shuffled, b), sla.spsolve(a.tocsc(), b)) < 1e-7
+
+
 # ----- failures and bad input -------------------------------------------------------------------------------
 def test_non_convergence_raises_or_warns():
     a = pyamg.gallery.poisson((20, 20), format="csr")
