@@ -21,6 +21,8 @@ from lowering.dispatch import registry_state
 from lowering.types import mlir_type
 from mlir_bridge.errors import CompileError
 
+from lowering import spgemm
+
 from . import blocks
 from . import plan as P
 from .formats import TensorFormat
@@ -151,10 +153,17 @@ def _result_package(objs: Sequence[Any]) -> str | None:
     return found
 
 
+_SCIPY_COMPRESSED = {NamedFormats.CSR: "csr_array", NamedFormats.CSC: "csc_array"}
+
+
 def _to_package(result: Any, package: str | None) -> Any:
     if isinstance(result, Tensor):
         if package is None:
             return result
+        kind = _SCIPY_COMPRESSED.get(result.tensor_format) if package in ("scipy", "numpy") else None
+        if kind is not None:  # kernel-built CSR/CSC: straight into scipy (the buffers are valid by construction)
+            import scipy.sparse as sps
+            return getattr(sps, kind)((result.val, result.crd(1), result.pos(1)), shape=result.shape)
         try:
             return result.to_package("scipy" if package == "numpy" else package)
         except TypeError:
@@ -516,6 +525,8 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
         return c
     return _to_package(out, _result_package((a, b)))
 
+
+spgemm.register()  # CSR x CSR -> CSR and CSC x CSC -> CSC through the hand-written SpGEMM kernel
 
 #: matmul's per-signature templates (structure of the operands + options -> planned _Op).
 _RECIPES: dict[tuple, _Op] = {}

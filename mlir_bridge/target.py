@@ -29,18 +29,28 @@ class Target:
     triple: str = ""
     cpu: str = "native"
     opt_level: int = 3
+    ir_opt: bool = True
     link_libs: tuple[str, ...] = ("mlir_c_runner_utils",)
 
     def fingerprint(self) -> str:
         """Stable text for cache keys (includes the host CPU when compiling for ``native``)."""
         host = toolchain.host_fingerprint() if self.cpu == "native" or not self.triple else ""
-        return f"{self.name}|{self.device}|{self.triple}|{self.cpu}|O{self.opt_level}|" \
+        return f"{self.name}|{self.device}|{self.triple}|{self.cpu}|O{self.opt_level}|opt={self.ir_opt}|" \
                f"{','.join(self.link_libs)}|{host}"
 
     def build(self, llvm_module: Path, out: Path) -> None:
         """Translate an LLVM-dialect module (text or bytecode) into the shared object ``out``."""
         ll, obj = out.with_suffix(".ll"), out.with_suffix(".o")
         _run("translate", [toolchain.tool("mlir-translate"), "--mlir-to-llvmir", llvm_module, "-o", ll])
+        if self.ir_opt:  # LLVM IR optimizations (inlining, LICM, GVN, vectorizers): llc alone runs none
+            opt_ll = out.with_suffix(".opt.bc")
+            cmd = [toolchain.tool("opt"), f"-O{min(self.opt_level, 3)}", ll, "-o", opt_ll]
+            if self.cpu:
+                cmd.insert(2, f"-mcpu={self.cpu}")
+            if self.triple:
+                cmd.insert(2, f"-mtriple={self.triple}")
+            _run("opt", cmd)
+            ll = opt_ll
         llc = [toolchain.tool("llc"), f"-O{self.opt_level}", "-relocation-model=pic", "-filetype=obj"]
         if self.cpu:
             llc.append(f"-mcpu={self.cpu}")
