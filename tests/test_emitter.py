@@ -190,3 +190,6 @@ def test_emitted_text_is_vectorized_and_parallel():
     mm = Matmul(Tensor.from_dense(big, NF.DIAI), np.ones(100))
     assert "vector.load" in mm.mlir and "scf.parallel" in mm.mlir   # row tiles, vector inner loop
     del ops
+    row_sums = Matmul(Tensor.from_dense(big, NF.DELTA(4)), np.ones(100))
+    assert "iter_args" in row_sums.mlir and "scf.parallel" in row_sums.mlir   # rows: carried partial sums
+    np.testing.assert_allclose(row_sums.execute().to_dense(), big.sum(axis=1))

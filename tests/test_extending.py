@@ -184,6 +184,28 @@ def reversed_compressed(ctx, k, parent, carry, inner):
     return ctx.loop(k, lo, hi, carry, entry)
 
 
+@pytest.mark.parametrize("fmt", [NF.DELTA(4), NF.CSR], ids=["delta", "compressed"])
+def test_gather_vectorization_flag(fmt):
+    name = fmt.levels[-1].format.value
+    a = tridiag(37)
+    a[5] = 0.0
+    a[7, :] = np.arange(37.0)                                       # one long row (vector body + tail)
+    x = np.linspace(-1, 1, 37)
+    t = Tensor.from_dense(a, fmt)
+    rule = rules.rule_for(name)
+    force = lowering.register_kernel("*", ("*", "*"), lowering.emitter.emit_contraction, name="force",
+                                     when=lambda c: sum(s.encoded for s in c.inputs) == 1)
+    lowering.register_level_rule(name, rule, gather=True, replace=True)
+    try:
+        mm = Matmul(t, x)
+        assert "vector.gather" in mm.mlir
+        np.testing.assert_allclose(mm.execute().to_dense(), a @ x, atol=1e-12)
+    finally:
+        lowering.register_level_rule(name, rule, replace=True)
+        lowering.unregister_kernel(force.name)
+    assert "vector.gather" not in Matmul(t, x).mlir
+
+
 def test_replacing_a_level_rule():
     fmt = TensorFormat.parse("(i, j) -> (i : compressed, j : delta(3))")
     a = tridiag(9)

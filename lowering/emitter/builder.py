@@ -23,6 +23,16 @@ class Value:
 Carry = list  # list[Value]: loop-carried values
 
 
+def element_type(t: str) -> str:
+    """The element type of ``memref<...>``/``vector<...>`` text (``memref<?x4xindex>`` -> ``index``)."""
+    inner = t[t.index("<") + 1:-1]
+    parts = inner.split("x")
+    k = 0
+    while k < len(parts) - 1 and (parts[k].isdigit() or parts[k] == "?"):
+        k += 1
+    return "x".join(parts[k:])
+
+
 class Builder:
     """Collects the lines of one function body; constants are hoisted to its entry block."""
 
@@ -109,7 +119,7 @@ class Builder:
     def load_index(self, memref: Value, pos: "Value | str", unsigned: bool = False) -> Value:
         """``memref[pos]`` of an integer buffer as an ``index`` (zero-extended when ``unsigned``);
         ``pos`` may be a full index list text (``"%b, %p"``)."""
-        elem = memref.type.rsplit("x", 1)[1].rstrip(">")
+        elem = element_type(memref.type)
         raw = self.op(f"memref.load {memref}[{pos}] : {memref.type}", elem, "l")
         if elem == "index":
             return raw
@@ -117,6 +127,42 @@ class Builder:
             wide = self.op(f"arith.extui {raw} : {elem} to i64", "i64", "l")
             return self.op(f"arith.index_cast {wide} : i64 to index", "index", "i")
         return self.op(f"arith.index_cast {raw} : {elem} to index", "index", "i")
+
+    def vload_index(self, memref: Value, at: str, lanes: int, unsigned: bool = False) -> Value:
+        """``lanes`` consecutive entries of an integer buffer as a ``vector<lanes x index>``."""
+        elem = element_type(memref.type)
+        raw = self.op(f"vector.load {memref}[{at}] : {memref.type}, vector<{lanes}x{elem}>",
+                      f"vector<{lanes}x{elem}>", "l")
+        if elem == "index":
+            return raw
+        if unsigned:
+            raw = self.op(f"arith.extui {raw} : vector<{lanes}x{elem}> to vector<{lanes}xi64>",
+                          f"vector<{lanes}xi64>", "l")
+            elem = "i64"
+        return self.op(f"arith.index_cast {raw} : vector<{lanes}x{elem}> to vector<{lanes}xindex>",
+                       f"vector<{lanes}xindex>", "i")
+
+    def splat(self, x: Value, lanes: int) -> Value:
+        t = f"vector<{lanes}x{x.type}>"
+        return self.op(f"vector.broadcast {x} : {x.type} to {t}", t, "s")
+
+    def vadd(self, a: Value, b: Value) -> Value:
+        return self.op(f"arith.addi {a}, {b} : {a.type}", a.type, "i")
+
+    def prefix_sum(self, v: Value, lanes: int) -> Value:
+        """Inclusive prefix sum of an index vector (log2(lanes) shifted adds)."""
+        zero = self.const("dense<0>", v.type)
+        shift = 1
+        while shift < lanes:
+            mask = ", ".join(str(i - shift) if i >= shift else str(lanes) for i in range(lanes))
+            moved = self.op(f"vector.shuffle {v}, {zero} [{mask}] : {v.type}, {v.type}", v.type, "i")
+            v = self.vadd(v, moved)
+            shift *= 2
+        return v
+
+    def extract(self, v: Value, lane: int) -> Value:
+        elem = element_type(v.type)
+        return self.op(f"vector.extract {v}[{lane}] : {elem} from {v.type}", elem, "i")
 
     # ----- structured control flow -------------------------------------------------------------------
     def for_(self, lo: Value, hi: Value, step: Value, carry: Sequence[Value],

@@ -73,6 +73,17 @@ class _Visitor:
     def reduction(self) -> Any:
         return (self.ar.identity, self.ar.add)
 
+    def gatherable(self, dims: set[int]) -> bool:
+        if self.free or not self.ar.vectorizable or self.c.prolog is not None:
+            return False
+        gathered = {self.wsub[d] for d in dims}
+        subs = [s for k, s in enumerate(self.c.subscripts) if k != self.w] + [self.c.output_subscripts]
+        return all(ch not in s[:-1] for s in subs for ch in gathered) and not (
+            gathered & set(self.c.output_subscripts))
+
+    def reduce_lanes(self, v: Value) -> Value:
+        return self.ar.reduce(v)
+
     def parallel_dims(self) -> set[int]:
         return {d for d, ch in enumerate(self.wsub) if ch in self.c.output_subscripts}
 
@@ -141,6 +152,13 @@ class _Visitor:
               lanes: int) -> Value:
         b, elem = self.b, self.ar.elem
         idx = ", ".join(letters[ch].name for ch in sub)
+        if sub and letters[sub[-1]].type.startswith("vector<"):  # gather along the last axis
+            vec, vt = letters[sub[-1]], vtype(elem, lanes)
+            base = ", ".join([letters[ch].name for ch in sub[:-1]] + [b.index(0).name])
+            mask = b.const("dense<true>", f"vector<{lanes}xi1>")
+            zero = b.const("dense<0.0>" if self.ar.kind == "float" else "dense<0>", vt)
+            return b.op(f"vector.gather {ref}[{base}] [{vec}], {mask}, {zero} : {ref.type}, {vec.type}, "
+                        f"vector<{lanes}xi1>, {vt} into {vt}", vt)
         if lanes > 1 and sub and ls.get(sub[-1], 0) == 1:
             return b.op(f"vector.load {ref}[{idx}] : {ref.type}, {vtype(elem, lanes)}", vtype(elem, lanes))
         v = b.op(f"memref.load {ref}[{idx}] : {ref.type}", elem)
@@ -150,7 +168,7 @@ class _Visitor:
 
     def _product(self, letters: dict[str, Value], ls: dict[str, int | None], pos: str, lanes: int) -> Value:
         b, c, elem = self.b, self.c, self.ar.elem
-        walked_lanes = lanes if lanes > 1 and any(ls.get(ch) for ch in self.wsub) else 1
+        walked_lanes = lanes if lanes > 1 and any(ls.get(ch, 0) != 0 for ch in self.wsub) else 1
         prod = None
         for k in range(len(c.inputs)):
             if k == self.w:

@@ -4,7 +4,8 @@ A rule is ``rule(ctx, k, parent, carry, inner) -> carry``: emit the loop (or no 
 of level ``k`` under the parent position ``parent`` and call ``inner(pos, coord, carry, lanes)`` for
 each, where ``pos`` is the entry's position (index into the next level's buffers or the values) and
 ``coord`` its level coordinate. Buffers are read at ``ctx.at(p)`` (which adds the batch index under
-batch levels). Loops go through ``ctx.loop`` so the walker can make them parallel or
+batch levels). A rule in ``GATHER`` also accepts ``lanes > 1`` from ``ctx.loop``: then ``pos`` is the
+first of ``lanes`` consecutive positions and ``coord`` a ``vector<lanes x index>``. Loops go through ``ctx.loop`` so the walker can make them parallel or
 vectorized. ``register_level_rule`` adds or replaces a rule (see docs/extending.md).
 """
 from __future__ import annotations
@@ -41,7 +42,14 @@ def compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> C
     b, args = ctx.b, ctx.args[k]
     lo = b.load_index(args.pos, ctx.at(parent))
     hi = b.load_index(args.pos, ctx.at(b.add(parent, b.index(1))))
-    return ctx.loop(k, lo, hi, carry, lambda p, c, lanes: inner(p, b.load_index(args.crd, ctx.at(p)), c, 1))
+    return ctx.loop(k, lo, hi, carry, lambda p, c, lanes: inner(p, _coordinates(ctx, k, p, lanes), c, lanes))
+
+
+def _coordinates(ctx: Any, k: int, p: Value, lanes: int) -> Value:
+    """``crd[p]``, or ``crd[p : p + lanes]`` as an index vector when the walker gathers."""
+    if lanes > 1:
+        return ctx.b.vload_index(ctx.args[k].crd, ctx.at(p), lanes)
+    return ctx.b.load_index(ctx.args[k].crd, ctx.at(p))
 
 
 def loose_compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
@@ -50,7 +58,7 @@ def loose_compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner
     two = b.mul(parent, b.index(2))
     lo = b.load_index(args.pos, ctx.at(two))
     hi = b.load_index(args.pos, ctx.at(b.add(two, b.index(1))))
-    return ctx.loop(k, lo, hi, carry, lambda p, c, lanes: inner(p, b.load_index(args.crd, ctx.at(p)), c, 1))
+    return ctx.loop(k, lo, hi, carry, lambda p, c, lanes: inner(p, _coordinates(ctx, k, p, lanes), c, lanes))
 
 
 def singleton(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
@@ -91,6 +99,11 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
 
     def entry(p: Value, c: Carry, lanes: int) -> Carry:
         run, rest = c[0], c[1:]
+        if lanes > 1:  # lanes consecutive entries: prefix sum of the steps
+            steps = b.vadd(b.vload_index(args.crd, ctx.at(p), lanes, unsigned=True),
+                           b.const(f"dense<{DELTA_STEP}>", f"vector<{lanes}xindex>"))
+            coords = b.vadd(b.splat(run, lanes), b.prefix_sum(steps, lanes))
+            return [b.extract(coords, lanes - 1)] + inner(p, coords, rest, lanes)
         step = b.add(b.load_index(args.crd, ctx.at(p), unsigned=True), b.index(DELTA_STEP))
         coord = b.add(run, step)  # one add on the loop-carried chain
         return [coord] + inner(p, coord, rest, 1)
@@ -105,14 +118,21 @@ _RULES: dict[str, LevelRule] = {
 }
 #: Level formats whose loops are unit-stride in the coordinate (candidates for vectorization).
 CONTIGUOUS = {"dense", "batch", "range"}
+#: Level formats whose rules accept ``lanes > 1`` for consecutive positions with arbitrary coordinates
+#: (an index vector): the walker then vectorizes reductions over them with gathers. The ``compressed``
+#: and ``delta`` rules support it, but it is off by default: on the CPUs measured (AVX-512 gathers) an
+#: 8-way unrolled scalar loop was faster (benchmarks/bench_emitter.py); enable it with
+#: ``register_level_rule(name, rule_for(name), gather=True, replace=True)``.
+GATHER: set[str] = set()
 
 
 def register_level_rule(level_format: str, rule: LevelRule, *, contiguous: bool = False,
-                        replace: bool = False) -> None:
+                        gather: bool = False, replace: bool = False) -> None:
     """Walk levels of format ``level_format`` (a ``LevelFormat`` value, e.g. ``"range"``) with ``rule``.
 
     ``contiguous``: the rule's loop visits consecutive coordinates with consecutive positions (the
-    walker may then vectorize it). Replacing a built-in rule needs ``replace=True``.
+    walker may then vectorize it); ``gather``: the rule accepts ``lanes > 1`` with an index vector of
+    coordinates (reductions over it are vectorized with gathers). Replacing a built-in rule needs ``replace=True``.
     """
     name = getattr(level_format, "value", level_format)
     if not isinstance(name, str) or not name:
@@ -125,6 +145,7 @@ def register_level_rule(level_format: str, rule: LevelRule, *, contiguous: bool 
     _RULES[name] = rule
     _generation += 1
     (CONTIGUOUS.add if contiguous else CONTIGUOUS.discard)(name)
+    (GATHER.add if gather else GATHER.discard)(name)
 
 
 def rule_for(level_format: str) -> LevelRule:
@@ -146,4 +167,4 @@ def generation() -> int:
 def rules_key() -> tuple:
     """Identity of the registered rules (part of emitted kernels' cache keys)."""
     return tuple(sorted((n, f"{getattr(r, '__module__', '?')}.{getattr(r, '__qualname__', repr(r))}",
-                         n in CONTIGUOUS) for n, r in _RULES.items()))
+                         n in CONTIGUOUS, n in GATHER) for n, r in _RULES.items()))

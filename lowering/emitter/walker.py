@@ -15,12 +15,12 @@ from typing import Any, Callable, Protocol
 from .builder import Builder, Carry, Value
 from .operand import LevelArgs, WalkedOperand
 from .plan import Resolve, diagonal_parts, known_after, last_level_strides, resolution_plan
-from .rules import CONTIGUOUS, rule_for
+from .rules import CONTIGUOUS, GATHER, rule_for
 
 #: Lanes of a vectorized innermost loop (a remainder loop handles the rest).
 VECTOR_LANES = 8
 #: Independent accumulators of an unrolled innermost reduction loop (hides add latency).
-UNROLL = 4
+UNROLL = 8
 #: Rows per tile when a diagonal format's range level is tiled (keeps output and input windows in cache).
 RANGE_TILE = 2048
 #: ``carry_level`` meaning "no loop-carried accumulator" (any value >= the number of levels).
@@ -41,6 +41,13 @@ class Visitor(Protocol):
     def reduction(self) -> tuple[Callable[[], Value], Callable[[Value, Value], Value]] | None:
         """(identity, combine) when the one accumulator may be split into partial sums, else None."""
 
+    def gatherable(self, dims: set[int]) -> bool:
+        """Whether entries may come ``lanes`` at a time with ``dims`` as index vectors (gathers),
+        accumulating into a vector that ``reduce_lanes`` sums at the end."""
+
+    def reduce_lanes(self, v: Value) -> Value:
+        """The scalar reduction of a vector accumulator."""
+
 
 class WalkContext:
     """What rules see: the builder, buffers and extents of each level, and loop emission."""
@@ -58,6 +65,8 @@ class WalkContext:
         self.vector_level: int | None = None
         self.parallel_level: int | None = None
         self.unroll_level: int | None = None
+        self.gather_level: int | None = None
+        self.reduce_lanes: Any = None
         self.reduction: Any = None
         self.tile: tuple[Value, Value] | None = None
         self.lvl: dict[int, Value] = {}
@@ -76,6 +85,8 @@ class WalkContext:
         partial sums, or plain. ``carry[:own]`` are the rule's own sequential values (e.g. a running
         coordinate), the rest the visitor's accumulators."""
         b = self.b
+        if k == self.gather_level and len(carry) == own + 1:
+            return self._gathered(lo, hi, carry, body, own)
         if k == self.unroll_level and len(carry) == own + 1:
             return self._unrolled(lo, hi, carry, body, own)
         if k == self.vector_level and not carry:
@@ -111,6 +122,20 @@ class WalkContext:
         acc = res[own]
         for part in res[own + 1:]:
             acc = combine(acc, part)
+        return b.for_(mid, hi, b.index(1), res[:own] + [acc], lambda iv, c: body(iv, c, 1))
+
+    def _gathered(self, lo: Value, hi: Value, carry: Carry, body: Callable[[Value, Carry, int], Carry],
+                  own: int) -> Carry:
+        """Main loop ``VECTOR_LANES`` entries at a time into a vector accumulator, then a scalar tail."""
+        b = self.b
+        identity, combine = self.reduction
+        vl = VECTOR_LANES
+        n = b.max(b.sub(hi, lo), b.index(0))
+        mid = b.add(lo, b.sub(n, b.op(f"arith.remui {n}, {b.index(vl)} : index", "index", "i")))
+        acc = carry[own]
+        vacc = b.splat(identity(), vl)
+        res = b.for_(lo, mid, b.index(vl), list(carry[:own]) + [vacc], lambda iv, c: body(iv, c, vl))
+        acc = combine(acc, self.reduce_lanes(res[own]))
         return b.for_(mid, hi, b.index(1), res[:own] + [acc], lambda iv, c: body(iv, c, 1))
 
     def range_bounds(self, k: int) -> tuple[Value, Value]:
@@ -181,6 +206,12 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
         ctx.reduction = visitor.reduction()
         if ctx.reduction is not None:
             ctx.unroll_level = n - 1
+            last_step = ctx.plan[-1]
+            if (ctx.level(n - 1).format.value in GATHER
+                    and all(r.kind == "plain" and not r.guard for r in last_step)
+                    and visitor.gatherable({r.dim for r in last_step})):
+                ctx.gather_level = n - 1
+                ctx.reduce_lanes = visitor.reduce_lanes
     zero_strides = {d: 0 for d in range(len(ctx.fmt.dimensions))}
 
     def level(k: int, parent: Value, carry: Carry) -> Carry:
