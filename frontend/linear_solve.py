@@ -95,6 +95,7 @@ class Solve:
                  preconditioner: str | None = None, lower: bool | None = None, upper: bool | None = None,
                  unit_diagonal: bool = False, on_failure: str = "raise", restart: int = 30,
                  dtype: Any = None) -> None:
+        """See the module docstring; ``dtype`` forces the working precision (float32/float64)."""
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         if preconditioner not in PRECONDITIONERS:
@@ -181,13 +182,12 @@ class Solve:
         return None
 
     def _iterative_method(self) -> tuple[str, str]:
+        """(method, reason) for a non-triangular solve."""
+        if self.preconditioner == "ic0" and not self._struct().symmetric:
+            raise ValueError("preconditioner='ic0' needs a symmetric matrix; use 'ilu0'")
         if self.method != "auto":
-            if self.preconditioner == "ic0" and not self._struct().symmetric:
-                raise ValueError("preconditioner='ic0' needs a symmetric matrix; use 'ilu0'")
             return self.method, f"method={self.method!r}"
         s = self._struct()
-        if self.preconditioner == "ic0" and not s.symmetric:
-            raise ValueError("preconditioner='ic0' needs a symmetric matrix; use 'ilu0'")
         if s.symmetric and s.positive_diagonal:
             return "cg", "symmetric with a positive diagonal"
         return "bicgstab", "not symmetric" if not s.symmetric else "symmetric, diagonal not positive"
@@ -269,7 +269,7 @@ class Solve:
             self._tri_kernel(w)(t.p, t.q, t.val, t.diag, bb, xx)
             out[:, start:stop] = xx.reshape(n, w)
         if not np.isfinite(out).all():
-            self._fail(0, float("nan"), "substitution overflowed (NaN/Inf in x): the matrix is too "
+            self._fail("substitution overflowed (NaN/Inf in x): the matrix is too "
                                         "ill-conditioned for this precision")
         self._info = _replace(self._info, iterations=0, residual=None, converged=True)
         return out
@@ -293,11 +293,11 @@ class Solve:
         if not ok:
             hint = " (float32 rarely reaches tol below ~1e-6; pass a larger tol)" if self._elem == "f32" \
                 and self.tol < 1e-6 else ""
-            self._fail(its, worst, f"{self._method} did not converge: relative residual {worst:.3g} > tol "
+            self._fail(f"{self._method} did not converge: relative residual {worst:.3g} > tol "
                                    f"{self.tol:g} after {its} iterations{hint}")
         return out
 
-    def _fail(self, its: int, res: float, message: str) -> None:
+    def _fail(self, message: str) -> None:
         if self.on_failure == "raise":
             raise ConvergenceError(message)
         warnings.warn(message, ConvergenceWarning, stacklevel=3)
