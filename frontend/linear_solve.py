@@ -215,6 +215,10 @@ class Solve:
         bad = np.flatnonzero((udiag == 0) | ~np.isfinite(udiag))
         if bad.size:
             raise ValueError(f"{pc.upper()} factorization broke down: zero or non-finite pivot at row {int(bad[0])}")
+        if pc == "ic0" and np.any(udiag < 0):
+            row = int(np.flatnonzero(udiag < 0)[0])
+            raise ValueError(f"IC(0) factorization broke down: negative pivot at row {row} (the matrix is not "
+                             "positive definite enough for IC(0); try 'ilu0' or 'jacobi')")
         return (lu, csr.dptr, udiag), "ilu0"
 
     # ----- solving -------------------------------------------------------------------------------------

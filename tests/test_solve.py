@@ -212,6 +212,7 @@ def test_non_convergence_raises_or_warns():
     ("tol", ValueError, "tol"),
     ("complex_b", TypeError, "complex"),
     ("on_failure", ValueError, "on_failure"),
+    ("ic0_indefinite", ValueError, "negative pivot"),
 ])
 def test_bad_input(case, error, match):
     n = 6
@@ -237,6 +238,8 @@ def test_bad_input(case, error, match):
         "tol": lambda: frontend.solve(a, b, tol=-1.0),
         "complex_b": lambda: frontend.solve(a, b + 1j),
         "on_failure": lambda: frontend.solve(a, b, on_failure="ignore"),
+        "ic0_indefinite": lambda: frontend.solve(sp.csr_matrix(a.toarray() - 3.5 * np.eye(n)), b, method="cg",
+                                                 preconditioner="ic0"),
     }
     with pytest.raises(error, match=match):
         calls[case]()
