@@ -68,6 +68,21 @@ def test_spgemm_entries_match_scipy(kind, index_type):
     assert r.indices.dtype == index_type
 
 
+@pytest.mark.parametrize("kind", ["csr", "csc"])
+def test_spgemm_wide_rows_sorted(kind):
+    """Rows much sparser than the column count take the sorting branch of the SpGEMM kernel."""
+    a = getattr(sp, f"{kind}_array")(sp.random_array((40, 300), density=0.01, random_state=1))
+    b = getattr(sp, f"{kind}_array")(sp.random_array((300, 2000), density=0.002, random_state=2))
+    r = F.matmul(a, b)
+    ref = getattr(sp, f"{kind}_array")(a @ b)
+    ref.sort_indices()
+    assert r.has_sorted_indices or np.all(np.diff(r.indices[r.indptr[0]:r.indptr[1]]) > 0)
+    np.testing.assert_array_equal(r.indptr, ref.indptr)
+    np.testing.assert_array_equal(r.indices, ref.indices)
+    np.testing.assert_allclose(r.data, ref.data, rtol=1e-12)
+    assert F.Matmul(a, b).path == f"kernel:spgemm-{kind}"
+
+
 def test_default_output_format_follows_left_operand():
     assert F.matmul(tensor(A, N.DCSR), tensor(B, N.CSR)).tensor_format == N.DCSR
     assert F.matmul(tensor(A, N.CSC), tensor(B, N.CSR)).tensor_format == N.CSC
