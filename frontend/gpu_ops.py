@@ -155,10 +155,8 @@ class GpuMatmul:
             epilog=None if epilog is None else trace_unary(epilog, elem)))
         if sem is not None and (alpha != 1 or (beta is not None and beta != 1)):
             raise ValueError("alpha/beta apply to plain arithmetic; leave alpha=1, beta=None with a semiring")
-        self.path = gpu_path(self.contraction, path)
-        if self.path == "cusparse" and _package_of(tensors[0]) == "cupy" and \
-                library_layout(tensors[0].tensor_format) == "BSR" and self._host_package is None:
-            self.path = "sparsifier-gpu"  # cupyx has no BSR matrix
+        self.package = _package_of(tensors[0]) if self._host_package is None else _default_package()
+        self.path = gpu_path(self.contraction, path, self.package)
         self.chip = chip or _chip()
         self._fn: Any = None
         self._lowered: Any = None
@@ -186,7 +184,7 @@ class GpuMatmul:
         require_cuda_device(self._device)
         stream = stream if stream is not None else self.stream
         tensors, c = self.tensors, self.c
-        package = _package_of(tensors[0]) if tensors[0].device.startswith("cuda") else _default_package()
+        package = self.package
         if self._host_package is not None:  # CPU operands with device="cuda": copy over
             tensors = [_moved(t, self._device, package) for t in tensors]
             c = None if c is None else _to_device(c, self._device, package)

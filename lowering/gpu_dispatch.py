@@ -2,8 +2,10 @@
 
 Paths (``GPU_PATHS``):
 
-* ``"cusparse"``: SpMV/SpMM of one CSR, CSC, COO or BSR operand with a dense one, plain arithmetic:
-  the vendor library (through torch or CuPy) beats the sparsifier's one-thread-per-row loops.
+* ``"cusparse"``: SpMV/SpMM of one sparse operand with a dense one, plain arithmetic, in a layout the
+  package passes to cuSPARSE as is (torch: CSR, COO, BSR; CuPy: CSR, CSC, COO): the vendor library
+  beats the sparsifier's one-thread-per-row loops. (torch would convert CSC to CSR on every call: CSC
+  operands of torch take the generated kernel, whose scatter is atomic.)
 * ``"sparsifier-gpu"``: MLIR's sparsifier with a parallelization strategy (``GpuPipeline``); the
   result is dense and updated in place (``init="c"``), the kernel reads the caller's device buffers.
 * ``"emitter-gpu"``: ust-mlir's own loop code (``lowering.gpu_emitter``), for formats the sparsifier
@@ -24,6 +26,8 @@ GPU_PATHS = ("cusparse", "sparsifier-gpu", "emitter-gpu")
 #: (subscripts, output subscripts) of the products cuSPARSE computes (SpMV, SpMM).
 _LIBRARY_OPS = {(("ik", "k"), "i"), (("ik", "kj"), "ij")}
 _LIBRARY_ELEMS = ("f16", "f32", "f64")
+#: Layouts each package hands to cuSPARSE as they are (torch converts CSC to CSR on every call).
+LIBRARY_LAYOUTS = {"torch": ("CSR", "COO", "BSR"), "cupy": ("CSR", "CSC", "COO")}
 
 _emitters: dict[str, Callable[[Contraction, str, str], Lowered]] = {}
 
@@ -55,8 +59,9 @@ def _emitter_only(c: Contraction) -> bool:
     return any(t.fmt is not None and t.fmt.mlir_support() != "sparsifier" for t in c.inputs + (c.output,))
 
 
-def gpu_path(c: Contraction, prefer: str = "auto") -> str:
-    """The GPU path for ``c``: ``prefer`` when given and possible, else the best one (see module doc)."""
+def gpu_path(c: Contraction, prefer: str = "auto", package: str = "torch") -> str:
+    """The GPU path for ``c`` with operands of ``package`` (``"torch"``/``"cupy"``): ``prefer`` when given
+    and possible, else the best one (see the module docstring)."""
     if prefer not in ("auto",) + GPU_PATHS:
         raise ValueError(f"path must be 'auto' or one of {GPU_PATHS}, got {prefer!r}")
     if _emitter_only(c):
@@ -65,10 +70,11 @@ def gpu_path(c: Contraction, prefer: str = "auto") -> str:
             raise ValueError(f"path {prefer!r} cannot take {_format_names(c)}: only ust-mlir's own code "
                              "generator handles range/delta levels and diagonal maps")
         return "emitter-gpu"
-    library = library_ok(c)
+    library = library_ok(c, package)
     if prefer == "cusparse" and not library:
-        raise ValueError("path 'cusparse' needs SpMV/SpMM ('ik,k->i' / 'ik,kj->ij') of one CSR, CSC, COO or BSR "
-                         "operand with a dense one, plain arithmetic, float16/32/64")
+        raise ValueError(f"path 'cusparse' needs SpMV/SpMM ('ik,k->i' / 'ik,kj->ij') of one "
+                         f"{'/'.join(LIBRARY_LAYOUTS.get(package, ()))} operand ({package}) with a dense one, plain "
+                         "arithmetic, float16/32/64")
     if prefer == "emitter-gpu":
         _builtin_emitter()
     if prefer != "auto":
@@ -76,15 +82,15 @@ def gpu_path(c: Contraction, prefer: str = "auto") -> str:
     return "cusparse" if library else "sparsifier-gpu"
 
 
-def library_ok(c: Contraction) -> bool:
-    """Whether cuSPARSE computes ``c`` (see the module docstring)."""
+def library_ok(c: Contraction, package: str = "torch") -> bool:
+    """Whether cuSPARSE computes ``c`` through ``package`` (see the module docstring)."""
     if (c.subscripts, c.output_subscripts) not in _LIBRARY_OPS or c.output.sparse:
         return False
     if c.semiring is not None or c.prolog is not None or c.epilog is not None or c.init == "beta_c":
         return False
     a, b = c.inputs
-    return (a.elem in _LIBRARY_ELEMS and library_layout(a.fmt) is not None and not b.sparse
-            and not b.encoded)
+    return (a.elem in _LIBRARY_ELEMS and library_layout(a.fmt) in LIBRARY_LAYOUTS.get(package, ())
+            and not b.sparse and not b.encoded)
 
 
 def _format_names(c: Contraction) -> str:

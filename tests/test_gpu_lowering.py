@@ -252,6 +252,9 @@ def test_path_choice() -> None:
     assert gpu_path(_contraction("spmv", "CSR")) == "cusparse"
     assert gpu_path(_contraction("spmm", "BSR")) == "cusparse"
     assert gpu_path(_contraction("spmv", "COO")) == "cusparse"
+    assert gpu_path(_contraction("spmv", "CSC")) == "sparsifier-gpu"  # torch would convert CSC every call
+    assert gpu_path(_contraction("spmv", "CSC"), package="cupy") == "cusparse"
+    assert gpu_path(_contraction("spmv", "BSR"), package="cupy") == "sparsifier-gpu"  # cupyx has no BSR
     assert gpu_path(_contraction("spmv", "DCSR")) == "sparsifier-gpu"
     assert gpu_path(_contraction("spgemm", "CSR")) == "sparsifier-gpu"
     assert gpu_path(_contraction("sampled", "CSR")) == "sparsifier-gpu"
@@ -461,7 +464,7 @@ def test_matmul_class_routes_to_the_gpu_plan() -> None:
     a = sp.random(40, 30, density=0.1, format="csr", dtype=np.float32, random_state=4)
     x = np.ones(40, np.float32)
     with ops.Matmul(a, x, device="cuda", transpose_a=True) as mm:
-        assert isinstance(mm, GpuMatmul) and mm.path == "cusparse"
+        assert isinstance(mm, GpuMatmul) and mm.path == "sparsifier-gpu"  # CSC with torch: generated code
         assert library_layout(mm.tensors[0].tensor_format) == "CSC"
         mm.reset_operands(a=a * 2.0)
         assert library_layout(mm.tensors[0].tensor_format) == "CSC"
