@@ -22,16 +22,28 @@ class Csr:
     elem: str
 
     def row_dot(self, f: FuncBuilder, i: str, x: str) -> str:
-        """``sum_k val[k] * x[crd[k]]`` over row ``i`` (element type)."""
+        """``sum_k val[k] * x[crd[k]]`` over row ``i`` (element type).
+
+        Two partial sums over entry pairs, then the odd entry: long rows are not bound by the
+        latency of one add chain.
+        """
         E = self.elem
         lo = self.idx.load(f, self.pos, i)
         hi = self.idx.load(f, self.pos, f.add(i, f.c(1), "index"))
-        with f.loop(lo, hi, [(f.c(0.0, E), E)]) as kl:
-            j = self.idx.load(f, self.crd, kl.iv)
-            v = f.load(self.val, kl.iv, vec(E))
-            xj = f.load(x, j, vec(E))
-            f.yield_(kl, f.add(kl.args[0], f.mul(v, xj, E), E))
-        return kl.results[0]
+        two = f.c(2)
+        mid = f.add(lo, f.mul(f.op(f"arith.divui {f.sub(hi, lo, 'index')}, {two} : index"), two, "index"),
+                    "index")
+        zero = f.c(0.0, E)
+
+        def term(k: str) -> str:
+            return f.mul(f.load(self.val, k, vec(E)), f.load(x, self.idx.load(f, self.crd, k), vec(E)), E)
+        with f.loop(lo, mid, [(zero, E), (zero, E)], step=two) as kl:
+            f.yield_(kl, f.add(kl.args[0], term(kl.iv), E),
+                     f.add(kl.args[1], term(f.add(kl.iv, f.c(1), "index")), E))
+        acc = f.add(kl.results[0], kl.results[1], E)
+        with f.loop(mid, hi, [(acc, E)]) as rl:
+            f.yield_(rl, f.add(rl.args[0], term(rl.iv), E))
+        return rl.results[0]
 
 
 def sweep(f: FuncBuilder, n: str, body: Body, nsums: int = 0, unroll: int = 4) -> list[str]:
