@@ -23,7 +23,7 @@ import torch.nn as nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import frontend  # noqa: E402
 from frontend.named_formats import NamedFormats as N  # noqa: E402
-from frontend.torch_interface import TorchUST, prune_model, reformat_model  # noqa: E402
+from frontend.torch_interface import TorchUST, choose_format, prune_model, reformat_model  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 
@@ -83,9 +83,11 @@ def run(size: int, batches: list[int], sparsities: list[float], reps: int) -> No
         reformat_model(dense, lambda w: None)  # pruning permanent, weights stay dense
         tcsr = TorchCSR(dense)
         ucsr = copy.deepcopy(dense)
-        reformat_model(ucsr, lambda w: TorchUST.from_torch(w.to_sparse_csr()) if w.shape[0] == size else None)
+        reformat_model(ucsr, lambda w: choose_format(w, threshold=0, candidates=[N.CSR]) if w.shape[0] == size
+                       else None)  # 32-bit indices
         udelta = copy.deepcopy(dense)
-        reformat_model(udelta, lambda w: TorchUST.from_torch(w, N.DELTA(8)) if w.shape[0] == size else None)
+        reformat_model(udelta, lambda w: choose_format(w, threshold=0, candidates=[N.DELTA(8)])
+                       if w.shape[0] == size else None)
         print(f"\nsparsity {s:.0%}: weight bytes dense {weight_bytes(dense):,}, torch CSR {csr_bytes(tcsr):,} "
               f"(+ dense head), TorchUST CSR {weight_bytes(ucsr):,}, DELTA8 {weight_bytes(udelta):,}")
         for b in batches:

@@ -60,7 +60,12 @@ _MAX_PLANS = 8  # planned products kept per TorchUST (one per dense operand shap
 
 def planned_product(s: TorchUST, d: torch.Tensor, side: str, transpose: bool) -> torch.Tensor:
     """``op(S) @ D`` / ``D @ op(S)`` through a planned :class:`frontend.ops.Matmul` cached on S per dense
-    operand shape and dtype: later calls copy D into the plan's input buffer and only execute."""
+    operand shape and dtype: later calls copy D into the plan's input buffer and only execute.
+
+    ``D @ op(S)`` runs as ``(op(S)^T @ D^T)^T`` (the copy into the buffer transposes D): the batch index
+    is then the innermost, contiguous loop of the kernel."""
+    if side == "right" and d.dim() == 2:
+        return planned_product(s, d.t(), "left", not transpose).t()
     plans = s.plans()
     key = (side, transpose, tuple(d.shape), d.dtype, d.device)
     entry = plans.get(key)
