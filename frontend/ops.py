@@ -286,13 +286,19 @@ class _Op:
         self.semiring = semiring
         self.prolog = prolog
         self.epilog = epilog
+        # traced MLIR regions: keys by what the functions compute (not by function objects, so a lambda
+        # re-created on every call does not add a plan per call)
+        self.semiring_regions = None if semiring is None else semiring.lowered(elem)
+        self.prolog_fn = None if prolog is None else trace_unary(prolog, elem)
+        self.epilog_fn = None if epilog is None else trace_unary(epilog, elem)
         self.target = target
         self.has_alpha = has_alpha
         self.init = init
         self.key = ("einsum", self.subscripts, self.out_subs,
                     tuple(_operand_key(t) for t in tensors),
                     None if out_format is None else (out_format.structure_key(), _out_width(tensors)),
-                    semiring, has_alpha, init, prolog, epilog, target, registry_state())
+                    self.semiring_regions, has_alpha, init, self.prolog_fn, self.epilog_fn, target,
+                    registry_state())
         self.kernel: P.Kernel | None = None
         self.pipeline: Any = None
         self.final_format: TensorFormat | None = None  # set when the result is converted after the kernel
@@ -320,10 +326,8 @@ class _Op:
             out = TensorSpec(self.out_format, self.out_shape, elem, w, w)
         return Contraction(
             self.subscripts, specs, self.out_subs, out,
-            semiring=None if self.semiring is None else self.semiring.lowered(elem),
-            alpha=self.has_alpha, init=self.init,
-            prolog=None if self.prolog is None else trace_unary(self.prolog, elem),
-            epilog=None if self.epilog is None else trace_unary(self.epilog, elem))
+            semiring=self.semiring_regions, alpha=self.has_alpha, init=self.init,
+            prolog=self.prolog_fn, epilog=self.epilog_fn)
 
     def plan(self) -> P.Kernel:
         if self.kernel is None:
@@ -517,6 +521,8 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
         op.plan()
         op.c_obj = c
         if op.tensors[0] is ta and op.tensors[1] is tb:  # no transposes or squeezes: reusable as is
+            if len(_RECIPES) > 512:  # e.g. lambdas re-created per call: keep the table bounded
+                _RECIPES.clear()
             _RECIPES[rkey] = op
     kernel = op.kernel
     args = kernel.flatten(op.tensors, op.extra)  # type: ignore[union-attr]

@@ -85,13 +85,6 @@ def get_semiring(semiring: Any) -> Semiring | None:
                     f"{type(semiring).__name__}")
 
 
-_UNARY: dict[tuple[Any, str], ScalarFn] = {}
-
-
 def trace_unary(fn: Callable[[Any], Any], elem: str) -> ScalarFn:
-    """A one-argument scalar function (prolog/epilog) traced over ``elem`` (cached)."""
-    key = (fn, elem)
-    got = _UNARY.get(key)
-    if got is None:
-        got = _UNARY[key] = trace(fn, 1, elem)
-    return got
+    """A one-argument scalar function (prolog/epilog) traced over ``elem``."""
+    return trace(fn, 1, elem)

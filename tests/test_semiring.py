@@ -118,3 +118,13 @@ def test_semiring_errors():
         F.matmul(sp.csr_array(A), B, np.zeros((5, 4)), semiring="min-plus", beta=2.0)
     with pytest.raises(TypeError):
         F.matmul(sp.csr_array(A), B, semiring=42)
+
+
+def test_fresh_lambdas_reuse_one_plan():
+    a = sp.csr_array(A)
+    F.matmul(a, B, semiring=(minimum, lambda x, y: x + y, 1e300), epilog=lambda y: y * 2)
+    before = F.cache_info()["plans"]
+    for _ in range(5):
+        r = F.matmul(a, B, semiring=(minimum, lambda x, y: x + y, 1e300), epilog=lambda y: y * 2)
+    assert F.cache_info()["plans"] == before
+    assert np.allclose(r, 2 * reference(A, B, min, lambda x, y: x + y, np.full((5, 4), 1e300)))
