@@ -146,6 +146,8 @@ def test_views_copies_and_scalar_ops(fmt):
     close(torch.transpose(u, 0, 1), w.t(), dtype)
     close(u.transpose(-1, -2) @ x, w.t() @ x, dtype)
     assert u.transpose(1, 1) is u
+    close(u.T, w.t(), dtype)
+    close(u.mT @ x, w.t() @ x, dtype)
     close(u.t().t(), w, dtype)
     close(u.detach(), w, dtype)
     c = u.clone()

@@ -26,6 +26,14 @@ def is_metadata(func: Any) -> bool:
     return name in _META and func is getattr(torch.Tensor, name, None)
 
 
+def property_handler(func: Any) -> Handler | None:
+    """The handler of a property getter (``Tensor.T`` / ``Tensor.mT`` of a 2-D TorchUST), if any."""
+    if getattr(func, "__name__", "") != "__get__":
+        return None
+    name = getattr(getattr(func, "__self__", None), "__name__", "")
+    return t if name in ("T", "mT") else None
+
+
 def _register(*funcs: Any) -> Callable[[Handler], Handler]:
     def deco(h: Handler) -> Handler:
         for f in funcs:

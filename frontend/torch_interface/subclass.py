@@ -219,9 +219,9 @@ class TorchUST(torch.Tensor):
     # ----- torch integration ---------------------------------------------------------------------
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        from .handlers import HANDLERS, is_metadata
+        from .handlers import HANDLERS, is_metadata, property_handler
         kwargs = kwargs or {}
-        handler = HANDLERS.get(func)
+        handler = HANDLERS.get(func) or property_handler(func)
         if handler is not None:
             return handler(*args, **kwargs)
         if is_metadata(func):
