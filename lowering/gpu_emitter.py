@@ -32,10 +32,17 @@ class GpuEmitterPipeline(GpuPipeline):
 
 
 def lower_emitter_gpu(c: Any, chip: str, gpu_format: str = "fatbin") -> Lowered:
-    """The emitter's module for ``c`` (init ``"c"``) with the GPU pipeline for ``chip``."""
-    from .emitter import emit_contraction
+    """The emitter's module for ``c`` (init ``"c"``) with the GPU pipeline for ``chip``; DIA-I SpMV/SpMM
+    use row-parallel loops instead (``lowering.gpu_dia``: one thread per row, not per row tile)."""
+    from . import gpu_dia
 
-    return Lowered(emit_contraction(c), GpuEmitterPipeline(gpu_chip=chip, gpu_format=gpu_format), "emitter-gpu")
+    if gpu_dia.applies(c):
+        text = gpu_dia.dia_rows_module(c)
+    else:
+        from .emitter import emit_contraction
+
+        text = emit_contraction(c)
+    return Lowered(text, GpuEmitterPipeline(gpu_chip=chip, gpu_format=gpu_format), "emitter-gpu")
 
 
 register_gpu_emitter(lower_emitter_gpu)
