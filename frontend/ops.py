@@ -72,10 +72,11 @@ def operand(x: Any, what: str) -> Tensor:
         if got is not None and got[0]() is x and got[1] == sig:
             return got[2]
         t = as_tensor(x, what)
-        if len(_MEMO) > 512:
-            _MEMO.clear()
+        view = copy.copy(t)  # the memo must not keep x alive: its entry goes when x is collected
+        view._source = None
         try:
-            _MEMO[id(x)] = (weakref.ref(x), sig, t)
+            _MEMO[id(x)] = (weakref.ref(x), sig, view)
+            weakref.finalize(x, _MEMO.pop, id(x), None)
         except TypeError:
             pass
         return t
@@ -303,6 +304,12 @@ class _Op:
         self.pipeline: Any = None
         self.final_format: TensorFormat | None = None  # set when the result is converted after the kernel
 
+    def template(self) -> "_Op":
+        """A copy holding the structure and the kernel but no operands (for :meth:`rebind`)."""
+        op = copy.copy(self)
+        op.tensors, op.extra, op.c_obj, op.c_arr, op.c_kernel = [], [], None, None, None
+        return op
+
     def rebind(self, tensors: list[Tensor], c: Any, c_arr: Any, alpha: Any, beta: Any) -> "_Op":
         """A copy of this (planned) op over other operands of the same structure."""
         op = copy.copy(self)
@@ -523,7 +530,7 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
         if op.tensors[0] is ta and op.tensors[1] is tb:  # no transposes or squeezes: reusable as is
             if len(_RECIPES) > 512:  # e.g. lambdas re-created per call: keep the table bounded
                 _RECIPES.clear()
-            _RECIPES[rkey] = op
+            _RECIPES[rkey] = op.template()
     kernel = op.kernel
     args = kernel.flatten(op.tensors, op.extra)  # type: ignore[union-attr]
     out = op.finish(_call(rkey, kernel, args) if template is not None else kernel.function(*args))  # type: ignore[union-attr]
@@ -541,7 +548,8 @@ _TLS = threading.local()
 
 def _call(rkey: tuple, kernel: P.Kernel, args: list[Any]) -> Any:
     """Run ``kernel`` through this thread's prepared call for ``rkey``, re-binding only the arguments
-    that are other objects than last time (the descriptors of unchanged ones are reused)."""
+    that are other objects than last time (the descriptors of unchanged ones are reused). The prepared
+    call keeps the last call's argument buffers alive until the next call with this signature."""
     calls = getattr(_TLS, "calls", None)
     if calls is None:
         calls = _TLS.calls = {}
