@@ -236,11 +236,6 @@ def build_module(c: Contraction) -> str:
             pre.add(constant_op("%zero", zero, elem))
             pre.add(f"%empty = tensor.empty() : {out_t}")
             pre.add(f"%init = linalg.fill ins(%zero : {elem}) outs(%empty : {out_t}) -> {out_t}")
-    elif c.init == "c":
-        pre.add(f"%init_c = tensor.empty() : {out_t}")  # placeholder removed below
-        pre.lines.pop()
-        pre.add(f"%init = arith.select %true, %c, %c : {out_t}") if False else None
-        init_name = "%c"
     if c.init == "beta_c":
         pre.add(f"%beta_s = tensor.extract %beta[%i0] : tensor<1x{elem}>")
         pre.add(f"%init = linalg.generic {{indexing_maps = [{ident}], iterator_types = [{par}]}} "
