@@ -193,3 +193,12 @@ def test_emitted_text_is_vectorized_and_parallel():
     row_sums = Matmul(Tensor.from_dense(big, NF.DELTA(4)), np.ones(100))
     assert "iter_args" in row_sums.mlir and "scf.parallel" in row_sums.mlir   # rows: carried partial sums
     np.testing.assert_allclose(row_sums.execute().to_dense(), big.sum(axis=1))
+
+
+@pytest.mark.parametrize("fmt", [NF.SkewDIAJ, NF.DELTA(2)], ids=["SkewDIAJ", "DELTA2"])
+def test_integers_and_transpose(A, fmt):
+    ai = (A * 10).astype(np.int64)
+    ti = Tensor.from_dense(ai, fmt)
+    np.testing.assert_array_equal(dense(matmul(ti, np.arange(A.shape[1], dtype=np.int64))), ai @ np.arange(A.shape[1]))
+    z = np.linspace(0, 1, A.shape[0])
+    np.testing.assert_allclose(dense(matmul(Tensor.from_dense(A, fmt), z, transpose_a=True)), A.T @ z, atol=1e-12)
