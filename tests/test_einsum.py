@@ -95,3 +95,9 @@ def test_einsum_errors():
         F.einsum("ijk,k->ij", A, B[:, 0].copy())
     with pytest.raises(TypeError, match="dtype mismatch"):
         F.einsum("ik,kj->ij", A, B.astype(np.float32))
+
+
+def test_print_mlir_einsum(capsys):
+    F.print_mlir(sp.csr_array(A), B, subscripts="ik,kj->ij", stage="sparsified")
+    out = capsys.readouterr().out
+    assert "sparsified" in out and "scf.for" in out and "linalg.generic {" not in out
