@@ -32,7 +32,7 @@ def adjacency(n: int, p: float, seed: int) -> torch.Tensor:
     return a
 
 
-@pytest.mark.parametrize("layout", ["csr", "bsr"])
+@pytest.mark.parametrize("layout", ["csr", "bsr", "coo"])
 def test_mlp_with_sparse_weight_matches_eager(layout):
     torch.manual_seed(0)
     mlp = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 8))
@@ -41,7 +41,8 @@ def test_mlp_with_sparse_weight_matches_eager(layout):
     def func(w):  # two sparse layers with bias + ReLU between them, a dense head
         if w.shape[0] != 32:
             return None
-        return TorchUST.from_torch(w.to_sparse_csr() if layout == "csr" else w.to_sparse_bsr((4, 4)))
+        return TorchUST.from_torch({"csr": w.to_sparse_csr, "coo": w.to_sparse,
+                                    "bsr": lambda: w.to_sparse_bsr((4, 4))}[layout]())
 
     reformat_model(mlp, func)
     x = torch.randn(4, 16)

@@ -124,3 +124,11 @@ def test_choose_format_threshold():
     assert isinstance(tu, TorchUST) and tu.format_name in ("CSR", "DELTA8")
     torch.testing.assert_close(tu.dense(), w)
     assert choose_format(w, threshold=0.95) is None
+
+
+def test_unsupported_layer_ops_are_refused_not_densified():
+    model = make_model()
+    reformat_model(model, lambda w: TorchUST.from_torch(w.to_sparse()), modules=(nn.Conv2d,))
+    assert isinstance(model.conv.weight, TorchUST) and model.conv.weight.dim() == 4
+    with pytest.raises(NotImplementedError, match="conv2d"):
+        model(torch.randn(1, 1, 4, 4, dtype=torch.float64))
