@@ -219,7 +219,7 @@ class Solve:
             row = int(np.flatnonzero(udiag < 0)[0])
             raise ValueError(f"IC(0) factorization broke down: negative pivot at row {row} (the matrix is not "
                              "positive definite enough for IC(0); try 'ilu0' or 'jacobi')")
-        return (lu, csr.dptr, udiag), "ilu0"
+        return (lu, csr.dptr, np.ascontiguousarray(1 / udiag)), "ilu0"
 
     # ----- solving -------------------------------------------------------------------------------------
     def execute(self, b: Any, x0: Any = None) -> Any:

@@ -164,8 +164,27 @@ def triangular_operands(t: Tensor, lower: bool, unit: bool, dtype: np.dtype) -> 
     if layout == "coo" and p.size > 1 and np.any(np.diff(p) < 0):
         c = t.convert(NamedFormats.CSR, index_type=it)
         return triangular_operands(c, lower, unit, dtype)
+    if block == 1:
+        with np.errstate(divide="ignore"):
+            diag = 1 / diag  # the kernels multiply by the inverse diagonal (unused when unit)
+    if layout == "rows" and block == 1:
+        layout, p = "ranges", _strict_ranges(p, q, lower)
     name = fmt.name or str(fmt)
-    return TriangularOperands(layout, block, p, q, val, diag.reshape(-1), name)
+    return TriangularOperands(layout, block, p, q, val, np.ascontiguousarray(diag.reshape(-1)), name)
+
+
+def _strict_ranges(pos: np.ndarray, crd: np.ndarray, lower: bool) -> np.ndarray:
+    """``[lo0, hi0, lo1, hi1, ...]``: each row's entries strictly below (above) the diagonal (sorted CSR)."""
+    n = pos.size - 1
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(pos))
+    key = rows * max(n, 1) + crd
+    diag_key = np.arange(n, dtype=np.int64) * (max(n, 1) + 1)
+    out = np.empty((n, 2), dtype=pos.dtype)
+    if lower:
+        out[:, 0], out[:, 1] = pos[:-1], np.searchsorted(key, diag_key, side="left")
+    else:
+        out[:, 0], out[:, 1] = np.searchsorted(key, diag_key, side="right"), pos[1:]
+    return out.reshape(-1)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ A preconditioner adds arguments to the solver function and emits ``dst = M^-1 sr
 - ``none``: the identity (solvers use ``src`` itself, no copy);
 - ``jacobi``: ``dinv`` (inverse diagonal), ``dst = dinv * src``;
 - ``ilu0``: ILU(0)/IC(0) factors stored on A's own CSR pattern (``lu`` values, ``dptr`` = position of
-  each row's diagonal, ``udiag`` = U's diagonal); applied with the substitution emitter
+  each row's diagonal, ``uinv`` = inverse of U's diagonal); applied with the substitution emitter
   (unit lower over ``pos[i]..dptr[i]``, then upper over ``dptr[i]+1..pos[i+1]``).
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Preconditioner:
         if self.kind == "jacobi":
             return [("dinv", vec(E))]
         if self.kind == "ilu0":
-            return [("lu", vec(E)), ("dptr", idx.memref), ("udiag", vec(E))]
+            return [("lu", vec(E)), ("dptr", idx.memref), ("uinv", vec(E))]
         return []
 
     def apply(self, f: FuncBuilder, A: Csr, n: str, src: str, dst: str) -> None:
@@ -63,7 +63,7 @@ class Preconditioner:
             def upper_range(f: FuncBuilder, i: str) -> tuple[str, str]:
                 return f.add(idx.load(f, "%dptr", i), c1, "index"), idx.load(f, A.pos, f.add(i, c1, "index"))
 
-            common = dict(block=1, blk=blk, idx=idx, pos=A.pos, crd=A.crd, val="%lu", diag="%udiag",
+            common = dict(block=1, blk=blk, idx=idx, pos=A.pos, crd=A.crd, val="%lu", diag="%uinv",
                           nb=n, filtered=False)
             emit_rows(f, lower=True, unit=True, b=src, x=dst, bounds=lower_range, **common)
             emit_rows(f, lower=False, unit=False, b=dst, x=dst, bounds=upper_range, **common)

@@ -5,13 +5,16 @@ element type, index width and number of right-hand sides):
 
 - ``rows``: compressed rows of ``block x block`` blocks (CSR is ``block == 1``, BSR with square blocks);
   each row's dot product is accumulated in registers (a vector for several right-hand sides).
+  ``ranges`` is the same walk over precomputed ``[lo, hi)`` entry ranges of each row's strictly
+  triangular part (``p[2i]``, ``p[2i+1]``; sorted CSR), so the loop has no compare.
 - ``cols``: compressed columns (CSC): column-oriented updates ``x[i] -= a_ij * x[j]``.
 - ``coo``: row-sorted coordinates, one pass over the entries (backwards for upper triangles);
   a row is finished (divided by its diagonal) at its last entry.
 
-Entries outside the requested triangle are ignored; the diagonal comes from a separate buffer
-(``diag``: the dense diagonal blocks, ``nb * block * block`` values) so it is read once and checked
-for zeros before the kernel runs. Unit-diagonal solves never read it.
+Entries outside the requested triangle are ignored; the diagonal comes from a separate buffer so it
+is read once and checked for zeros before the kernel runs: for ``block == 1`` it holds the *inverse*
+diagonal (a multiply, not a divide, on the critical path), for blocks the dense diagonal blocks
+(``nb * block * block`` values). Unit-diagonal solves never read it.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from typing import Callable
 from .builder import FuncBuilder
 from .values import Block, IndexBuf, vec
 
-LAYOUTS = ("rows", "cols", "coo")
+LAYOUTS = ("rows", "ranges", "cols", "coo")
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,8 @@ def emit_rows(f: FuncBuilder, *, lower: bool, unit: bool, block: int, blk: Block
                 f.yield_(dl, f.sub(dl.args[0], f.mul(blk.splat(f, v), xv, T), T))
             acc = dl.results[0]
             if not unit:
-                d = f.load(diag, f.add(drow, r, "index"), vec(E))
-                acc = f.div(acc, blk.splat(f, d), T)
+                d = blk.splat(f, f.load(diag, f.add(drow, r, "index"), vec(E)))
+                acc = f.mul(acc, d, T) if bs == 1 else f.div(acc, d, T)
             blk.store(f, acc, x, gi)
 
 
@@ -127,7 +130,7 @@ def emit_cols(f: FuncBuilder, *, lower: bool, unit: bool, blk: Block, idx: Index
         j = outer.iv if lower else f.sub(f.sub(n, c1, "index"), outer.iv, "index")
         xj = blk.load(f, x, j)
         if not unit:
-            xj = f.div(xj, blk.splat(f, f.load(diag, j, vec(E))), T)
+            xj = f.mul(xj, blk.splat(f, f.load(diag, j, vec(E))), T)
             blk.store(f, xj, x, j)
         lo = idx.load(f, pos, j)
         hi = idx.load(f, pos, f.add(j, c1, "index"))
@@ -169,11 +172,11 @@ def emit_coo(f: FuncBuilder, *, lower: bool, unit: bool, blk: Block, idx: IndexB
             last = f.op(f"arith.xori {same}, {f.c(1, 'i1')} : i1", "b")
             with f.if_(last):
                 xi = blk.load(f, x, i)
-                blk.store(f, f.div(xi, blk.splat(f, f.load(diag, i, vec(E))), T), x, i)
+                blk.store(f, f.mul(xi, blk.splat(f, f.load(diag, i, vec(E))), T), x, i)
 
 
 def triangular_function(spec: TriangularSpec) -> str:
-    """``func.func @<spec.name>(pos|rows, crd|cols, val, diag, b, x)``: solves into ``x``."""
+    """``func.func @<spec.name>(pos|ranges|rows, crd|cols, val, diag, b, x)``: solves into ``x``."""
     blk, idx = Block(spec.elem, spec.nrhs), IndexBuf(spec.index_width)
     args = [("p", idx.memref), ("q", idx.memref), ("val", vec(spec.elem)), ("diag", vec(spec.elem)),
             ("b", blk.memref), ("x", blk.memref)]
@@ -183,6 +186,13 @@ def triangular_function(spec: TriangularSpec) -> str:
     if spec.layout == "rows":
         nb = f.sub(f.dim("%p", idx.memref), f.c(1), "index")
         emit_rows(f, block=spec.block, pos="%p", crd="%q", nb=nb, **common)
+    elif spec.layout == "ranges":
+        nb = f.op(f"arith.divui {f.dim('%p', idx.memref)}, {f.c(2)} : index", "n")
+
+        def ranges(f: FuncBuilder, i: str) -> tuple[str, str]:
+            at = f.mul(i, f.c(2), "index")
+            return idx.load(f, "%p", at), idx.load(f, "%p", f.add(at, f.c(1), "index"))
+        emit_rows(f, block=1, pos="%p", crd="%q", nb=nb, bounds=ranges, filtered=False, **common)
     elif spec.layout == "cols":
         n = f.sub(f.dim("%p", idx.memref), f.c(1), "index")
         emit_cols(f, pos="%p", crd="%q", n=n, **common)
