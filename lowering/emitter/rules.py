@@ -104,8 +104,8 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
                            b.const(f"dense<{DELTA_STEP}>", f"vector<{lanes}xindex>"))
             coords = b.vadd(b.splat(run, lanes), b.prefix_sum(steps, lanes))
             return [b.extract(coords, lanes - 1)] + inner(p, coords, rest, lanes)
-        step = b.add(b.load_index(args.crd, ctx.at(p), unsigned=True), b.index(DELTA_STEP))
-        coord = b.add(run, step)  # one add on the loop-carried chain
+        # (run + gap) + step: x86 folds it into one lea (measured faster than run + (gap + step))
+        coord = b.add(b.add(run, b.load_index(args.crd, ctx.at(p), unsigned=True)), b.index(DELTA_STEP))
         return [coord] + inner(p, coord, rest, 1)
 
     out = ctx.loop(k, lo, hi, [b.index(DELTA_START)] + list(carry), entry, own=1)

@@ -20,7 +20,7 @@ from .rules import CONTIGUOUS, GATHER, rule_for
 #: Lanes of a vectorized innermost loop (a remainder loop handles the rest).
 VECTOR_LANES = 8
 #: Independent accumulators of an unrolled innermost reduction loop (hides add latency).
-UNROLL = 8
+UNROLL = 16
 #: Rows per tile when a diagonal format's range level is tiled (keeps output and input windows in cache).
 RANGE_TILE = 2048
 #: ``carry_level`` meaning "no loop-carried accumulator" (any value >= the number of levels).
