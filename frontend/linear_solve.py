@@ -119,6 +119,7 @@ class Solve:
         self.unit_diagonal, self.on_failure, self.restart = bool(unit_diagonal), on_failure, int(restart)
         self._dtype = None if dtype is None else working_dtype(dtype, dtype)
         self._planned = False
+        self._structure: Structure | None = None
         self._info: SolveInfo | None = None
         self._kernels: dict[int, Any] = {}
 
@@ -170,8 +171,7 @@ class Solve:
             return bool(self.lower), "lower=True" if self.lower else "upper=True"
         if self.method not in ("auto", "triangular"):
             return None
-        self._structure = analyze(self._matrix)
-        s = self._structure
+        s = self._struct()
         if s.lower or s.upper:
             return s.lower, f"{'lower' if s.lower else 'upper'} triangular matrix"
         if self.method == "triangular":
@@ -193,7 +193,8 @@ class Solve:
         return "bicgstab", "not symmetric" if not s.symmetric else "symmetric, diagonal not positive"
 
     def _struct(self) -> Structure:
-        if getattr(self, "_structure", None) is None:
+        """The structure analysis of ``a`` (computed once)."""
+        if self._structure is None:
             self._structure = analyze(self._matrix)
         return self._structure
 
@@ -272,10 +273,11 @@ class Solve:
             xx = np.empty_like(bb)
             self._tri_kernel(w)(t.p, t.q, t.val, t.diag, bb, xx)
             out[:, start:stop] = xx.reshape(n, w)
-        if not np.isfinite(out).all():
-            self._fail("substitution overflowed (NaN/Inf in x): the matrix is too "
-                                        "ill-conditioned for this precision")
-        self._info = _replace(self._info, iterations=0, residual=None, converged=True)
+        ok = bool(np.isfinite(out).all())
+        self._info = _replace(self._info, iterations=0, residual=None, converged=ok)
+        if not ok:
+            self._fail("substitution overflowed (NaN/Inf in x): the matrix is too ill-conditioned for this "
+                       "precision")
         return out
 
     def _iterate(self, cols: np.ndarray, guess: np.ndarray | None) -> np.ndarray:

@@ -258,3 +258,15 @@ def test_example_solve_poisson(tmp_path):
     finally:
         _sys.argv = argv
     assert out.stat().st_size > 1000
+
+
+def test_substitution_overflow_is_reported():
+    n = 60
+    a = sp.csr_matrix(np.eye(n) * 1e-30 + np.diag(np.full(n - 1, 1e30), -1), dtype=np.float32)
+    with pytest.raises(ConvergenceError, match="overflowed"):
+        frontend.solve(a, np.ones(n, dtype=np.float32))
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        s = frontend.Solve(a, on_failure="warn")
+        s.execute(np.ones(n, dtype=np.float32))
+    assert not s.info.converged
