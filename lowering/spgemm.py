@@ -5,7 +5,8 @@ function call per entry and quick-sorts each row's workspace (about 7x scipy's t
 
 Gustavson's row-by-row algorithm in one pass over the products: each row is accumulated in a dense
 workspace (a marker array says which columns the row reached and remembers them in a list), then
-written in column order, either by sorting the row's column list (``sparse_tensor.sort``) or, for rows
+written in column order, either by sorting the row's column list (``sparse_tensor.sort``: insertion sort
+up to 128 entries, the list being a concatenation of sorted runs, else hybrid quick sort) or, for rows
 that fill more than 1/16 of the columns, by scanning the marker array. The output buffers are allocated
 once with an upper bound of the entries (the B rows each A entry reaches, at most m*n) and shrunk to the
 exact size at the end (``memref.realloc``), so the caller owns exactly-sized buffers. Signature (sparse-assembler order):
@@ -93,6 +94,7 @@ def _build(c: Any, transposed: bool) -> str:
     t.emit("%c0 = arith.constant 0 : index")
     t.emit("%c1 = arith.constant 1 : index")
     t.emit("%c16 = arith.constant 16 : index")
+    t.emit("%c128 = arith.constant 128 : index")
     t.emit(f"%m = arith.constant {m} : index")
     t.emit(f"%n = arith.constant {n} : index")
     t.emit(f"%m1 = arith.constant {m + 1} : index")
@@ -177,8 +179,15 @@ def _build(c: Any, transposed: bool) -> str:
     t.emit("}")
     t.depth -= 1
     t.emit("} else {")
-    t.emit("  sparse_tensor.sort hybrid_quick_sort %rc, %cols {perm_map = affine_map<(d0) -> (d0)>, "
+    # short rows (concatenated sorted runs of B's rows): insertion sort beats quick sort by far
+    t.emit("  %short = arith.cmpi ule, %rc, %c128 : index")
+    t.emit("  scf.if %short {")
+    t.emit("    sparse_tensor.sort insertion_sort_stable %rc, %cols {perm_map = affine_map<(d0) -> (d0)>, "
            "ny = 0 : index} : memref<?xindex>")
+    t.emit("  } else {")
+    t.emit("    sparse_tensor.sort hybrid_quick_sort %rc, %cols {perm_map = affine_map<(d0) -> (d0)>, "
+           "ny = 0 : index} : memref<?xindex>")
+    t.emit("  }")
     t.emit("}")
     t.emit("scf.for %w = %c0 to %rc step %c1 {")
     t.depth += 1

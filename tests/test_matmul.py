@@ -69,10 +69,16 @@ def test_spgemm_entries_match_scipy(kind, index_type):
 
 
 @pytest.mark.parametrize("kind", ["csr", "csc"])
-def test_spgemm_wide_rows_sorted(kind):
-    """Rows much sparser than the column count take the sorting branch of the SpGEMM kernel."""
-    a = getattr(sp, f"{kind}_array")(sp.random_array((40, 300), density=0.01, random_state=1))
-    b = getattr(sp, f"{kind}_array")(sp.random_array((300, 2000), density=0.002, random_state=2))
+@pytest.mark.parametrize("shapes", [((40, 300, 2000), (0.01, 0.002)), ((4, 50, 5000), (0.2, 0.004))],
+                         ids=["insertion-sorted rows", "quick-sorted rows"])
+def test_spgemm_wide_rows_sorted(kind, shapes):
+    """Rows much sparser than the column count take the sorting branches of the SpGEMM kernel (short
+    rows: insertion sort; rows over 128 entries: quick sort)."""
+    (m, k, n), (da, db) = shapes
+    if kind == "csc":
+        m, n = n, m
+    a = getattr(sp, f"{kind}_array")(sp.random_array((m, k), density=da if kind == "csr" else db, random_state=1))
+    b = getattr(sp, f"{kind}_array")(sp.random_array((k, n), density=db if kind == "csr" else da, random_state=2))
     r = F.matmul(a, b)
     ref = getattr(sp, f"{kind}_array")(a @ b)
     ref.sort_indices()
