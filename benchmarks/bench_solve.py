@@ -123,7 +123,7 @@ def main() -> None:
         n = a.shape[0]
         print(f"--- {name}: n={n}, nnz={a.nnz}", flush=True)
         b = np.random.default_rng(0).standard_normal(n)
-        big = n > 100_000
+        big = n > 50_000
         sym = abs(a - a.T).max() <= 1e-10 * abs(a).max()
         methods = ["cg", "bicgstab", "gmres"] if sym else ["bicgstab", "gmres"]
         if big:  # unpreconditioned GMRES(30) on these takes minutes in scipy; 2-D BiCGSTAB too
