@@ -270,3 +270,26 @@ def test_substitution_overflow_is_reported():
         s = frontend.Solve(a, on_failure="warn")
         s.execute(np.ones(n, dtype=np.float32))
     assert not s.info.converged
+
+
+def test_kernels_with_64bit_indices_and_restart():
+    from lowering.solve import KrylovSpec, TriangularSpec, compile_solver, krylov_module, triangular_module
+
+    a = pyamg.gallery.poisson((6, 6), format="csr")
+    n = a.shape[0]
+    pos, crd = a.indptr.astype(np.int64), a.indices.astype(np.int64)
+    b = np.random.default_rng(11).standard_normal(n)
+    spec = KrylovSpec("gmres", "f64", 64, "none", restart=5)
+    fn = compile_solver(krylov_module(spec)).function(spec.name)
+    x = np.zeros(n)
+    it, res = fn(pos, crd, a.data, b, x, 1e-10, 1000)
+    assert it > 5 and res <= 1e-10
+    assert rel_err(x, sla.spsolve(a.tocsc(), b)) < 1e-8
+    low = sp.tril(a).tocsr()
+    tspec = TriangularSpec("rows", True, False, "f32", 64, nrhs=2)
+    tfn = compile_solver(triangular_module(tspec)).function(tspec.name)
+    b2 = np.random.default_rng(12).standard_normal((n, 2)).astype(np.float32)
+    x2 = np.empty_like(b2)
+    tfn(low.indptr.astype(np.int64), low.indices.astype(np.int64), low.data.astype(np.float32),
+        (1 / low.diagonal()).astype(np.float32), b2, x2)
+    assert rel_err(x2, sla.spsolve_triangular(low, b2.astype(np.float64))) < 1e-5
