@@ -1,7 +1,7 @@
 """PyTorch MLP inference (n -> n -> n -> 10) pruned to unstructured sparsity: dense torch, torch.sparse CSR,
 TorchUST with CSR and DELTA(8) weights, and ``frontend.compile`` of the CSR model; weight bytes per format.
 
-Times are the median of ``--reps`` forwards after warm-up (first forwards compile; the machine is shared,
+Times are the best of ``--reps`` interleaved rounds after warm-up (first forwards compile; the machine is shared,
 so compare ratios within one run).  Run::
 
     .venv/bin/python benchmarks/bench_torch.py --size 4096 --batch 1 32 --sparsity 0.5 0.7 0.9 0.95
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
 import sys
 import time
 import warnings
@@ -50,15 +49,19 @@ class TorchCSR(nn.Module):
         return h.t()
 
 
-def median_us(fn: Callable[[], Any], reps: int) -> float:
-    fn()
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
+def best_us(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
+    """Best time of each function over ``reps`` rounds; every round runs each once (interleaved, so a
+    change in the shared machine's load hits all variants alike)."""
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
+        fn()
+    best = {name: float("inf") for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {name: t * 1e6 for name, t in best.items()}
 
 
 def weight_bytes(model: nn.Module) -> int:
@@ -77,7 +80,7 @@ def csr_bytes(model: TorchCSR) -> int:
 
 def run(size: int, batches: list[int], sparsities: list[float], reps: int) -> None:
     print(f"MLP {size} -> {size} -> {size} -> 10, float32, {torch.get_num_threads()} torch threads; "
-          "median microseconds per forward (ratio = dense / variant)")
+          "best microseconds per forward (ratio = dense / variant)")
     for s in sparsities:
         dense = prune_model(mlp(size), amount=s, names=["0", "2"])
         reformat_model(dense, lambda w: None)  # pruning permanent, weights stay dense
@@ -102,11 +105,10 @@ def run(size: int, batches: list[int], sparsities: list[float], reps: int) -> No
                     err = (model(x) - ref).abs().max().item()
                     assert err < 1e-3, f"{name} differs from dense by {err}"
                 assert (compiled(x) - ref).abs().max().item() < 1e-3
-                rows = [("dense torch", median_us(lambda: dense(x), reps)),
-                        ("torch.sparse CSR", median_us(lambda: tcsr(x), reps)),
-                        ("TorchUST CSR", median_us(lambda: ucsr(x), reps)),
-                        ("TorchUST DELTA8", median_us(lambda: udelta(x), reps)),
-                        ("frontend.compile", median_us(lambda: compiled(x), reps))]
+                times = best_us({"dense torch": lambda: dense(x), "torch.sparse CSR": lambda: tcsr(x),
+                                 "TorchUST CSR": lambda: ucsr(x), "TorchUST DELTA8": lambda: udelta(x),
+                                 "frontend.compile": lambda: compiled(x)}, reps)
+                rows = list(times.items())
             base = rows[0][1]
             print(f"  batch {b} (frontend.compile took {compile_s:.1f} s):")
             for name, us in rows:
