@@ -1,0 +1,195 @@
+"""Operands of the operations: package objects and Tensors viewed as Tensors (fast paths for the hot call),
+dtype and device checks, free transposes (format views), and results back in the callers' package."""
+from __future__ import annotations
+
+import copy
+import sys
+import weakref
+from typing import Any, Sequence
+
+import numpy as np
+
+from lowering.types import mlir_type
+
+from . import plan as P
+from .formats import TensorFormat
+from .named_formats import NamedFormats
+from .tensor import Tensor
+
+ELEMS = {np.dtype(t): mlir_type(t) for t in ("float32", "float64", "complex64", "complex128", "int32",
+                                            "int64")}
+
+
+def as_tensor(x: Any, what: str) -> Tensor:
+    """``x`` as a Tensor (package objects are viewed without copying)."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (int, float, complex)) or x is None:
+        raise TypeError(f"{what} must be an array, a sparse matrix or a Tensor, got {type(x).__name__}")
+    try:
+        return Tensor.from_package(x)
+    except TypeError as err:
+        raise TypeError(f"{what}: {err}") from None
+
+
+_MEMO: dict[int, tuple[Any, tuple, Tensor]] = {}
+_SCIPY_BUFFERS = {"csr": ("indptr", "indices", "data"), "csc": ("indptr", "indices", "data"),
+                  "bsr": ("indptr", "indices", "data"), "coo": ("coords", "data")}
+
+
+def operand(x: Any, what: str) -> Tensor:
+    """Like :func:`as_tensor`, with fast paths for the hot call: C-contiguous numpy arrays are wrapped
+    directly, scipy sparse objects are viewed (and validated) once per buffer set. Sparse Tensors are
+    validated (cached per buffer set) before any kernel sees them."""
+    tx = type(x)
+    if tx is Tensor:
+        if not row_major(x.tensor_format) and x.is_sparse:
+            validate_sparse((x,))
+        return x
+    if tx is np.ndarray and x.flags.c_contiguous:
+        return P.dense_tensor(x)
+    attrs = _SCIPY_BUFFERS.get(getattr(x, "format", None))  # type: ignore[arg-type]
+    if attrs is not None and tx.__module__.startswith("scipy."):
+        sig = tuple(id(getattr(x, a)) for a in attrs) + (x.shape,)
+        got = _MEMO.get(id(x))
+        if got is not None and got[0]() is x and got[1] == sig:
+            return got[2]
+        t = as_tensor(x, what)
+        view = copy.copy(t)  # the memo must not keep x alive: its entry goes when x is collected
+        view._source = None
+        try:
+            _MEMO[id(x)] = (weakref.ref(x), sig, view)
+            weakref.finalize(x, _MEMO.pop, id(x), None)
+        except TypeError:
+            pass
+        return t
+    t = as_tensor(x, what)
+    if t.is_sparse:
+        validate_sparse((t,))
+    return t
+
+
+def elem_of(tensors: Sequence[Tensor], names: Sequence[str]) -> str:
+    dt = np.dtype(tensors[0].dtype)
+    for t, n in zip(tensors, names):
+        d = np.dtype(t.dtype)
+        if d != dt:
+            raise TypeError(f"dtype mismatch: {names[0]} is {dt}, {n} is {d}; convert one of them first")
+    try:
+        return ELEMS[dt]
+    except KeyError:
+        raise TypeError(f"dtype {dt} is not supported (supported: {', '.join(str(d) for d in ELEMS)})") from None
+
+
+def check_cpu(t: Tensor, what: str) -> None:
+    if t.device != "cpu":
+        raise ValueError(f"{what} lives on {t.device}; the CPU target needs CPU buffers")
+
+
+_PERMUTED: dict[tuple[TensorFormat, tuple[int, ...]], TensorFormat] = {}
+
+
+def permuted(t: Tensor, perm: Sequence[int]) -> Tensor:
+    """The same buffers viewed with dimensions reordered (``perm[d]`` = old dimension of new ``d``)."""
+    perm = tuple(perm)
+    if perm == tuple(range(len(perm))):
+        return t
+    fmt = t.tensor_format
+    key = (fmt, perm)
+    new = _PERMUTED.get(key)
+    if new is None:
+        new = TensorFormat([fmt.dimensions[p] for p in perm], fmt.levels)
+        _PERMUTED[key] = new
+    return Tensor(new, [t.shape[p] for p in perm], t._pos, t._crd, t._val, index_type=t.index_type,
+                  package=t.package, device=t.device)
+
+
+def squeezed(t: Tensor, axes: Sequence[int], what: str) -> Tensor:
+    """Drop size-1 broadcast axes of a dense operand."""
+    if not axes:
+        return t
+    if not (t.tensor_format.is_dense and t.tensor_format.is_identity):
+        raise ValueError(f"{what}: broadcasting a size-1 batch dimension needs a dense row-major operand; "
+                         f"give a sparse operand of shape {t.shape} without it")
+    return P.dense_tensor(np.asarray(t.val).reshape([s for d, s in enumerate(t.shape) if d not in axes]))
+
+
+_PACKAGE_OF_TYPE: dict[type, str | None] = {}
+
+
+def result_package(objs: Sequence[Any]) -> str | None:
+    """None for Tensor results, else the package results come back in."""
+    found = "numpy"
+    for x in objs:
+        if x is None:
+            continue
+        tx = type(x)
+        root = _PACKAGE_OF_TYPE.get(tx, "")
+        if root == "":
+            root = None if issubclass(tx, Tensor) else (tx.__module__ or "").split(".", 1)[0]
+            _PACKAGE_OF_TYPE[tx] = root
+        if root is None:
+            return None
+        if root == "torch":
+            found = "torch"
+        elif root == "scipy" and found != "torch":
+            found = "scipy"
+    return found
+
+
+_SCIPY_COMPRESSED = {NamedFormats.CSR: "csr_array", NamedFormats.CSC: "csc_array"}
+
+
+def to_package(result: Any, package: str | None) -> Any:
+    if isinstance(result, Tensor):
+        if package is None:
+            return result
+        kind = _SCIPY_COMPRESSED.get(result.tensor_format) if package in ("scipy", "numpy") else None
+        if kind is not None:  # kernel-built CSR/CSC: straight into scipy (the buffers are valid by construction)
+            import scipy.sparse as sps
+            return getattr(sps, kind)((result.val, result.crd(1), result.pos(1)), shape=result.shape)
+        try:
+            return result.to_package("scipy" if package == "numpy" else package)
+        except TypeError:
+            return result  # no such object in that package (e.g. DCSR in scipy): the Tensor itself
+    if package is None:
+        return P.dense_tensor(result)
+    if package == "torch":
+        return sys.modules["torch"].from_numpy(result) if result.ndim else sys.modules["torch"].tensor(result[()])
+    return result if result.ndim else result[()]
+
+
+_ROW_MAJOR: dict[TensorFormat, bool] = {}
+
+
+def row_major(fmt: TensorFormat) -> bool:
+    """Whether ``fmt`` is plain row-major dense (memoized per format)."""
+    got = _ROW_MAJOR.get(fmt)
+    if got is None:
+        got = _ROW_MAJOR[fmt] = fmt.is_dense and fmt.is_identity
+    return got
+
+
+def operand_key(t: Tensor) -> tuple:
+    fmt = t.tensor_format
+    if row_major(fmt):
+        return (None, t.shape, t.dtype)
+    return (fmt.structure_key(), t.shape, t.dtype, t.index_type)
+
+
+def out_width(tensors: Sequence[Tensor]) -> int:
+    for t in tensors:
+        if t.is_sparse and t.index_type is not None:
+            return np.dtype(t.index_type).itemsize * 8
+    return 64
+
+
+def validate_sparse(tensors: Sequence[Tensor]) -> None:
+    """Check sparse operands' buffers before a kernel reads them (cached per buffer set)."""
+    try:
+        from .validate import validate
+    except ImportError:  # the validation module is being written in parallel; from_package validates too
+        return
+    for t in tensors:
+        if t.is_sparse:
+            validate(t)
