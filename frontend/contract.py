@@ -23,9 +23,8 @@ from .tensor import Tensor
 def default_sparse_format(like: TensorFormat, rank: int) -> TensorFormat:
     """The output format of a sparse result: ``like``'s family when it has the rank and MLIR can insert
     into it in order (unique levels), else CSR-like (dense outer level, compressed inner levels)."""
-    from .blocks import block_sizes, unblocked_format
-    if block_sizes(like):
-        like = unblocked_format(like)
+    if blocks.block_sizes(like):
+        like = blocks.unblocked_format(like)
     if (like.num_dimensions == rank and not like.is_dense and all(lv.unique for lv in like.levels)
             and all(lv.format.value != "batch" for lv in like.levels) and like.mlir_support() == "sparsifier"):
         return like
