@@ -18,7 +18,7 @@ from typing import Callable
 
 from .builder import FuncBuilder
 from .precond import Preconditioner
-from .values import FLOAT_TYPES, IndexBuf, from_f64, vec
+from .values import FLOAT_TYPES, IndexBuf, Lanes, from_f64, vec
 from .vectors import Csr, dot, product, residual, spmv, sqrt, sweep
 
 METHODS = ("cg", "bicgstab", "gmres")
@@ -83,6 +83,9 @@ class _Ctx:
     def st(self, value: str, mem: str, i: str) -> None:
         self.f.store(value, mem, i, vec(self.E))
 
+    def sweep(self, body: Callable[[str, Lanes], list[str]], nsums: int = 0, **kw: int) -> list[str]:
+        return sweep(self.f, self.n, self.E, body, nsums, **kw)
+
     def narrow(self, v: str) -> str:
         """An f64 coefficient in the element type."""
         return from_f64(self.f, v, self.E)
@@ -99,10 +102,10 @@ def _cg(c: _Ctx, it0: str) -> tuple[str, list[str]]:
     z = c.precondition(c.r, z0)
     rz0 = dot(f, c.n, c.r, z, E)
 
-    def init(i: str) -> list[str]:
-        c.st(c.ld(z, i), p, i)
+    def init(i: str, L: Lanes) -> list[str]:
+        L.st(f, L.ld(f, z, i), p, i)
         return []
-    sweep(f, c.n, init)
+    c.sweep(init)
     true = f.c(1, "i1")
     with f.while_([(it0, "index"), (rz0, "f64"), (rz0 if c.M.identity else f.c(float("inf"), "f64"), "f64"),
                    (true, "i1")]) as w:
@@ -115,20 +118,21 @@ def _cg(c: _Ctx, it0: str) -> tuple[str, list[str]]:
         alpha64 = f.select(good, f.div(rz, pq, "f64"), f.c(0.0, "f64"), "f64")
         alpha = c.narrow(alpha64)
 
-        def update(i: str) -> list[str]:
-            c.st(f.add(c.ld(c.x, i), f.mul(alpha, c.ld(p, i), E), E), c.x, i)
-            ri = f.sub(c.ld(c.r, i), f.mul(alpha, c.ld(q, i), E), E)
-            c.st(ri, c.r, i)
-            return [product(f, ri, ri, E)]
-        rr2 = sweep(f, c.n, update, 1)[0]
+        def update(i: str, L: Lanes) -> list[str]:
+            a = L.splat(f, alpha)
+            L.st(f, f.add(L.ld(f, c.x, i), f.mul(a, L.ld(f, p, i), L.t), L.t), c.x, i)
+            ri = f.sub(L.ld(f, c.r, i), f.mul(a, L.ld(f, q, i), L.t), L.t)
+            L.st(f, ri, c.r, i)
+            return [product(f, ri, ri, L)]
+        rr2 = c.sweep(update, 1)[0]
         z = c.precondition(c.r, z0)
         rz2 = rr2 if c.M.identity else dot(f, c.n, c.r, z, E)
         beta = c.narrow(f.select(good, f.div(rz2, rz, "f64"), f.c(0.0, "f64"), "f64"))
 
-        def direction(i: str) -> list[str]:
-            c.st(f.add(c.ld(z, i), f.mul(beta, c.ld(p, i), E), E), p, i)
+        def direction(i: str, L: Lanes) -> list[str]:
+            L.st(f, f.add(L.ld(f, z, i), f.mul(L.splat(f, beta), L.ld(f, p, i), L.t), L.t), p, i)
             return []
-        sweep(f, c.n, direction)
+        c.sweep(direction)
         w.yield_(f.add(it, f.c(1), "index"), rz2, rr2, good)
     bufs = [p, q] + ([z0] if not c.M.identity else [])
     return w.results[0], bufs
@@ -143,13 +147,12 @@ def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
     if not c.M.identity:
         phat0, shat0 = c.vector(), c.vector()
 
-    def init(i: str) -> list[str]:
-        ri = c.ld(c.r, i)
-        c.st(ri, rhat, i)
-        c.st(f.c(0.0, E), p, i)
-        c.st(f.c(0.0, E), v, i)
+    def init(i: str, L: Lanes) -> list[str]:
+        L.st(f, L.ld(f, c.r, i), rhat, i)
+        L.st(f, L.zero(f), p, i)
+        L.st(f, L.zero(f), v, i)
         return []
-    sweep(f, c.n, init)
+    c.sweep(init)
 
     def nonzero(v64: str) -> str:
         return f.cmpf("one", v64, zero)
@@ -167,33 +170,33 @@ def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
         beta = c.narrow(f.mul(safe_div(rho, rho_old), safe_div(alpha_old, omega_old), "f64"))
         om = c.narrow(omega_old)
 
-        def direction(i: str) -> list[str]:
-            pv = f.sub(c.ld(p, i), f.mul(om, c.ld(v, i), E), E)
-            c.st(f.add(c.ld(c.r, i), f.mul(beta, pv, E), E), p, i)
+        def direction(i: str, L: Lanes) -> list[str]:
+            pv = f.sub(L.ld(f, p, i), f.mul(L.splat(f, om), L.ld(f, v, i), L.t), L.t)
+            L.st(f, f.add(L.ld(f, c.r, i), f.mul(L.splat(f, beta), pv, L.t), L.t), p, i)
             return []
-        sweep(f, c.n, direction)
+        c.sweep(direction)
         phat = c.precondition(p, phat0) if phat0 else p
         rv = spmv(f, c.A, c.n, phat, v, dots=[rhat])[0]
         alpha64 = safe_div(rho, rv)
         alpha = c.narrow(alpha64)
 
-        def half(i: str) -> list[str]:  # s = r - alpha v, kept in r
-            si = f.sub(c.ld(c.r, i), f.mul(alpha, c.ld(v, i), E), E)
-            c.st(si, c.r, i)
+        def half(i: str, L: Lanes) -> list[str]:  # s = r - alpha v, kept in r
+            L.st(f, f.sub(L.ld(f, c.r, i), f.mul(L.splat(f, alpha), L.ld(f, v, i), L.t), L.t), c.r, i)
             return []
-        sweep(f, c.n, half)
+        c.sweep(half)
         shat = c.precondition(c.r, shat0) if shat0 else c.r
         tt, ts = spmv(f, c.A, c.n, shat, t, dots=[t, c.r])
         omega64 = safe_div(ts, tt)
         omega = c.narrow(omega64)
 
-        def update(i: str) -> list[str]:
-            xi = f.add(c.ld(c.x, i), f.add(f.mul(alpha, c.ld(phat, i), E), f.mul(omega, c.ld(shat, i), E), E), E)
-            c.st(xi, c.x, i)
-            ri = f.sub(c.ld(c.r, i), f.mul(omega, c.ld(t, i), E), E)
-            c.st(ri, c.r, i)
-            return [product(f, ri, ri, E)]
-        rr2 = sweep(f, c.n, update, 1)[0]
+        def update(i: str, L: Lanes) -> list[str]:
+            a, o, T = L.splat(f, alpha), L.splat(f, omega), L.t
+            step = f.add(f.mul(a, L.ld(f, phat, i), T), f.mul(o, L.ld(f, shat, i), T), T)
+            L.st(f, f.add(L.ld(f, c.x, i), step, T), c.x, i)
+            ri = f.sub(L.ld(f, c.r, i), f.mul(o, L.ld(f, t, i), T), T)
+            L.st(f, ri, c.r, i)
+            return [product(f, ri, ri, L)]
+        rr2 = c.sweep(update, 1)[0]
         good = f.andi(f.andi(nonzero(rho), nonzero(rv)), nonzero(omega64))
         w.yield_(f.add(it, f.c(1), "index"), rho, alpha64, omega64, rr2, good)
     bufs = [rhat, p, v, t] + ([phat0, shat0] if phat0 else [])
@@ -214,10 +217,10 @@ def _gmres(c: _Ctx, it0: str) -> tuple[str, list[str]]:
     beta = sqrt(f, dot(f, c.n, c.r, c.r, E))
     inv = c.narrow(f.div(one, beta, "f64"))
 
-    def start(i: str) -> list[str]:
-        c.st(f.mul(c.ld(c.r, i), inv, E), V, i)
+    def start(i: str, L: Lanes) -> list[str]:
+        L.st(f, f.mul(L.ld(f, c.r, i), L.splat(f, inv), L.t), V, i)
         return []
-    sweep(f, c.n, start)
+    c.sweep(start)
     with f.loop(c0, f.c(m + 1)) as lp:
         f.store(zero, g, lp.iv, F)
     f.store(beta, g, c0, F)
@@ -234,19 +237,11 @@ def _gmres(c: _Ctx, it0: str) -> tuple[str, list[str]]:
         w.cond(go)
         j, it, res = w.after
         vj, vw = view(j), view(f.add(j, c1, "index"))
-        if z0 is None:
-            src = u
-
-            def copy(i: str) -> list[str]:
-                c.st(c.ld(V, f.add(vj, i, "index")), u, i)
-                return []
-            sweep(f, c.n, copy)
-        else:
-            def copy(i: str) -> list[str]:
-                c.st(c.ld(V, f.add(vj, i, "index")), u, i)
-                return []
-            sweep(f, c.n, copy)
-            src = c.precondition(u, z0)
+        def copy(i: str, L: Lanes) -> list[str]:
+            L.st(f, L.ld(f, V, f.add(vj, i, "index")), u, i)
+            return []
+        c.sweep(copy)
+        src = u if z0 is None else c.precondition(u, z0)
         # w = A src, written into V[j+1]
         with f.loop(c0, c.n) as rl:
             c.st(c.A.row_dot(f, rl.iv, src), V, f.add(vw, rl.iv, "index"))
@@ -256,20 +251,21 @@ def _gmres(c: _Ctx, it0: str) -> tuple[str, list[str]]:
             f.store(h, H, h_at(gs.iv, j), F)
             hn = c.narrow(h)
 
-            def orth(i: str, vi: str = vi, hn: str = hn) -> list[str]:
+            def orth(i: str, L: Lanes, vi: str = vi, hn: str = hn) -> list[str]:
                 k = f.add(vw, i, "index")
-                c.st(f.sub(c.ld(V, k), f.mul(hn, c.ld(V, f.add(vi, i, "index")), E), E), V, k)
+                vk = f.mul(L.splat(f, hn), L.ld(f, V, f.add(vi, i, "index")), L.t)
+                L.st(f, f.sub(L.ld(f, V, k), vk, L.t), V, k)
                 return []
-            sweep(f, c.n, orth)
+            c.sweep(orth)
         hnext = sqrt(f, dot_offsets(f, c, V, vw, vw))
         f.store(hnext, H, h_at(f.add(j, c1, "index"), j), F)
         scale = c.narrow(f.select(f.cmpf("one", hnext, zero), f.div(one, hnext, "f64"), zero, "f64"))
 
-        def normalize(i: str) -> list[str]:
+        def normalize(i: str, L: Lanes) -> list[str]:
             k = f.add(vw, i, "index")
-            c.st(f.mul(c.ld(V, k), scale, E), V, k)
+            L.st(f, f.mul(L.ld(f, V, k), L.splat(f, scale), L.t), V, k)
             return []
-        sweep(f, c.n, normalize)
+        c.sweep(normalize)
         with f.loop(c0, j) as rot:  # previous rotations on column j
             i0, i1 = h_at(rot.iv, j), h_at(f.add(rot.iv, c1, "index"), j)
             a, b = f.load(H, i0, F), f.load(H, i1, F)
@@ -300,19 +296,20 @@ def _gmres(c: _Ctx, it0: str) -> tuple[str, list[str]]:
             f.yield_(sl, s)
         f.store(f.div(sl.results[0], f.load(H, h_at(i, i), F), "f64"), y, i, F)
 
-    def combine(i: str) -> list[str]:
-        with f.loop(c0, k, [(f.c(0.0, E), E)]) as cl:
-            yk = c.narrow(f.load(y, cl.iv, F))
-            f.yield_(cl, f.add(cl.args[0], f.mul(yk, c.ld(V, f.add(view(cl.iv), i, "index")), E), E))
-        c.st(cl.results[0], u, i)
+    def combine(i: str, L: Lanes) -> list[str]:
+        with f.loop(c0, k, [(L.zero(f), L.t)]) as cl:
+            yk = L.splat(f, c.narrow(f.load(y, cl.iv, F)))
+            term = f.mul(yk, L.ld(f, V, f.add(view(cl.iv), i, "index")), L.t)
+            f.yield_(cl, f.add(cl.args[0], term, L.t))
+        L.st(f, cl.results[0], u, i)
         return []
-    sweep(f, c.n, combine, unroll=1)
+    c.sweep(combine, unroll=1)
     corr = c.precondition(u, z0) if z0 else u
 
-    def correct(i: str) -> list[str]:
-        c.st(f.add(c.ld(c.x, i), c.ld(corr, i), E), c.x, i)
+    def correct(i: str, L: Lanes) -> list[str]:
+        L.st(f, f.add(L.ld(f, c.x, i), L.ld(f, corr, i), L.t), c.x, i)
         return []
-    sweep(f, c.n, correct)
+    c.sweep(correct)
     bufs = [V, u] + ([z0] if z0 else [])
     for small in (H, cs, sn, g, y):
         f.dealloc(small, F)
@@ -321,11 +318,9 @@ def _gmres(c: _Ctx, it0: str) -> tuple[str, list[str]]:
 
 def dot_offsets(f: FuncBuilder, c: _Ctx, V: str, oa: str, ob: str) -> str:
     """``dot(V[oa:oa+n], V[ob:ob+n])`` in f64."""
-    E = c.E
-
-    def body(i: str) -> list[str]:
-        return [product(f, c.ld(V, f.add(oa, i, "index")), c.ld(V, f.add(ob, i, "index")), E)]
-    return sweep(f, c.n, body, 1)[0]
+    def body(i: str, L: Lanes) -> list[str]:
+        return [product(f, L.ld(f, V, f.add(oa, i, "index")), L.ld(f, V, f.add(ob, i, "index")), L)]
+    return c.sweep(body, 1)[0]
 
 
 _INNER: dict[str, Inner] = {"cg": _cg, "bicgstab": _bicgstab, "gmres": _gmres}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .builder import FuncBuilder
 from .triangular import emit_rows
-from .values import Block, IndexBuf, vec
+from .values import Block, IndexBuf, Lanes, vec
 from .vectors import Csr, sweep
 
 KINDS = ("none", "jacobi", "ilu0")
@@ -49,10 +49,10 @@ class Preconditioner:
         """Emit ``dst = M^-1 src`` (``dst`` != ``src``)."""
         E = self.elem
         if self.kind == "jacobi":
-            def body(i: str) -> list[str]:
-                f.store(f.mul(f.load("%dinv", i, vec(E)), f.load(src, i, vec(E)), E), dst, i, vec(E))
+            def body(i: str, L: Lanes) -> list[str]:
+                L.st(f, f.mul(L.ld(f, "%dinv", i), L.ld(f, src, i), L.t), dst, i)
                 return []
-            sweep(f, n, body, 0)
+            sweep(f, n, E, body)
         elif self.kind == "ilu0":
             idx, blk = A.idx, Block(E)
             c1 = f.c(1)

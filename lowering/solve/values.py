@@ -76,6 +76,49 @@ class IndexBuf:
         return f.cast("arith.index_cast", v, f"i{self.width}", "index")
 
 
+@dataclass(frozen=True)
+class Lanes:
+    """``width`` consecutive elements of a 1-D ``memref<?xelem>`` handled at once (1 = scalar code).
+
+    ``t``: their type (``elem`` or ``vector<W x elem>``); ``t64``: the same shape in f64 (sums).
+    """
+
+    elem: str
+    width: int = 1
+
+    @property
+    def t(self) -> str:
+        return self.elem if self.width == 1 else f"vector<{self.width}x{self.elem}>"
+
+    @property
+    def t64(self) -> str:
+        return "f64" if self.width == 1 else f"vector<{self.width}xf64>"
+
+    def ld(self, f: FuncBuilder, mem: str, i: str) -> str:
+        if self.width == 1:
+            return f.load(mem, i, vec(self.elem))
+        return f.op(f"vector.load {mem}[{i}] : {vec(self.elem)}, {self.t}")
+
+    def st(self, f: FuncBuilder, value: str, mem: str, i: str) -> None:
+        if self.width == 1:
+            f.store(value, mem, i, vec(self.elem))
+        else:
+            f.emit(f"vector.store {value}, {mem}[{i}] : {vec(self.elem)}, {self.t}")
+
+    def splat(self, f: FuncBuilder, scalar: str, wide: bool = False) -> str:
+        """``scalar`` (of type ``elem``, or f64 with ``wide``) in every lane."""
+        if self.width == 1:
+            return scalar
+        return f.op(f"vector.broadcast {scalar} : {'f64' if wide else self.elem} to {self.t64 if wide else self.t}")
+
+    def zero(self, f: FuncBuilder) -> str:
+        return self.splat(f, f.c(0.0, self.elem))
+
+    def widen(self, f: FuncBuilder, v: str) -> str:
+        """``v`` (type ``t``) as f64 lanes."""
+        return f.cast("arith.extf", v, self.t, self.t64)
+
+
 def vec(elem: str) -> str:
     """``memref<?xelem>``."""
     return f"memref<?x{elem}>"

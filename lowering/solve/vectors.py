@@ -5,10 +5,10 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .builder import FuncBuilder
-from .values import IndexBuf, to_f64, vec
+from .values import IndexBuf, Lanes, vec
 
-#: body(i) -> the f64 terms that sweep() adds to its sums at index i.
-Body = Callable[[str], Sequence[str]]
+#: body(i, lanes) -> the f64 terms (type ``lanes.t64``) that sweep() adds to its sums at index i.
+Body = Callable[[str, Lanes], Sequence[str]]
 
 
 @dataclass(frozen=True)
@@ -46,47 +46,52 @@ class Csr:
         return rl.results[0]
 
 
-def sweep(f: FuncBuilder, n: str, body: Body, nsums: int = 0, unroll: int = 4) -> list[str]:
-    """``for i in 0..n: body(i)``, returning the f64 sums of its terms.
+def sweep(f: FuncBuilder, n: str, elem: str, body: Body, nsums: int = 0, width: int = 4,
+          unroll: int = 2) -> list[str]:
+    """``for i in 0..n: body(i, lanes)``, returning the f64 sums of its terms.
 
-    Unrolled ``unroll`` times with separate partial sums (breaks the add latency chain of
-    dot products), then a remainder loop.
+    The main loop takes ``unroll`` groups of ``width`` lanes per step (SIMD vectors, separate
+    partial sums per group, so dot products are not bound by one add chain); a scalar loop does the
+    rest. ``width=1, unroll=1`` gives plain scalar code (for bodies that gather, like SpMV rows).
     """
-    zero = f.c(0.0, "f64")
-    step = f.c(unroll)
+    wide, one = Lanes(elem, width), Lanes(elem, 1)
+    step = f.c(width * unroll)
     nmain = f.mul(f.op(f"arith.divui {n}, {step} : index"), step, "index")
-    inits = [(zero, "f64")] * (nsums * unroll)
-    with f.loop(f.c(0), nmain, inits, step=step) as lp:
+    zero = f.c(0.0, "f64")
+    vzero = wide.splat(f, zero, wide=True)
+    with f.loop(f.c(0), nmain, [(vzero, wide.t64)] * (nsums * unroll), step=step) as lp:
         out = list(lp.args)
         for u in range(unroll):
-            i = f.add(lp.iv, f.c(u), "index") if u else lp.iv
-            for s, term in enumerate(body(i)):
-                out[u * nsums + s] = f.add(out[u * nsums + s], term, "f64")
+            i = f.add(lp.iv, f.c(u * width), "index") if u else lp.iv
+            for k, term in enumerate(body(i, wide)):
+                out[u * nsums + k] = f.add(out[u * nsums + k], term, wide.t64)
         f.yield_(lp, *out)
-    parts = lp.results
     sums = []
-    for s in range(nsums):
-        acc = parts[s]
+    for k in range(nsums):
+        acc = lp.results[k]
         for u in range(1, unroll):
-            acc = f.add(acc, parts[u * nsums + s], "f64")
+            acc = f.add(acc, lp.results[u * nsums + k], wide.t64)
+        if width > 1:
+            acc = f.op(f"vector.reduction <add>, {acc} : {wide.t64} into f64")
         sums.append(acc)
-    with f.loop(nmain, n, [(s, "f64") for s in sums]) as rl:
-        terms = body(rl.iv)
+    with f.loop(nmain, n, [(s_, "f64") for s_ in sums]) as rl:
+        terms = body(rl.iv, one)
         f.yield_(rl, *[f.add(a, t, "f64") for a, t in zip(rl.args, terms)])
     return list(rl.results)
 
 
-def product(f: FuncBuilder, a: str, b: str, elem: str) -> str:
-    """``a * b`` as f64 (elements of type ``elem``)."""
-    return to_f64(f, f.mul(a, b, elem), elem) if elem == "f64" else f.mul(to_f64(f, a, elem),
-                                                                             to_f64(f, b, elem), "f64")
+def product(f: FuncBuilder, a: str, b: str, lanes: Lanes) -> str:
+    """``a * b`` as f64 lanes."""
+    if lanes.elem == "f64":
+        return f.mul(a, b, lanes.t)
+    return f.mul(lanes.widen(f, a), lanes.widen(f, b), lanes.t64)
 
 
 def dot(f: FuncBuilder, n: str, a: str, b: str, elem: str) -> str:
     """``sum a[i] * b[i]`` in f64."""
-    def body(i: str) -> list[str]:
-        return [product(f, f.load(a, i, vec(elem)), f.load(b, i, vec(elem)), elem)]
-    return sweep(f, n, body, 1)[0]
+    def body(i: str, L: Lanes) -> list[str]:
+        return [product(f, L.ld(f, a, i), L.ld(f, b, i), L)]
+    return sweep(f, n, elem, body, 1)[0]
 
 
 def sqrt(f: FuncBuilder, v: str) -> str:
@@ -97,19 +102,19 @@ def residual(f: FuncBuilder, A: Csr, n: str, b: str, x: str, r: str) -> str:
     """``r = b - A x``; returns ``||r||^2`` (f64)."""
     E = A.elem
 
-    def body(i: str) -> list[str]:
-        ri = f.sub(f.load(b, i, vec(E)), A.row_dot(f, i, x), E)
-        f.store(ri, r, i, vec(E))
-        return [product(f, ri, ri, E)]
-    return sweep(f, n, body, 1, unroll=1)[0]
+    def body(i: str, L: Lanes) -> list[str]:
+        ri = f.sub(L.ld(f, b, i), A.row_dot(f, i, x), E)
+        L.st(f, ri, r, i)
+        return [product(f, ri, ri, L)]
+    return sweep(f, n, E, body, 1, width=1, unroll=1)[0]
 
 
 def spmv(f: FuncBuilder, A: Csr, n: str, x: str, y: str, dots: Sequence[str] = ()) -> list[str]:
     """``y = A x``; returns ``dot(w, y)`` for each vector ``w`` in ``dots`` (fused)."""
     E = A.elem
 
-    def body(i: str) -> list[str]:
+    def body(i: str, L: Lanes) -> list[str]:
         yi = A.row_dot(f, i, x)
-        f.store(yi, y, i, vec(E))
-        return [product(f, f.load(w, i, vec(E)) if w != y else yi, yi, E) for w in dots]
-    return sweep(f, n, body, len(dots), unroll=1)
+        L.st(f, yi, y, i)
+        return [product(f, L.ld(f, w, i) if w != y else yi, yi, L) for w in dots]
+    return sweep(f, n, E, body, len(dots), width=1, unroll=1)
