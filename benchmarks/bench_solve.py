@@ -16,15 +16,21 @@ on an idle machine, mostly scipy on the 2-D Poisson problem).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as sla
+# Our kernels run on one thread; so does scipy's BLAS here (threaded BLAS on a busy machine made
+# scipy's vector updates ~10x slower, which would flatter the ratios). Override from the environment.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+import scipy.sparse.linalg as sla  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import frontend  # noqa: E402

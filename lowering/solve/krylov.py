@@ -148,11 +148,12 @@ def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
         phat0, shat0 = c.vector(), c.vector()
 
     def init(i: str, L: Lanes) -> list[str]:
-        L.st(f, L.ld(f, c.r, i), rhat, i)
+        ri = L.ld(f, c.r, i)
+        L.st(f, ri, rhat, i)
         L.st(f, L.zero(f), p, i)
         L.st(f, L.zero(f), v, i)
-        return []
-    c.sweep(init)
+        return [product(f, ri, ri, L)]
+    rho0 = c.sweep(init, 1)[0]  # dot(rhat, r) with rhat = r
 
     def nonzero(v64: str) -> str:
         return f.cmpf("one", v64, zero)
@@ -160,13 +161,13 @@ def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
     def safe_div(a: str, b: str) -> str:
         return f.select(nonzero(b), f.div(a, b, "f64"), zero, "f64")
 
+    # state: iterations, rho/alpha/omega of the previous step, ||r||^2, no breakdown, dot(rhat, r)
     with f.while_([(it0, "index"), (one, "f64"), (one, "f64"), (one, "f64"), (f.c(float("inf"), "f64"), "f64"),
-                   (f.c(1, "i1"), "i1")]) as w:
-        it, rho_old, alpha_old, omega_old, rr, ok = w.before
+                   (f.c(1, "i1"), "i1"), (rho0, "f64")]) as w:
+        it, rho_old, alpha_old, omega_old, rr, ok, rho = w.before
         go = f.andi(f.andi(ok, f.cmpi("ult", it, c.maxiter)), f.cmpf("ogt", rr, c.thr2))
         w.cond(go)
-        it, rho_old, alpha_old, omega_old, rr, ok = w.after
-        rho = dot(f, c.n, rhat, c.r, E)
+        it, rho_old, alpha_old, omega_old, rr, ok, rho = w.after
         beta = c.narrow(f.mul(safe_div(rho, rho_old), safe_div(alpha_old, omega_old), "f64"))
         om = c.narrow(omega_old)
 
@@ -195,10 +196,10 @@ def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
             L.st(f, f.add(L.ld(f, c.x, i), step, T), c.x, i)
             ri = f.sub(L.ld(f, c.r, i), f.mul(o, L.ld(f, t, i), T), T)
             L.st(f, ri, c.r, i)
-            return [product(f, ri, ri, L)]
-        rr2 = c.sweep(update, 1)[0]
+            return [product(f, ri, ri, L), product(f, L.ld(f, rhat, i), ri, L)]
+        rr2, rho2 = c.sweep(update, 2)
         good = f.andi(f.andi(nonzero(rho), nonzero(rv)), nonzero(omega64))
-        w.yield_(f.add(it, f.c(1), "index"), rho, alpha64, omega64, rr2, good)
+        w.yield_(f.add(it, f.c(1), "index"), rho, alpha64, omega64, rr2, good, rho2)
     bufs = [rhat, p, v, t] + ([phat0, shat0] if phat0 else [])
     return w.results[0], bufs
 
