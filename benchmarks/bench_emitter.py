@@ -130,7 +130,7 @@ def plot(rows: list[dict], bits_list: list[int], path: str) -> None:
         ax.plot(s, [r[f"delta{b}"] * 1e3 for r in rows], "-^", label=f"DELTA({b}) (ours, emitter)")
     ax.set_xlabel("sparsity (%)")
     ax.set_ylabel("SpMV time (ms)")
-    ax.set_title("float32 SpMV, uniformly random nonzeros")
+    ax.set_title("float32 SpMV, uniformly random nonzeros, one core")
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
