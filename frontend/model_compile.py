@@ -220,8 +220,9 @@ def compile(module: Callable, *example_inputs: Any, pipeline: Any = None) -> Com
     Sparse weights (TorchUST in a torch-encodable format) and sparse inputs (torch COO/CSR/CSC/BSR/BSC or
     TorchUST) become ``#sparse_tensor.encoding`` arguments.  Raises ``ValueError`` for formats without an
     MLIR encoding and :class:`lowering.torch_import.TorchImportError` when torch-mlir cannot lower the
-    model."""
-    from lowering.pipelines import Pipeline
+    model.  ``pipeline``: a ``lowering.pipelines.Pipeline`` (default: the one generated contractions use,
+    8-wide vectors with reassociated reductions)."""
+    from lowering.dispatch import sparsifier_pipeline
     from lowering.torch_import import decompositions, model_stages, program_to_linalg
     from mlir_bridge import compile_module
 
@@ -245,7 +246,7 @@ def compile(module: Callable, *example_inputs: Any, pipeline: Any = None) -> Com
         program = program.run_decompositions(decompositions())
     given, flipped = _mark_sparse(program, sparse)
     text = program_to_linalg(program)
-    compiled = compile_module(text, model_stages(pipeline if pipeline is not None else Pipeline()))
+    compiled = compile_module(text, model_stages(pipeline if pipeline is not None else sparsifier_pipeline()))
     fn = compiled.function("main")
     slots: list[_Slot] = []
     for i, v in enumerate(values):
