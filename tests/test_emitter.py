@@ -202,3 +202,14 @@ def test_integers_and_transpose(A, fmt):
     np.testing.assert_array_equal(dense(matmul(ti, np.arange(A.shape[1], dtype=np.int64))), ai @ np.arange(A.shape[1]))
     z = np.linspace(0, 1, A.shape[0])
     np.testing.assert_allclose(dense(matmul(Tensor.from_dense(A, fmt), z, transpose_a=True)), A.T @ z, atol=1e-12)
+
+
+@pytest.mark.parametrize("text", ["(a, b, i, j) -> (a : batch, b : batch, j - i : compressed, i : range)",
+                                  "(a, b, i, j) -> (a : batch, b : batch, i : dense, j : delta(3))"])
+def test_two_batch_axes(text):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((2, 3, 6, 5))
+    a[np.abs(a) < 0.8] = 0.0
+    x = rng.standard_normal((2, 3, 5))
+    got = einsum("abij,abj->abi", Tensor.from_dense(a, TensorFormat.parse(text)), x)
+    np.testing.assert_allclose(dense(got), np.einsum("abij,abj->abi", a, x), atol=1e-12)

@@ -4,7 +4,8 @@ Argument order (the same as ``sparse-assembler{direct-out=true}`` gives MLIR-enc
 each level in order its positions buffer (if ``has_positions``), then its coordinates buffer (if
 ``has_coordinates``); then the values, flattened to 1-D. Element types:
 
-- leading batch levels: every later buffer is ``(batches, len)`` (batch axes flattened), walked per batch.
+- leading batch levels: every later buffer carries the batch axes first, ``(*batch, len)``, walked per
+  batch (values: trailing axes flattened).
 - positions: ``i32``/``i64`` after the width (0 = ``index``), coordinates the same, except
 - delta levels, whose stored gaps are unsigned and as narrow as their bit width (``uint8`` up to 8
   bits, ``uint16`` up to 16, else ``uint32``; ``frontend.storage.delta_crd_dtype``): passed as the
@@ -54,7 +55,7 @@ class WalkedOperand:
                 raise ValueError(f"{label} must be one of {sorted(_WIDTH_TYPES)}, got {w!r}")
         params: list[Value] = []
         levels: list[LevelArgs] = []
-        lead = "?x" if self.num_batch else ""
+        lead = "?x" * self.num_batch
         for k, lv in enumerate(self.fmt.levels):
             pos = crd = None
             if lv.has_positions:
@@ -72,7 +73,7 @@ class WalkedOperand:
 
     @property
     def num_batch(self) -> int:
-        """Leading batch levels (their buffers carry the batch axes first, flattened to one)."""
+        """Leading batch levels (their buffers carry the batch axes first)."""
         return num_batch_levels(self.fmt)
 
     def key(self) -> tuple:
@@ -96,11 +97,8 @@ def operand_buffers(tensor: Any) -> list[Any]:
     out: list[Any] = []
     fmt = tensor.tensor_format
     nb = num_batch_levels(fmt)
-    if nb:
-        batches = 1
-        for s in fmt.level_extents(tensor.shape)[:nb]:
-            batches *= int(s)
-    flat = (lambda a: a.reshape(batches, -1)) if nb else (lambda a: a.reshape(-1))
+    lead = tuple(int(s) for s in fmt.level_extents(tensor.shape)[:nb])
+    flat = lambda a: a.reshape(lead + (-1,))  # noqa: E731
     for k, lv in enumerate(fmt.levels):
         if lv.has_positions:
             out.append(flat(_contiguous(tensor.pos(k))))

@@ -60,7 +60,7 @@ class WalkContext:
         self.extents = list(operand.fmt.level_extents(operand.shape))
         self.offsets = list(operand.fmt.diagonal_offset(operand.shape))
         self.num_batch = operand.num_batch
-        self.batch: Value | None = None
+        self.batch: list[Value] = []
         self.plan = resolution_plan(operand.fmt, operand.shape)
         self.vector_level: int | None = None
         self.parallel_level: int | None = None
@@ -77,7 +77,7 @@ class WalkContext:
 
     def at(self, p: Value) -> str:
         """Index text of position ``p`` in a level buffer (batch index first under batch levels)."""
-        return p.name if self.batch is None else f"{self.batch}, {p}"
+        return ", ".join([v.name for v in self.batch] + [p.name])
 
     def loop(self, k: int, lo: Value, hi: Value, carry: Carry,
              body: Callable[[Value, Carry, int], Carry], own: int = 0) -> Carry:
@@ -231,7 +231,7 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
         ctx.lvl[k] = coord
         guards = ctx.resolve(k)
         if k + 1 == ctx.num_batch and k + 1 < n:  # below the batch levels: per-batch buffers
-            ctx.batch, pos = pos, b.index(0)
+            ctx.batch, pos = [ctx.lvl[j] for j in range(ctx.num_batch)], b.index(0)
         if k + 1 == n:
             def inner(c: Carry) -> Carry:
                 return visitor.body(dict(ctx.dims), ctx.at(pos), c, lanes, strides)
