@@ -184,12 +184,9 @@ def test_emitter_semiring_matches_sparsifier(A):
 
 
 def test_emitted_text_is_vectorized_and_parallel():
-    from frontend import ops
-
     big = sp.diags([np.ones(99), np.ones(100), np.ones(99)], [-1, 0, 1]).toarray()
     mm = Matmul(Tensor.from_dense(big, NF.DIAI), np.ones(100))
     assert "vector.load" in mm.mlir and "scf.parallel" in mm.mlir   # row tiles, vector inner loop
-    del ops
     row_sums = Matmul(Tensor.from_dense(big, NF.DELTA(4)), np.ones(100))
     assert "iter_args" in row_sums.mlir and "scf.parallel" in row_sums.mlir   # rows: carried partial sums
     np.testing.assert_allclose(row_sums.execute().to_dense(), big.sum(axis=1))
@@ -213,3 +210,18 @@ def test_two_batch_axes(text):
     x = rng.standard_normal((2, 3, 5))
     got = einsum("abij,abj->abi", Tensor.from_dense(a, TensorFormat.parse(text)), x)
     np.testing.assert_allclose(dense(got), np.einsum("abij,abj->abi", a, x), atol=1e-12)
+
+
+def test_lowering_level_use_without_frontend_ops(A):
+    """emit_contraction + mlir_bridge.compile_module + operand_buffers, as a researcher would call them."""
+    from lowering.contraction import Contraction, TensorSpec
+    from lowering.emitter import operand_buffers
+    from lowering.pipelines import Pipeline
+    from mlir_bridge import compile_module
+
+    t = Tensor.from_dense(A, NF.DELTA(3), index_type=np.int32)
+    c = Contraction(("ij", "j"), (TensorSpec(NF.DELTA(3), A.shape, "f64", 32, 32), TensorSpec(None, (A.shape[1],), "f64")),
+                    "i", TensorSpec(None, (A.shape[0],), "f64"))
+    fn = compile_module(emit_contraction(c), Pipeline()).function("main")
+    x = np.linspace(0, 1, A.shape[1])
+    np.testing.assert_allclose(fn(*operand_buffers(t), x), A @ x, atol=1e-12)

@@ -6,10 +6,10 @@ tensor's arguments; ``register_level_rule`` extends the walker (docs/extending.m
 """
 from .builder import Builder, Value
 from .kernel import emit_contraction, walked_index
-from .operand import WalkedOperand, delta_gap_type, operand_buffers, widths_of
-from .rules import DELTA_START, DELTA_STEP, register_level_rule, rule_for, rules_key
+from .operand import WalkedOperand, delta_gap_type, operand_buffers
+from .rules import DELTA_START, DELTA_STEP, generation, register_level_rule, rule_for
 from .walker import VECTOR_LANES, walk
 
 __all__ = ["Builder", "DELTA_START", "DELTA_STEP", "VECTOR_LANES", "Value", "WalkedOperand",
            "delta_gap_type", "emit_contraction", "operand_buffers", "register_level_rule", "rule_for",
-           "rules_key", "walk", "walked_index", "widths_of"]
+           "generation", "walk", "walked_index"]

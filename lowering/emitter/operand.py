@@ -17,7 +17,7 @@ Range levels keep no buffers: their coordinates are the valid ones for the diago
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from .builder import Value
 
@@ -117,20 +117,3 @@ def _contiguous(a: Any) -> Any:
     if hasattr(a, "detach") and hasattr(a, "numpy"):
         a = a.detach().numpy()
     return np.ascontiguousarray(a)
-
-
-def widths_of(tensor: Any) -> tuple[int, int]:
-    """(pos_width, crd_width) of a tensor's index buffers (64 when it has none)."""
-    fmt = tensor.tensor_format
-    pw = cw = 64
-    for k, lv in enumerate(fmt.levels):
-        if lv.has_positions:
-            pw = tensor.pos(k).dtype.itemsize * 8
-        if lv.has_coordinates and lv.format.value != "delta":
-            cw = tensor.crd(k).dtype.itemsize * 8
-    return pw, cw
-
-
-def level_shapes(fmt: Any, shape: Sequence[int]) -> list[int]:
-    """Level extents of ``fmt`` for ``shape``."""
-    return list(fmt.level_extents(shape))

@@ -162,9 +162,3 @@ _generation = 0
 def generation() -> int:
     """Changes whenever a rule is registered (plan caches include it in their keys)."""
     return _generation
-
-
-def rules_key() -> tuple:
-    """Identity of the registered rules (part of emitted kernels' cache keys)."""
-    return tuple(sorted((n, f"{getattr(r, '__module__', '?')}.{getattr(r, '__qualname__', repr(r))}",
-                         n in CONTIGUOUS, n in GATHER) for n, r in _RULES.items()))
