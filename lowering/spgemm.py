@@ -3,15 +3,16 @@
 MLIR's sparsifier compiles SpGEMM as one pass that inserts every entry through a growing buffer with a
 function call per entry and quick-sorts each row's workspace (about 7x scipy's time here). This kernel:
 
-Gustavson's row-by-row algorithm in one pass over the products: each row is accumulated in a dense
-workspace (a marker array says which columns the row reached and remembers them in a list), then
-written in column order, either by sorting the row's column list (``sparse_tensor.sort``: insertion sort
-up to 128 entries, the list being a concatenation of sorted runs, else hybrid quick sort) or, for rows
-that fill more than 1/16 of the columns, by scanning the marker array. The output buffers are allocated
-once with an upper bound of the entries (the B rows each A entry reaches, at most m*n) and shrunk to the
-exact size at the end (``memref.realloc``), so the caller owns exactly-sized buffers. Signature (sparse-assembler order):
-``(a_pos, a_crd, a_val, b_pos, b_crd, b_val) -> (c_pos, c_crd, c_val)``. CSC x CSC -> CSC is the same
-kernel on the transposed problem (the caller swaps operands).
+Gustavson's row-by-row algorithm in one pass over the products. Each row is accumulated in a dense
+workspace; the columns it reaches are marked in a bitmap (one bit per column) and a summary bitmap (one
+bit per nonzero bitmap word). The row is then written in column order by walking the set bits of the
+summary words and of the words they point to (``math.cttz``), clearing them on the way: no sorting, and
+per row only ``n / 4096`` summary words plus the touched words are visited. The output buffers are
+allocated once with an upper bound of the entries (the B rows each A entry reaches, at most m*n) and
+shrunk to the exact size at the end (``memref.realloc``), so the caller owns exactly-sized buffers.
+
+Signature (sparse-assembler order): ``(a_pos, a_crd, a_val, b_pos, b_crd, b_val) -> (c_pos, c_crd,
+c_val)``. CSC x CSC -> CSC is the same kernel on the transposed problem (operands swapped).
 """
 from __future__ import annotations
 
@@ -49,13 +50,14 @@ class _Text:
         self.emit(f"memref.store {v}, {buf}[{idx}] : memref<?x{ty}>")
 
 
-def _ops(elem: str) -> tuple[str, str, str]:
+def _ops(elem: str) -> tuple[str, str]:
+    """(multiply, add) operation names for ``elem``."""
     k = kind(elem)
     if k == "complex":
-        return "complex.mul", "complex.add", ""
+        return "complex.mul", "complex.add"
     if k == "float":
-        return "arith.mulf", "arith.addf", ""
-    return "arith.muli", "arith.addi", ""
+        return "arith.mulf", "arith.addf"
+    return "arith.muli", "arith.addi"
 
 
 def applies(c: Any) -> bool:
@@ -84,27 +86,31 @@ def _build(c: Any, transposed: bool) -> str:
     if transposed:
         a, b, m, n = b, a, n, m
     elem = out.elem
-    mul, add, _ = _ops(elem)
+    mul, add = _ops(elem)
     ap, ac = _WIDTH[a.pos_width], _WIDTH[a.crd_width]
     bp, bc = _WIDTH[b.pos_width], _WIDTH[b.crd_width]
     cp, cc = _WIDTH[out.pos_width], _WIDTH[out.crd_width]
-    zero = "complex.constant [0.0, 0.0]" if kind(elem) == "complex" else (
-        "arith.constant 0.0" if kind(elem) == "float" else "arith.constant 0")
+    words = max(1, -(-n // 64))
+    groups = max(1, -(-words // 64))
     t = _Text()
-    t.emit("%c0 = arith.constant 0 : index")
-    t.emit("%c1 = arith.constant 1 : index")
-    t.emit("%c16 = arith.constant 16 : index")
-    t.emit("%c128 = arith.constant 128 : index")
-    t.emit(f"%m = arith.constant {m} : index")
-    t.emit(f"%n = arith.constant {n} : index")
-    t.emit(f"%m1 = arith.constant {m + 1} : index")
-    t.emit(f"%mn = arith.constant {m * n} : index")
+    for name, value in (("c0", 0), ("c1", 1), ("c6", 6), ("c63", 63), ("m", m), ("m1", m + 1),
+                        ("mn", m * n), ("words", words), ("groups", groups)):
+        t.emit(f"%{name} = arith.constant {value} : index")
+    t.emit("%z64 = arith.constant 0 : i64")
+    t.emit("%o64 = arith.constant 1 : i64")
     annz = t.load_index("%a_pos", "%m", ap)
     t.emit(f"%annz = arith.addi {annz}, %c0 : index")
-    t.emit("%mask = memref.alloc(%n) : memref<?xindex>")
-    t.emit("scf.for %z = %c0 to %n step %c1 {")
-    t.emit("  memref.store %c0, %mask[%z] : memref<?xindex>")
+    # bits: one bit per column reached by the current row; summary: one bit per nonzero word of bits
+    t.emit("%bits = memref.alloc(%words) : memref<?xi64>")
+    t.emit("%summary = memref.alloc(%groups) : memref<?xi64>")
+    t.emit("scf.for %z = %c0 to %words step %c1 {")
+    t.emit("  memref.store %z64, %bits[%z] : memref<?xi64>")
     t.emit("}")
+    t.emit("scf.for %z = %c0 to %groups step %c1 {")
+    t.emit("  memref.store %z64, %summary[%z] : memref<?xi64>")
+    t.emit("}")
+    t.emit("%wn = arith.shli %words, %c6 : index")
+    t.emit(f"%work = memref.alloc(%wn) : memref<?x{elem}>")
     t.emit(f"%cpos = memref.alloc(%m1) : memref<?x{cp}>")
     t.store_index("%c0", "%cpos", "%c0", cp)
     # capacity: an upper bound of the result's entries (sum of the B rows each A entry reaches)
@@ -122,92 +128,108 @@ def _build(c: Any, transposed: bool) -> str:
     t.emit("%capn = arith.minui %cap, %mn : index")
     t.emit(f"%ccrd0 = memref.alloc(%capn) : memref<?x{cc}>")
     t.emit(f"%cval0 = memref.alloc(%capn) : memref<?x{elem}>")
-    t.emit(f"%work = memref.alloc(%n) : memref<?x{elem}>")
-    t.emit("%cols = memref.alloc(%n) : memref<?xindex>")
-    t.emit(f"%zero = {zero} : {elem}")
     t.emit("%nnz = scf.for %i = %c0 to %m step %c1 iter_args(%start = %c0) -> (index) {")
     t.depth += 1
-    mark = t.op("arith.addi %i, %c1 : index")
-    start = "%start"
+    i1 = t.op("arith.addi %i, %c1 : index")
     lo = t.load_index("%a_pos", "%i", ap)
-    hi = t.load_index("%a_pos", mark, ap)
-    t.emit(f"%rc = scf.for %p = {lo} to {hi} step %c1 iter_args(%r0 = %c0) -> (index) {{")
+    hi = t.load_index("%a_pos", i1, ap)
+    # accumulate the row: work[j] (+)= a[i, k] * b[k, j], marking each new column's bit
+    t.emit(f"scf.for %p = {lo} to {hi} step %c1 {{")
     t.depth += 1
     k = t.load_index("%a_crd", "%p", ac)
     av = t.op(f"memref.load %a_val[%p] : memref<?x{elem}>")
     k1 = t.op(f"arith.addi {k}, %c1 : index")
     blo = t.load_index("%b_pos", k, bp)
     bhi = t.load_index("%b_pos", k1, bp)
-    t.emit(f"%rq = scf.for %q = {blo} to {bhi} step %c1 iter_args(%r1 = %r0) -> (index) {{")
+    t.emit(f"scf.for %q = {blo} to {bhi} step %c1 {{")
     t.depth += 1
     j = t.load_index("%b_crd", "%q", bc)
     bv = t.op(f"memref.load %b_val[%q] : memref<?x{elem}>")
     prod = t.op(f"{mul} {av}, {bv} : {elem}")
-    seen = t.op(f"memref.load %mask[{j}] : memref<?xindex>")
-    new = t.op(f"arith.cmpi ne, {seen}, {mark} : index")
-    t.emit(f"%r2 = scf.if {new} -> (index) {{")
-    t.emit(f"  memref.store {mark}, %mask[{j}] : memref<?xindex>")
-    t.emit(f"  memref.store {prod}, %work[{j}] : memref<?x{elem}>")
-    t.emit(f"  memref.store {j}, %cols[%r1] : memref<?xindex>")
-    t.emit("  %inc2 = arith.addi %r1, %c1 : index")
-    t.emit("  scf.yield %inc2 : index")
-    t.emit("} else {")
-    t.emit(f"  %old = memref.load %work[{j}] : memref<?x{elem}>")
-    t.emit(f"  %sum = {add} %old, {prod} : {elem}")
-    t.emit(f"  memref.store %sum, %work[{j}] : memref<?x{elem}>")
-    t.emit("  scf.yield %r1 : index")
-    t.emit("}")
-    t.emit("scf.yield %r2 : index")
-    t.depth -= 1
-    t.emit("}")
-    t.emit("scf.yield %rq : index")
-    t.depth -= 1
-    t.emit("}")
-    # order the row: sort the column list, or scan the marker array when the row is dense enough
-    wide = t.op("arith.muli %rc, %c16 : index")
-    scan = t.op("arith.cmpi ugt, " + wide + ", %n : index")
-    t.emit(f"scf.if {scan} {{")
+    w = t.op(f"arith.shrui {j}, %c6 : index")
+    bit_i = t.op(f"arith.andi {j}, %c63 : index")
+    bit = t.op(f"arith.index_cast {bit_i} : index to i64")
+    one = t.op("arith.shli %o64, " + bit + " : i64")
+    word = t.op(f"memref.load %bits[{w}] : memref<?xi64>")
+    has = t.op(f"arith.andi {word}, {one} : i64")
+    new = t.op(f"arith.cmpi eq, {has}, %z64 : i64")
+    t.emit(f"scf.if {new} {{")
     t.depth += 1
-    # branch-free compaction: always write the candidate, advance only on a hit
-    t.emit("%fill = scf.for %s = %c0 to %n step %c1 iter_args(%f0 = %c0) -> (index) {")
-    t.emit("  %sm = memref.load %mask[%s] : memref<?xindex>")
-    t.emit(f"  %hit = arith.cmpi eq, %sm, {mark} : index")
-    t.emit("  memref.store %s, %cols[%f0] : memref<?xindex>")
-    t.emit("  %step = arith.select %hit, %c1, %c0 : index")
-    t.emit("  %f1 = arith.addi %f0, %step : index")
-    t.emit("  scf.yield %f1 : index")
-    t.emit("}")
+    t.emit(f"memref.store {prod}, %work[{j}] : memref<?x{elem}>")
+    nw = t.op(f"arith.ori {word}, {one} : i64")
+    t.emit(f"memref.store {nw}, %bits[{w}] : memref<?xi64>")
+    g = t.op(f"arith.shrui {w}, %c6 : index")
+    gb_i = t.op(f"arith.andi {w}, %c63 : index")
+    gb = t.op(f"arith.index_cast {gb_i} : index to i64")
+    gone = t.op("arith.shli %o64, " + gb + " : i64")
+    gw = t.op(f"memref.load %summary[{g}] : memref<?xi64>")
+    ngw = t.op(f"arith.ori {gw}, {gone} : i64")
+    t.emit(f"memref.store {ngw}, %summary[{g}] : memref<?xi64>")
     t.depth -= 1
     t.emit("} else {")
-    # short rows (concatenated sorted runs of B's rows): insertion sort beats quick sort by far
-    t.emit("  %short = arith.cmpi ule, %rc, %c128 : index")
-    t.emit("  scf.if %short {")
-    t.emit("    sparse_tensor.sort insertion_sort_stable %rc, %cols {perm_map = affine_map<(d0) -> (d0)>, "
-           "ny = 0 : index} : memref<?xindex>")
-    t.emit("  } else {")
-    t.emit("    sparse_tensor.sort hybrid_quick_sort %rc, %cols {perm_map = affine_map<(d0) -> (d0)>, "
-           "ny = 0 : index} : memref<?xindex>")
-    t.emit("  }")
-    t.emit("}")
-    t.emit("scf.for %w = %c0 to %rc step %c1 {")
     t.depth += 1
-    col = t.op("memref.load %cols[%w] : memref<?xindex>")
-    dst = t.op(f"arith.addi {start}, %w : index")
-    t.store_index(col, "%ccrd0", dst, cc)
+    old = t.op(f"memref.load %work[{j}] : memref<?x{elem}>")
+    acc = t.op(f"{add} {old}, {prod} : {elem}")
+    t.emit(f"memref.store {acc}, %work[{j}] : memref<?x{elem}>")
+    t.depth -= 1
+    t.emit("}")
+    t.depth -= 1
+    t.emit("}")
+    t.depth -= 1
+    t.emit("}")
+    # emit the row in column order: set bits of the summary words, then of the words they point to
+    t.emit("%end = scf.for %g = %c0 to %groups step %c1 iter_args(%o0 = %start) -> (index) {")
+    t.depth += 1
+    sw0 = t.op("memref.load %summary[%g] : memref<?xi64>")
+    t.emit(f"%gw:2 = scf.while (%sw = {sw0}, %o = %o0) : (i64, index) -> (i64, index) {{")
+    t.emit("  %more = arith.cmpi ne, %sw, %z64 : i64")
+    t.emit("  scf.condition(%more) %sw, %o : i64, index")
+    t.emit("} do {")
+    t.emit("^bb0(%sw1: i64, %o1: index):")
+    t.depth += 1
+    tz = t.op("math.cttz %sw1 : i64")
+    tzi = t.op(f"arith.index_cast {tz} : i64 to index")
+    gbase = t.op("arith.shli %g, %c6 : index")
+    wi = t.op(f"arith.addi {gbase}, {tzi} : index")
+    bw0 = t.op(f"memref.load %bits[{wi}] : memref<?xi64>")
+    jbase = t.op(f"arith.shli {wi}, %c6 : index")
+    t.emit(f"%bw:2 = scf.while (%x = {bw0}, %oo = %o1) : (i64, index) -> (i64, index) {{")
+    t.emit("  %more2 = arith.cmpi ne, %x, %z64 : i64")
+    t.emit("  scf.condition(%more2) %x, %oo : i64, index")
+    t.emit("} do {")
+    t.emit("^bb0(%x1: i64, %oo1: index):")
+    t.depth += 1
+    bz = t.op("math.cttz %x1 : i64")
+    bzi = t.op(f"arith.index_cast {bz} : i64 to index")
+    col = t.op(f"arith.addi {jbase}, {bzi} : index")
+    t.store_index(col, "%ccrd0", "%oo1", cc)
     val = t.op(f"memref.load %work[{col}] : memref<?x{elem}>")
-    t.emit(f"memref.store {val}, %cval0[{dst}] : memref<?x{elem}>")
+    t.emit(f"memref.store {val}, %cval0[%oo1] : memref<?x{elem}>")
+    xm1 = t.op("arith.subi %x1, %o64 : i64")
+    x2 = t.op(f"arith.andi %x1, {xm1} : i64")
+    oo2 = t.op("arith.addi %oo1, %c1 : index")
+    t.emit(f"scf.yield {x2}, {oo2} : i64, index")
     t.depth -= 1
     t.emit("}")
-    end = t.op(f"arith.addi {start}, %rc : index")
-    t.store_index(end, "%cpos", mark, cp)
-    t.emit(f"scf.yield {end} : index")
+    t.emit(f"memref.store %z64, %bits[{wi}] : memref<?xi64>")
+    sm1 = t.op("arith.subi %sw1, %o64 : i64")
+    sw2 = t.op(f"arith.andi %sw1, {sm1} : i64")
+    t.emit(f"scf.yield {sw2}, %bw#1 : i64, index")
+    t.depth -= 1
+    t.emit("}")
+    t.emit("memref.store %z64, %summary[%g] : memref<?xi64>")
+    t.emit("scf.yield %gw#1 : index")
+    t.depth -= 1
+    t.emit("}")
+    t.store_index("%end", "%cpos", i1, cp)
+    t.emit("scf.yield %end : index")
     t.depth -= 1
     t.emit("}")
     # shrink the buffers to the exact size (the caller owns exactly-sized buffers)
     t.emit(f"%ccrd = memref.realloc %ccrd0(%nnz) : memref<?x{cc}> to memref<?x{cc}>")
     t.emit(f"%cval = memref.realloc %cval0(%nnz) : memref<?x{elem}> to memref<?x{elem}>")
-    t.emit("memref.dealloc %mask : memref<?xindex>")
-    t.emit("memref.dealloc %cols : memref<?xindex>")
+    t.emit("memref.dealloc %bits : memref<?xi64>")
+    t.emit("memref.dealloc %summary : memref<?xi64>")
     t.emit(f"memref.dealloc %work : memref<?x{elem}>")
     t.emit(f"return %cpos, %ccrd, %cval : memref<?x{cp}>, memref<?x{cc}>, memref<?x{elem}>")
     first = f"%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>"

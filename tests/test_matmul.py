@@ -69,11 +69,12 @@ def test_spgemm_entries_match_scipy(kind, index_type):
 
 
 @pytest.mark.parametrize("kind", ["csr", "csc"])
-@pytest.mark.parametrize("shapes", [((40, 300, 2000), (0.01, 0.002)), ((4, 50, 5000), (0.2, 0.004))],
-                         ids=["insertion-sorted rows", "quick-sorted rows"])
+@pytest.mark.parametrize("shapes", [((40, 300, 2000), (0.01, 0.002)), ((4, 50, 5000), (0.2, 0.004)),
+                                    ((3, 20, 70000), (0.5, 0.0005))],
+                         ids=["32 words", "2 summary groups", "18 summary groups"])
 def test_spgemm_wide_rows_sorted(kind, shapes):
-    """Rows much sparser than the column count take the sorting branches of the SpGEMM kernel (short
-    rows: insertion sort; rows over 128 entries: quick sort)."""
+    """Rows much sparser than the column count: the SpGEMM kernel's two-level bitmap over many words and
+    summary groups still writes every row in column order."""
     (m, k, n), (da, db) = shapes
     if kind == "csc":
         m, n = n, m
