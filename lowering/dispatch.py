@@ -1,8 +1,9 @@
 """Which code path lowers a contraction: MLIR's sparsifier, or a registered emitter.
 
-``lower(c, target)`` is the single place deciding it. Formats the sparsifier cannot take (range/delta
-levels, diagonal maps: ``fmt.mlir_support() == "emitter"``) go to the builder registered with
-``register_path("emitter", builder)``; without one they raise ``NotImplementedError`` naming the format.
+``lower(c, target)`` is the single place deciding it: a registered kernel first, else MLIR's sparsifier,
+or, for formats the sparsifier cannot take (range/delta levels, diagonal maps:
+``fmt.mlir_support() == "emitter"``), ust-mlir's own emitter (:mod:`lowering.emitter.path`, registered
+with ``register_path("emitter", builder)`` when the ``lowering`` package is imported).
 """
 from __future__ import annotations
 
@@ -46,8 +47,6 @@ def sparsifier_pipeline(target: str = "cpu") -> Any:
 
 
 def _sparsifier(c: Contraction, target: str) -> Lowered:
-    from .pipelines import Pipeline
-
     return Lowered(build_module(c), sparsifier_pipeline(target), "sparsifier")
 
 
@@ -105,8 +104,8 @@ def _lower(c: Contraction, target: str) -> Lowered:
         return Lowered(entry.build(c), pipe, f"kernel:{entry.name}")
     path = path_of(c)
     builder = _PATHS.get(path)
-    if builder is None:
-        raise NotImplementedError(
-            f"format {_emitter_formats(c)} has range/delta levels or a diagonal map, which MLIR's sparsifier "
-            "cannot compile; ust-mlir's own code generator for such formats is not available yet")
+    if builder is None:  # importing the lowering package registers both paths: a broken install
+        raise RuntimeError(f"internal error: no lowering path {path!r} is registered (needed for "
+                           f"{_emitter_formats(c) or 'these operands'}); lowering/__init__.py registers it "
+                           "on import")
     return builder(c, target)
