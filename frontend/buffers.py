@@ -72,16 +72,30 @@ def as_cupy(b: Any, what: str = "buffer") -> Any:
     return cupy.asarray(as_numpy(b, what))
 
 
-def index_dtype(b: Any) -> np.dtype:
-    """The NumPy dtype of an index buffer of any package (``torch.int32`` -> ``int32``)."""
-    text = str(b.dtype)
-    return np.dtype(text[len("torch."):] if text.startswith("torch.") else text)
+def numpy_dtype(b: Any) -> np.dtype:
+    """The NumPy dtype of a NumPy/torch/CuPy array's elements (``torch.int32`` -> ``int32``)."""
+    dt = b.dtype
+    return dt if isinstance(dt, np.dtype) else np.dtype(str(dt).replace("torch.", ""))
 
 
 def is_contiguous(b: Any) -> bool:
-    if is_torch(b):
+    """Whether a NumPy/torch/CuPy array is C-contiguous (True for objects that report no layout)."""
+    if hasattr(b, "is_contiguous"):  # torch
         return bool(b.is_contiguous())
-    return bool(b.flags.c_contiguous)
+    flags = getattr(b, "flags", None)
+    return bool(flags.c_contiguous) if flags is not None else True
+
+
+def torch_buffer(b: Any, what: str = "torch buffer") -> Any:
+    """How a Tensor keeps a torch tensor's memory: a NumPy view on the CPU (:func:`as_numpy`), the
+    detached tensor itself on a GPU."""
+    return as_numpy(b, what) if b.device.type == "cpu" else b.detach()
+
+
+def device_ordinal(device: Any) -> int:
+    """The device number of ``"cuda:N"`` (0 for ``"cuda"``)."""
+    text = str(device)
+    return int(text.split(":", 1)[1]) if ":" in text else 0
 
 
 def check_index_buffers(buffers: Sequence[Any], what: str) -> np.dtype | None:
@@ -93,7 +107,7 @@ def check_index_buffers(buffers: Sequence[Any], what: str) -> np.dtype | None:
         if not is_contiguous(b):
             raise ValueError(f"{what}: index buffer of shape {tuple(b.shape)} is not contiguous; "
                              "make it contiguous first (a copy)")
-        d = index_dtype(b)
+        d = numpy_dtype(b)
         if d.kind not in "iu":
             raise ValueError(f"{what}: index buffers must be integers, got {d}")
         if dtype is not None and d != dtype:
@@ -103,9 +117,11 @@ def check_index_buffers(buffers: Sequence[Any], what: str) -> np.dtype | None:
 
 
 def data_pointer(b: Any) -> int:
-    """Address of a buffer's first element (NumPy, torch or CuPy)."""
-    if is_torch(b):
-        return int(b.data_ptr())
+    """Address of a buffer's first element (NumPy, torch or CuPy; ``id`` for anything else)."""
     if isinstance(b, np.ndarray):
         return int(b.__array_interface__["data"][0])
-    return int(b.data.ptr)
+    if hasattr(b, "data_ptr"):  # torch
+        return int(b.data_ptr())
+    if hasattr(b, "data") and hasattr(b.data, "ptr"):  # CuPy
+        return int(b.data.ptr)
+    return id(b)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .assemble import assemble_levels
+from .buffers import numpy_dtype
 from .expressions import is_block, is_dimension
 from .formats import TensorFormat
 from .storage import INDEX_TYPES, is_padded, num_batch_levels, to_device, to_host
@@ -255,7 +256,7 @@ def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: 
         raise TypeError(f"tensor_format must be a TensorFormat, got {type(fmt).__name__}")
     if fmt.num_dimensions != t.ndim:
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
-    dt = value_dtype(np.dtype(str(t.dtype).replace("torch.", "")), dtype)
+    dt = value_dtype(numpy_dtype(t.val), dtype)
     it = np.dtype(t.index_type if index_type is None else index_type)
     if it not in INDEX_TYPES:
         raise TypeError(f"index_type must be int32 or int64, got {it}")

@@ -51,7 +51,7 @@ def _from_strided(x: Any, package: str) -> Tensor:
                          "permutation of a contiguous array (a slice?); make it contiguous first (a copy)")
     if package == "torch":
         device = str(x.device)
-        val = B.as_numpy(view, "torch tensor") if x.device.type == "cpu" else view.detach()
+        val = B.torch_buffer(view, "torch tensor")
     else:
         device = "cpu" if package == "numpy" else f"cuda:{x.device.id}"
         val = view

@@ -27,11 +27,6 @@ from .package_formats import Layout
 from .tensor import Tensor
 
 
-def _keep(b: Any) -> Any:
-    """CPU tensors become NumPy views; CUDA tensors stay torch tensors."""
-    return B.as_numpy(b, "torch buffer") if b.device.type == "cpu" else b.detach()
-
-
 def _flat_values(values: Any, nbatch: int, what: str) -> Any:
     if not values.is_contiguous():
         raise ValueError(f"{what}: values are not contiguous; call .contiguous() first (a copy)")
@@ -49,9 +44,9 @@ def _from_coo(x: Any) -> Tensor:
     nnz = int(idx.shape[1])
     pos0 = torch.tensor([0, nnz], dtype=idx.dtype, device=idx.device)
     lay = Layout("coo", nsparse=s, ndense=nd)
-    return Tensor(lay.tensor_format(), tuple(x.shape), [_keep(pos0)] + [None] * (s - 1 + nd),
-                  [_keep(idx[k]) for k in range(s)] + [None] * nd,
-                  _keep(_flat_values(values, 0, "torch COO tensor")), index_type=itype, package="torch",
+    return Tensor(lay.tensor_format(), tuple(x.shape), [B.torch_buffer(pos0)] + [None] * (s - 1 + nd),
+                  [B.torch_buffer(idx[k]) for k in range(s)] + [None] * nd,
+                  B.torch_buffer(_flat_values(values, 0, "torch COO tensor")), index_type=itype, package="torch",
                   device=str(x.device), source=x)
 
 
@@ -75,8 +70,8 @@ def _from_compressed(x: Any) -> Tensor:
     fmt = lay.tensor_format()
     pos: list[Any] = [None] * fmt.num_levels
     crd: list[Any] = [None] * fmt.num_levels
-    pos[nb + 1], crd[nb + 1] = _keep(comp), _keep(plain)
-    return Tensor(fmt, tuple(x.shape), pos, crd, _keep(_flat_values(values, nb, what)), index_type=itype,
+    pos[nb + 1], crd[nb + 1] = B.torch_buffer(comp), B.torch_buffer(plain)
+    return Tensor(fmt, tuple(x.shape), pos, crd, B.torch_buffer(_flat_values(values, nb, what)), index_type=itype,
                   package="torch", device=str(x.device), source=x)
 
 

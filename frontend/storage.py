@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .buffers import device_ordinal
 from .formats import Level, LevelFormat, TensorFormat
 
 INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
@@ -78,21 +79,10 @@ def to_device(x: np.ndarray | None, package: str, device: str) -> Any:
         return x
     if package == "cupy":
         import cupy  # type: ignore[import-not-found]
-        with cupy.cuda.Device(int(device.split(":")[-1]) if ":" in device else 0):
+        with cupy.cuda.Device(device_ordinal(device)):
             return cupy.asarray(x)
     import torch
     return torch.from_numpy(np.ascontiguousarray(x)).to(device)
-
-
-def data_pointer(x: Any) -> int:
-    """Address of a buffer's first element (NumPy, torch or CuPy)."""
-    if isinstance(x, np.ndarray):
-        return int(x.__array_interface__["data"][0])
-    if hasattr(x, "data_ptr"):
-        return int(x.data_ptr())
-    if hasattr(x, "data") and hasattr(x.data, "ptr"):
-        return int(x.data.ptr)
-    return id(x)
 
 
 def value_count(values: np.ndarray, nbatch: int) -> int:

@@ -49,13 +49,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .buffers import data_pointer, numpy_dtype
 from .formats import LevelFormat, TensorFormat
-
-
-def _np_dtype(x: Any) -> np.dtype:
-    """NumPy dtype of a NumPy/torch/CuPy array."""
-    dt = x.dtype
-    return np.dtype(str(dt).replace("torch.", "")) if not isinstance(dt, np.dtype) else dt
 
 
 class Tensor:
@@ -88,7 +83,7 @@ class Tensor:
         for k, lv in enumerate(self.tensor_format.levels):
             for b in (self._pos[k], None if lv.format is LevelFormat.DELTA else self._crd[k]):
                 if b is not None:
-                    return _np_dtype(b)
+                    return numpy_dtype(b)
         return np.dtype(np.int64)
 
     # ----- construction -----------------------------------------------------------------------------
@@ -164,7 +159,6 @@ class Tensor:
 
     def buffer_key(self) -> tuple:
         """Identity of the buffer set (id, data pointer, shape, dtype of each buffer)."""
-        from .storage import data_pointer
         return (self.tensor_format.structure_key(), self.shape) + tuple(
             (id(b), data_pointer(b), tuple(b.shape), str(b.dtype)) for b in self.buffers())
 
@@ -179,7 +173,7 @@ class Tensor:
         """A NumPy dense array (C order) of the tensor's contents."""
         from .convert import entries
         dims, vals = entries(self)
-        out = np.zeros(self.shape, dtype=_np_dtype(self._val))
+        out = np.zeros(self.shape, dtype=numpy_dtype(self._val))
         if self.ndim == 0:
             return np.asarray(vals.sum(), dtype=out.dtype) if len(vals) else out
         if self.tensor_format.is_unique:
@@ -207,7 +201,7 @@ class Tensor:
         are written in place when the sparsity structure is unchanged; otherwise the buffers are replaced."""
         if tuple(src.shape) != self.shape:
             raise ValueError(f"copy_: shape {tuple(src.shape)} does not match {self.shape}")
-        new = src.convert(self.tensor_format, index_type=self.index_type, dtype=_np_dtype(self._val))
+        new = src.convert(self.tensor_format, index_type=self.index_type, dtype=numpy_dtype(self._val))
         same = (np.shape(new.val) == tuple(self._val.shape) and all(
             (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
             for a, b in zip(new._pos + new._crd, self._pos + self._crd)))

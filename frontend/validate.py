@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .buffers import is_contiguous, numpy_dtype
 from .formats import Level, LevelFormat
 from .storage import (INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, num_batch_levels, structured_groups,
                       to_host, value_count)
@@ -63,20 +64,13 @@ def _where(k: int, lv: Level) -> str:
     return f"level {k} ({lv.render()})"
 
 
-def _contiguous(b: Any) -> bool:
-    if hasattr(b, "is_contiguous"):
-        return bool(b.is_contiguous())
-    flags = getattr(b, "flags", None)
-    return bool(flags["C_CONTIGUOUS"]) if flags is not None else True
-
-
 def _check_types(t: "Tensor", nb: int) -> None:
     """Buffer presence, dtypes, contiguity and batch axes."""
     fmt = t.tensor_format
     if any(s < 0 for s in t.shape):
         raise ValueError(f"negative extent in shape {t.shape}")
     it = np.dtype(t.index_type)
-    vdt = np.dtype(str(t.dtype).replace("torch.", ""))
+    vdt = numpy_dtype(t.val)
     if vdt.kind not in VALUE_KINDS:
         raise TypeError(f"values must be numeric, got dtype {vdt}")
     bshape = tuple(t.levels[:nb])
@@ -88,7 +82,7 @@ def _check_types(t: "Tensor", nb: int) -> None:
                 continue
             if not needed:
                 raise ValueError(f"{_where(k, lv)}: this level has no {name} buffer, got one")
-            dt = np.dtype(str(buf.dtype).replace("torch.", ""))
+            dt = numpy_dtype(buf)
             if dt not in INDEX_TYPES and not (name == "crd" and lv.format is LevelFormat.DELTA):
                 raise TypeError(f"{_where(k, lv)}: {name} must be int32 or int64, got {dt}")
             want = delta_crd_dtype(lv.bits) if (name == "crd" and lv.format is LevelFormat.DELTA) else it  # type: ignore[arg-type]
@@ -98,11 +92,11 @@ def _check_types(t: "Tensor", nb: int) -> None:
             if len(buf.shape) != nb + 1 or tuple(buf.shape[:nb]) != bshape:
                 raise ValueError(f"{_where(k, lv)}: {name} must have shape (*{list(bshape)}, n), "
                                  f"got {tuple(buf.shape)}")
-            if not _contiguous(buf):
+            if not is_contiguous(buf):
                 raise ValueError(f"{_where(k, lv)}: {name} buffer is not contiguous")
     if it not in INDEX_TYPES:
         raise TypeError(f"index_type must be int32 or int64, got {it}")
-    if not _contiguous(t.val):
+    if not is_contiguous(t.val):
         raise ValueError("values buffer is not contiguous")
     if fmt.is_dense:
         if tuple(t.val.shape) != tuple(t.levels):

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..buffers import torch_buffer
 from ..tensor import Tensor
 
 
@@ -20,24 +21,18 @@ def as_torch(b: Any) -> torch.Tensor:
     return torch.as_tensor(b)
 
 
-def as_buffer(t: torch.Tensor) -> Any:
-    """The Tensor-side buffer for a torch tensor: a NumPy view on the CPU, the tensor itself elsewhere."""
-    t = t.detach()
-    return t.numpy() if t.device.type == "cpu" else t
-
-
 def with_values(ust: Tensor, values: torch.Tensor) -> Tensor:
     """``ust``'s index buffers with other ``values`` (same length/shape)."""
-    val = as_buffer(values)
+    val = torch_buffer(values)
     return Tensor(ust.tensor_format, ust.shape, list(ust._pos), list(ust._crd), val,
                   index_type=ust.index_type, package="torch", device=str(values.device))
 
 
 def map_buffers(ust: Tensor, fn: Any, values: torch.Tensor) -> Tensor:
     """A Tensor whose index buffers are ``fn(buffer)`` (torch in, torch out) and whose values are ``values``."""
-    pos = [None if p is None else as_buffer(fn(as_torch(p))) for p in ust._pos]
-    crd = [None if c is None else as_buffer(fn(as_torch(c))) for c in ust._crd]
-    return Tensor(ust.tensor_format, ust.shape, pos, crd, as_buffer(values), index_type=ust.index_type,
+    pos = [None if p is None else torch_buffer(fn(as_torch(p))) for p in ust._pos]
+    crd = [None if c is None else torch_buffer(fn(as_torch(c))) for c in ust._crd]
+    return Tensor(ust.tensor_format, ust.shape, pos, crd, torch_buffer(values), index_type=ust.index_type,
                   package="torch", device=str(values.device))
 
 

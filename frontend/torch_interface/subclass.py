@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
+from ..buffers import torch_buffer
 from ..formats import TensorFormat
 from ..tensor import Tensor
 from . import storage as S
@@ -83,7 +84,7 @@ class TorchUST(torch.Tensor):
     def from_ust(cls, ust: Tensor) -> "TorchUST":
         """Wrap a Tensor; ``.values`` views its values buffer."""
         values = S.as_torch(ust.val)
-        if S.as_buffer(values) is not ust.val and not S.same_memory(ust, values):
+        if torch_buffer(values) is not ust.val and not S.same_memory(ust, values):
             ust = S.with_values(ust, values)  # a read-only NumPy buffer was copied
         return cls(ust, values)
 
