@@ -32,7 +32,7 @@ class Arith:
 
     def constant(self, value: Any) -> Value:
         name = self.b.fresh("k")
-        self.b.consts.append("  " + constant_op(name, value, self.elem))
+        self.b.hoist(constant_op(name, value, self.elem))
         return Value(name, self.elem)
 
     def _binary(self, what: str, x: Value, y: Value) -> Value:

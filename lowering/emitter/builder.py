@@ -1,12 +1,15 @@
-"""A tiny MLIR text builder: fresh SSA names, indentation, hoisted constants, structured loops.
+"""The emitter's MLIR text builder: typed values, folded index arithmetic, vector ops, structured loops.
 
-Pure string building (no ``mlir`` import). ``Builder.for_``/``if_`` emit ``scf`` ops whose bodies are
+Pure string building (no ``mlir`` import) on the shared core ``lowering.mlir_text`` (names, lines,
+hoisted constants, loads and casts). ``Builder.for_``/``if_`` emit ``scf`` ops whose bodies are
 produced by Python callbacks; values threaded through a loop (``iter_args``) are ``Carry`` lists.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+from ..mlir_text import MlirText
 
 
 @dataclass(frozen=True)
@@ -33,114 +36,74 @@ def element_type(t: str) -> str:
     return "x".join(parts[k:])
 
 
-class Builder:
+class Builder(MlirText):
     """Collects the lines of one function body; constants are hoisted to its entry block."""
 
     def __init__(self, indent: str = "  ") -> None:
-        self.lines: list[str] = []
-        self.consts: list[str] = []
-        self._const_names: dict[tuple[str, str], str] = {}
-        self._n = 0
-        self._indent = indent
-
-    # ----- names and lines -------------------------------------------------------------------------
-    def fresh(self, stem: str = "v") -> str:
-        self._n += 1
-        return f"%{stem}{self._n}"
-
-    def emit(self, line: str) -> None:
-        self.lines.append(self._indent + line)
+        super().__init__(prefix=indent)
 
     def op(self, text: str, type_: str, stem: str = "v") -> Value:
         """``%new = <text>`` whose result has type ``type_``."""
-        name = self.fresh(stem)
-        self.emit(f"{name} = {text}")
-        return Value(name, type_)
+        return Value(self.assign(text, stem), type_)
 
     def const(self, value: int | float | str, type_: str = "index") -> Value:
         """A hoisted ``arith.constant`` (one per value and type)."""
-        key = (str(value), type_)
-        name = self._const_names.get(key)
-        if name is None:
-            name = self._const_names[key] = self.fresh("c")
-            self.consts.append(f"  {name} = arith.constant {value} : {type_}")
-        return Value(name, type_)
+        return Value(self.constant(str(value), type_), type_)
 
     def index(self, v: int) -> Value:
         return self.const(int(v), "index")
 
     # ----- index arithmetic (folds constants) --------------------------------------------------------
     def _int(self, v: Value) -> int | None:
-        for (text, t), name in self._const_names.items():
-            if name == v.name and t == "index":
-                return int(text)
-        return None
+        key = self.constant_key(v.name, "index")
+        return None if key is None else int(key)
+
+    def _fold(self, opname: str, a: Value, b: Value, fold: Callable[[int, int], int],
+              unit: int | None = None, commutes: bool = False) -> Value:
+        """``opname a, b`` on indices: folded when both are constants; ``a`` when ``b`` is ``unit``
+        (and ``b`` when ``a`` is, for an operation that ``commutes``)."""
+        ka, kb = self._int(a), self._int(b)
+        if commutes and unit is not None and ka == unit:
+            return b
+        if unit is not None and kb == unit:
+            return a
+        if ka is not None and kb is not None:
+            return self.index(fold(ka, kb))
+        return self.op(f"{opname} {a}, {b} : index", "index", "i")
 
     def add(self, a: Value, b: Value) -> Value:
-        ka, kb = self._int(a), self._int(b)
-        if ka == 0:
-            return b
-        if kb == 0:
-            return a
-        if ka is not None and kb is not None:
-            return self.index(ka + kb)
-        return self.op(f"arith.addi {a}, {b} : index", "index", "i")
+        return self._fold("arith.addi", a, b, lambda x, y: x + y, 0, commutes=True)
 
     def sub(self, a: Value, b: Value) -> Value:
-        ka, kb = self._int(a), self._int(b)
-        if kb == 0:
-            return a
-        if ka is not None and kb is not None:
-            return self.index(ka - kb)
-        return self.op(f"arith.subi {a}, {b} : index", "index", "i")
+        return self._fold("arith.subi", a, b, lambda x, y: x - y, 0)
 
     def mul(self, a: Value, b: Value) -> Value:
-        ka, kb = self._int(a), self._int(b)
-        if ka == 1:
-            return b
-        if kb == 1:
-            return a
-        if ka is not None and kb is not None:
-            return self.index(ka * kb)
-        return self.op(f"arith.muli {a}, {b} : index", "index", "i")
+        return self._fold("arith.muli", a, b, lambda x, y: x * y, 1, commutes=True)
 
     def max(self, a: Value, b: Value) -> Value:
-        ka, kb = self._int(a), self._int(b)
-        if ka is not None and kb is not None:
-            return self.index(max(ka, kb))
-        return self.op(f"arith.maxsi {a}, {b} : index", "index", "i")
+        return self._fold("arith.maxsi", a, b, max)
 
     def min(self, a: Value, b: Value) -> Value:
-        ka, kb = self._int(a), self._int(b)
-        if ka is not None and kb is not None:
-            return self.index(min(ka, kb))
-        return self.op(f"arith.minsi {a}, {b} : index", "index", "i")
+        return self._fold("arith.minsi", a, b, min)
 
     def load_index(self, memref: Value, pos: "Value | str", unsigned: bool = False) -> Value:
         """``memref[pos]`` of an integer buffer as an ``index`` (zero-extended when ``unsigned``);
         ``pos`` may be a full index list text (``"%b, %p"``)."""
         elem = element_type(memref.type)
-        raw = self.op(f"memref.load {memref}[{pos}] : {memref.type}", elem, "l")
-        if elem == "index":
-            return raw
-        if unsigned:
-            wide = self.op(f"arith.extui {raw} : {elem} to i64", "i64", "l")
-            return self.op(f"arith.index_cast {wide} : i64 to index", "index", "i")
-        return self.op(f"arith.index_cast {raw} : {elem} to index", "index", "i")
+        raw = self.load(memref.name, str(pos), memref.type, "l")
+        if unsigned and elem != "index":
+            raw, elem = self.cast("arith.extui", raw, elem, "i64", "l"), "i64"
+        return Value(self.index_cast(raw, elem, "index", "i"), "index")
 
     def vload_index(self, memref: Value, at: str, lanes: int, unsigned: bool = False) -> Value:
         """``lanes`` consecutive entries of an integer buffer as a ``vector<lanes x index>``."""
         elem = element_type(memref.type)
-        raw = self.op(f"vector.load {memref}[{at}] : {memref.type}, vector<{lanes}x{elem}>",
-                      f"vector<{lanes}x{elem}>", "l")
-        if elem == "index":
-            return raw
-        if unsigned:
-            raw = self.op(f"arith.extui {raw} : vector<{lanes}x{elem}> to vector<{lanes}xi64>",
-                          f"vector<{lanes}xi64>", "l")
+        raw = self.assign(f"vector.load {memref}[{at}] : {memref.type}, vector<{lanes}x{elem}>", "l")
+        if unsigned and elem != "index":
+            raw = self.cast("arith.extui", raw, f"vector<{lanes}x{elem}>", f"vector<{lanes}xi64>", "l")
             elem = "i64"
-        return self.op(f"arith.index_cast {raw} : vector<{lanes}x{elem}> to vector<{lanes}xindex>",
-                       f"vector<{lanes}xindex>", "i")
+        return Value(self.index_cast(raw, f"vector<{lanes}x{elem}>", f"vector<{lanes}xindex>", "i"),
+                     f"vector<{lanes}xindex>")
 
     def splat(self, x: Value, lanes: int) -> Value:
         t = f"vector<{lanes}x{x.type}>"
@@ -171,16 +134,13 @@ class Builder:
         iv = Value(self.fresh("iv"), "index")
         args = [Value(self.fresh("a"), c.type) for c in carry]
         res = self.fresh("r")
-        types = ", ".join(c.type for c in carry)
-        head = f"scf.for {iv} = {lo} to {hi} step {step}"
-        if carry:
-            inits = ", ".join(f"{a} = {c}" for a, c in zip(args, carry))
-            self.emit(f"{res}:{len(carry)} = {head} iter_args({inits}) -> ({types}) {{")
-        else:
-            self.emit(f"{head} {{")
-        out = self._nested(lambda: body(iv, list(args)))
-        if carry:
-            self.emit(f"  scf.yield {', '.join(v.name for v in out)} : {types}")
+        types = [c.type for c in carry]
+        self.emit(self.for_head(res, iv.name, lo.name, hi.name, step.name, [a.name for a in args],
+                                [c.name for c in carry], types))
+        with self.nested():
+            out = list(body(iv, list(args)))
+            if carry:
+                self.emit_yield([v.name for v in out], types)
         self.emit("}")
         return [Value(f"{res}#{k}", c.type) for k, c in enumerate(carry)]
 
@@ -192,41 +152,33 @@ class Builder:
         """``scf.parallel`` over ``lo..hi`` by ``step`` (iterations write disjoint data)."""
         iv = Value(self.fresh("iv"), "index")
         self.emit(f"scf.parallel ({iv}) = ({lo}) to ({hi}) step ({step}) {{")
-        self._nested(lambda: body(iv) or [])
-        self.emit("  scf.reduce")
+        with self.nested():
+            body(iv)
+            self.emit("scf.reduce")
         self.emit("}")
 
     def if_(self, cond: Value, carry: Sequence[Value], then: Callable[[Carry], Carry]) -> Carry:
         """``scf.if cond`` running ``then(carry)``; the else branch passes ``carry`` through."""
-        if not carry:
-            self.emit(f"scf.if {cond} {{")
-            self._nested(lambda: then([]) or [])
-            self.emit("}")
-            return []
-        res = self.fresh("r")
-        types = ", ".join(c.type for c in carry)
-        self.emit(f"{res}:{len(carry)} = scf.if {cond} -> ({types}) {{")
-        out = self._nested(lambda: then(list(carry)))
-        self.emit(f"  scf.yield {', '.join(v.name for v in out)} : {types}")
-        self.emit("} else {")
-        self.emit(f"  scf.yield {', '.join(c.name for c in carry)} : {types}")
+        res = self.fresh("r") if carry else ""
+        types = [c.type for c in carry]
+        self.emit(self.if_head(res, cond.name, types))
+        with self.nested():
+            out = list(then(list(carry)) or [])
+            if carry:
+                self.emit_yield([v.name for v in out], types)
+        if carry:
+            self.emit("} else {")
+            with self.nested():
+                self.emit_yield([c.name for c in carry], types)
         self.emit("}")
         return [Value(f"{res}#{k}", c.type) for k, c in enumerate(carry)]
 
     def in_range(self, x: Value, lo: int, hi: int) -> Value:
         """An ``i1``: ``lo <= x < hi``."""
-        a = self.op(f"arith.cmpi sge, {x}, {self.index(lo)} : index", "i1", "b")
-        b = self.op(f"arith.cmpi slt, {x}, {self.index(hi)} : index", "i1", "b")
-        return self.op(f"arith.andi {a}, {b} : i1", "i1", "b")
-
-    def _nested(self, fn: Callable[[], Carry]) -> Carry:
-        saved = self._indent
-        self._indent = saved + "  "
-        try:
-            return list(fn())
-        finally:
-            self._indent = saved
+        a = self.cmpi("sge", x.name, self.index(lo).name)
+        b = self.cmpi("slt", x.name, self.index(hi).name)
+        return Value(self.andi(a, b), "i1")
 
     def text(self) -> list[str]:
         """Constants first, then the body lines."""
-        return self.consts + self.lines
+        return self.constant_lines(1) + self.lines
