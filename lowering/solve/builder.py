@@ -1,6 +1,7 @@
-"""A small text builder for MLIR functions: fresh SSA names, hoisted constants, structured loops.
+"""The solvers' MLIR function builder: string values, arithmetic shorthands, context-manager regions.
 
-Used by the solver emitters (pure string building, no ``mlir`` import)::
+Built on the shared core ``lowering.mlir_text`` (names, lines, hoisted constants, loads, casts); used by
+the solver emitters (pure string building, no ``mlir`` import)::
 
     f = FuncBuilder("axpy", [("x", "memref<?xf64>"), ("a", "f64")])
     n = f.op("memref.dim %x, %c0 : memref<?xf64>")  # constants: f.c(0) -> "%c0"
@@ -11,8 +12,10 @@ Used by the solver emitters (pure string building, no ``mlir`` import)::
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Sequence
+
+from ..mlir_text import MlirText
 
 _INT_TYPES = ("index", "i1", "i8", "i16", "i32", "i64")
 
@@ -29,39 +32,26 @@ class Loop:
 
 
 @dataclass
-class FuncBuilder:
+class FuncBuilder(MlirText):
     """Builds one ``func.func``; ``finish()`` returns its text."""
 
     name: str
     args: Sequence[tuple[str, str]]
     results: Sequence[str] = ()
     private: bool = False
-    _lines: list[str] = field(default_factory=list)
-    _consts: dict[tuple[str, str], str] = field(default_factory=dict)
-    _count: int = 0
-    _depth: int = 1
+
+    def __post_init__(self) -> None:
+        MlirText.__init__(self, depth=1)
 
     # ----- values ------------------------------------------------------------------------------------
-    def fresh(self, hint: str = "v") -> str:
-        self._count += 1
-        return f"%{hint}{self._count}"
-
-    def emit(self, line: str) -> None:
-        self._lines.append("  " * self._depth + line)
-
     def op(self, rhs: str, hint: str = "v") -> str:
         """Emit ``%new = rhs`` and return ``%new``."""
-        name = self.fresh(hint)
-        self.emit(f"{name} = {rhs}")
-        return name
+        return self.assign(rhs, hint)
 
     def c(self, value: float | int, ty: str = "index") -> str:
         """A constant of type ``ty``, defined once at the function entry."""
-        key = (repr(value), ty)
-        name = self._consts.get(key)
-        if name is None:
-            name = self._consts[key] = self.fresh("c")
-        return name
+        key = repr(value)
+        return self.constant(key, ty, key if ty in _INT_TYPES else _float_literal(float(key)))
 
     # ----- arithmetic shorthands (``ty`` is the operands' type) ---------------------------------------
     def bin(self, opname: str, a: str, b: str, ty: str) -> str:
@@ -80,25 +70,11 @@ class FuncBuilder:
     def div(self, a: str, b: str, ty: str) -> str:
         return self.bin("arith.divf", a, b, ty)
 
-    def cmpi(self, pred: str, a: str, b: str, ty: str = "index") -> str:
-        return self.op(f"arith.cmpi {pred}, {a}, {b} : {ty}", "b")
-
     def cmpf(self, pred: str, a: str, b: str, ty: str = "f64") -> str:
         return self.op(f"arith.cmpf {pred}, {a}, {b} : {ty}", "b")
 
     def select(self, cond: str, a: str, b: str, ty: str) -> str:
         return self.op(f"arith.select {cond}, {a}, {b} : {ty}")
-
-    def andi(self, a: str, b: str) -> str:
-        return self.op(f"arith.andi {a}, {b} : i1", "b")
-
-    def load(self, mem: str, idx: str | Sequence[str], mtype: str) -> str:
-        ix = idx if isinstance(idx, str) else ", ".join(idx)
-        return self.op(f"memref.load {mem}[{ix}] : {mtype}")
-
-    def store(self, value: str, mem: str, idx: str | Sequence[str], mtype: str) -> None:
-        ix = idx if isinstance(idx, str) else ", ".join(idx)
-        self.emit(f"memref.store {value}, {mem}[{ix}] : {mtype}")
 
     def dim(self, mem: str, mtype: str, axis: int = 0) -> str:
         return self.op(f"memref.dim {mem}, {self.c(axis)} : {mtype}", "n")
@@ -108,11 +84,6 @@ class FuncBuilder:
 
     def dealloc(self, mem: str, mtype: str) -> None:
         self.emit(f"memref.dealloc {mem} : {mtype}")
-
-    def cast(self, opname: str, value: str, src: str, dst: str) -> str:
-        if src == dst:
-            return value
-        return self.op(f"{opname} {value} : {src} to {dst}")
 
     # ----- structured control flow ---------------------------------------------------------------------
     @contextmanager
@@ -126,21 +97,16 @@ class FuncBuilder:
         args = [self.fresh("a") for _ in inits]
         types = [t for _, t in inits]
         lp = Loop(iv, args, [f"{res}#{k}" for k in range(len(inits))], types)
-        head = f"scf.for {iv} = {lo} to {hi} step {step or self.c(1)}"
-        if inits:
-            pairs = ", ".join(f"{a} = {v}" for a, (v, _) in zip(args, inits))
-            head = f"{res}:{len(inits)} = {head} iter_args({pairs}) -> ({', '.join(types)})"
-        self.emit(head + " {")
-        self._depth += 1
-        yield lp
-        if inits and not lp.yielded:
-            raise ValueError("a loop with iter_args needs yield_()")
-        self._depth -= 1
+        self.emit(self.for_head(res, iv, lo, hi, step or self.c(1), args, [v for v, _ in inits], types))
+        with self.nested():
+            yield lp
+            if inits and not lp.yielded:
+                raise ValueError("a loop with iter_args needs yield_()")
         self.emit("}")
 
     def yield_(self, lp: Loop, *values: str) -> None:
         if values:
-            self.emit(f"scf.yield {', '.join(values)} : {', '.join(lp.types)}")
+            self.emit_yield(values, lp.types)
         lp.yielded = True
 
     @contextmanager
@@ -168,11 +134,8 @@ class FuncBuilder:
         vis = "private " if self.private else ""
         sig = ", ".join(f"%{n}: {t}" for n, t in self.args)
         res = f" -> ({', '.join(self.results)})" if self.results else ""
-        consts = []
-        for (value, ty), name in self._consts.items():
-            lit = value if ty in _INT_TYPES else _float_literal(float(value))
-            consts.append(f"    {name} = arith.constant {lit} : {ty}")
-        return "\n".join([f"  func.func {vis}@{self.name}({sig}){res} {{", *consts, *self._lines, "  }"])
+        head = f"  func.func {vis}@{self.name}({sig}){res} {{"
+        return "\n".join([head, *self.constant_lines(2), *self.lines, "  }"])
 
 
 def _float_literal(v: float) -> str:
@@ -194,7 +157,7 @@ class _While:
         tl = ", ".join(self.types)
         pairs = ", ".join(f"{a} = {v}" for a, (v, _) in zip(self.before, inits))
         f.emit(f"{res}:{len(inits)} = scf.while ({pairs}) : ({tl}) -> ({tl}) {{")
-        f._depth += 1
+        f.depth += 1
         self.stage = "before"
 
     def cond(self, flag: str, values: Sequence[str] | None = None) -> None:
@@ -202,20 +165,20 @@ class _While:
         f = self.f
         vals = list(values) if values is not None else self.before
         f.emit(f"scf.condition({flag}) {', '.join(vals)} : {', '.join(self.types)}")
-        f._depth -= 1
+        f.depth -= 1
         f.emit("} do {")
         f.emit(f"^bb0({', '.join(f'{a}: {t}' for a, t in zip(self.after, self.types))}):")
-        f._depth += 1
+        f.depth += 1
         self.stage = "after"
 
     def yield_(self, *values: str) -> None:
-        self.f.emit(f"scf.yield {', '.join(values)} : {', '.join(self.types)}")
+        self.f.emit_yield(values, self.types)
         self.stage = "done"
 
     def close(self) -> None:
         if self.stage != "done":
             raise ValueError("scf.while needs cond() and yield_()")
-        self.f._depth -= 1
+        self.f.depth -= 1
         self.f.emit("}")
 
 
@@ -224,18 +187,17 @@ class _If:
         self.f, self.types = f, types
         res = f.fresh("f")
         self.results = [f"{res}#{k}" for k in range(len(types))]
-        head = f"{res}:{len(types)} = scf.if {cond} -> ({', '.join(types)})" if types else f"scf.if {cond}"
-        f.emit(head + " {")
-        f._depth += 1
+        f.emit(f.if_head(res, cond, types))
+        f.depth += 1
 
     def yield_(self, *values: str) -> None:
-        self.f.emit(f"scf.yield {', '.join(values)} : {', '.join(self.types)}")
+        self.f.emit_yield(values, self.types)
 
     def else_(self) -> None:
-        self.f._depth -= 1
+        self.f.depth -= 1
         self.f.emit("} else {")
-        self.f._depth += 1
+        self.f.depth += 1
 
     def close(self) -> None:
-        self.f._depth -= 1
+        self.f.depth -= 1
         self.f.emit("}")
