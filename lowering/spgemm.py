@@ -16,38 +16,53 @@ c_val)``. CSC x CSC -> CSC is the same kernel on the transposed problem (operand
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
+from .mlir_text import MlirText
 from .scalar_fn import kind
 
 _WIDTH = {32: "i32", 64: "i64", 16: "i16", 8: "i8", 0: "index"}
 
 
-class _Text:
+class _Text(MlirText):
+    """The kernel's body lines (one level inside its ``func.func``)."""
+
     def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.n = 0
-        self.depth = 1
-
-    def name(self, stem: str = "v") -> str:
-        self.n += 1
-        return f"%{stem}{self.n}"
-
-    def emit(self, line: str) -> None:
-        self.lines.append("  " * self.depth + line)
-
-    def op(self, text: str, stem: str = "v") -> str:
-        name = self.name(stem)
-        self.emit(f"{name} = {text}")
-        return name
+        super().__init__(depth=1)
 
     def load_index(self, buf: str, idx: str, ty: str) -> str:
-        v = self.op(f"memref.load {buf}[{idx}] : memref<?x{ty}>")
-        return v if ty == "index" else self.op(f"arith.index_cast {v} : {ty} to index")
+        return self.index_cast(self.load(buf, idx, f"memref<?x{ty}>"), ty, "index")
 
     def store_index(self, value: str, buf: str, idx: str, ty: str) -> None:
-        v = value if ty == "index" else self.op(f"arith.index_cast {value} : index to {ty}")
-        self.emit(f"memref.store {v}, {buf}[{idx}] : memref<?x{ty}>")
+        self.store(self.index_cast(value, "index", ty), buf, idx, f"memref<?x{ty}>")
+
+    def row_range(self, pos: str, r: str, ty: str) -> tuple[str, str, str]:
+        """Entries ``pos[r] .. pos[r + 1]`` of row ``r`` of a compressed level, and ``r + 1``."""
+        r1 = self.assign(f"arith.addi {r}, %c1 : index")
+        return self.load_index(pos, r, ty), self.load_index(pos, r1, ty), r1
+
+    def bit_of(self, x: str) -> tuple[str, str]:
+        """Bit ``x`` of a bitmap of i64 words: (its word's index, the i64 mask of it in that word)."""
+        w = self.assign(f"arith.shrui {x}, %c6 : index")
+        b = self.index_cast(self.assign(f"arith.andi {x}, %c63 : index"), "index", "i64")
+        return w, self.assign(f"arith.shli %o64, {b} : i64")
+
+    def over_set_bits(self, word0: str, o0: str, body: Callable[[str, str], str]) -> str:
+        """``scf.while`` over the set bits of the i64 ``word0``, lowest first, threading an index from
+        ``o0``: ``body(bit, o) -> o'`` (``bit``: the bit's position as an index); returns the final index."""
+        res, x, o, x1, o1 = (self.fresh(s) for s in ("ws", "wx", "wo", "wx", "wo"))
+        self.emit(f"{res}:2 = scf.while ({x} = {word0}, {o} = {o0}) : (i64, index) -> (i64, index) {{")
+        with self.nested():
+            more = self.cmpi("ne", x, "%z64", "i64")
+            self.emit(f"scf.condition({more}) {x}, {o} : i64, index")
+        self.emit("} do {")
+        self.emit(f"^bb0({x1}: i64, {o1}: index):")
+        with self.nested():
+            bit = self.index_cast(self.assign(f"math.cttz {x1} : i64"), "i64", "index")
+            rest = self.assign(f"arith.andi {x1}, {self.assign(f'arith.subi {x1}, %o64 : i64')} : i64")
+            self.emit_yield([rest, body(bit, o1)], ["i64", "index"])
+        self.emit("}")
+        return f"{res}#1"
 
 
 def _ops(elem: str) -> tuple[str, str]:
@@ -116,11 +131,8 @@ def _build(c: Any, transposed: bool) -> str:
     # capacity: an upper bound of the result's entries (sum of the B rows each A entry reaches)
     t.emit("%cap = scf.for %p = %c0 to %annz step %c1 iter_args(%u0 = %c0) -> (index) {")
     t.depth += 1
-    k = t.load_index("%a_crd", "%p", ac)
-    k1 = t.op(f"arith.addi {k}, %c1 : index")
-    blo = t.load_index("%b_pos", k, bp)
-    bhi = t.load_index("%b_pos", k1, bp)
-    span = t.op(f"arith.subi {bhi}, {blo} : index")
+    blo, bhi, _ = t.row_range("%b_pos", t.load_index("%a_crd", "%p", ac), bp)
+    span = t.assign(f"arith.subi {bhi}, {blo} : index")
     t.emit(f"%u1 = arith.addi %u0, {span} : index")
     t.emit("scf.yield %u1 : index")
     t.depth -= 1
@@ -130,46 +142,36 @@ def _build(c: Any, transposed: bool) -> str:
     t.emit(f"%cval0 = memref.alloc(%capn) : memref<?x{elem}>")
     t.emit("%nnz = scf.for %i = %c0 to %m step %c1 iter_args(%start = %c0) -> (index) {")
     t.depth += 1
-    i1 = t.op("arith.addi %i, %c1 : index")
-    lo = t.load_index("%a_pos", "%i", ap)
-    hi = t.load_index("%a_pos", i1, ap)
+    lo, hi, i1 = t.row_range("%a_pos", "%i", ap)
     # accumulate the row: work[j] (+)= a[i, k] * b[k, j], marking each new column's bit
     t.emit(f"scf.for %p = {lo} to {hi} step %c1 {{")
     t.depth += 1
     k = t.load_index("%a_crd", "%p", ac)
-    av = t.op(f"memref.load %a_val[%p] : memref<?x{elem}>")
-    k1 = t.op(f"arith.addi {k}, %c1 : index")
-    blo = t.load_index("%b_pos", k, bp)
-    bhi = t.load_index("%b_pos", k1, bp)
+    av = t.assign(f"memref.load %a_val[%p] : memref<?x{elem}>")
+    blo, bhi, _ = t.row_range("%b_pos", k, bp)
     t.emit(f"scf.for %q = {blo} to {bhi} step %c1 {{")
     t.depth += 1
     j = t.load_index("%b_crd", "%q", bc)
-    bv = t.op(f"memref.load %b_val[%q] : memref<?x{elem}>")
-    prod = t.op(f"{mul} {av}, {bv} : {elem}")
-    w = t.op(f"arith.shrui {j}, %c6 : index")
-    bit_i = t.op(f"arith.andi {j}, %c63 : index")
-    bit = t.op(f"arith.index_cast {bit_i} : index to i64")
-    one = t.op("arith.shli %o64, " + bit + " : i64")
-    word = t.op(f"memref.load %bits[{w}] : memref<?xi64>")
-    has = t.op(f"arith.andi {word}, {one} : i64")
-    new = t.op(f"arith.cmpi eq, {has}, %z64 : i64")
+    bv = t.assign(f"memref.load %b_val[%q] : memref<?x{elem}>")
+    prod = t.assign(f"{mul} {av}, {bv} : {elem}")
+    w, one = t.bit_of(j)
+    word = t.assign(f"memref.load %bits[{w}] : memref<?xi64>")
+    has = t.assign(f"arith.andi {word}, {one} : i64")
+    new = t.assign(f"arith.cmpi eq, {has}, %z64 : i64")
     t.emit(f"scf.if {new} {{")
     t.depth += 1
     t.emit(f"memref.store {prod}, %work[{j}] : memref<?x{elem}>")
-    nw = t.op(f"arith.ori {word}, {one} : i64")
+    nw = t.assign(f"arith.ori {word}, {one} : i64")
     t.emit(f"memref.store {nw}, %bits[{w}] : memref<?xi64>")
-    g = t.op(f"arith.shrui {w}, %c6 : index")
-    gb_i = t.op(f"arith.andi {w}, %c63 : index")
-    gb = t.op(f"arith.index_cast {gb_i} : index to i64")
-    gone = t.op("arith.shli %o64, " + gb + " : i64")
-    gw = t.op(f"memref.load %summary[{g}] : memref<?xi64>")
-    ngw = t.op(f"arith.ori {gw}, {gone} : i64")
+    g, gone = t.bit_of(w)
+    gw = t.assign(f"memref.load %summary[{g}] : memref<?xi64>")
+    ngw = t.assign(f"arith.ori {gw}, {gone} : i64")
     t.emit(f"memref.store {ngw}, %summary[{g}] : memref<?xi64>")
     t.depth -= 1
     t.emit("} else {")
     t.depth += 1
-    old = t.op(f"memref.load %work[{j}] : memref<?x{elem}>")
-    acc = t.op(f"{add} {old}, {prod} : {elem}")
+    old = t.assign(f"memref.load %work[{j}] : memref<?x{elem}>")
+    acc = t.assign(f"{add} {old}, {prod} : {elem}")
     t.emit(f"memref.store {acc}, %work[{j}] : memref<?x{elem}>")
     t.depth -= 1
     t.emit("}")
@@ -180,45 +182,27 @@ def _build(c: Any, transposed: bool) -> str:
     # emit the row in column order: set bits of the summary words, then of the words they point to
     t.emit("%end = scf.for %g = %c0 to %groups step %c1 iter_args(%o0 = %start) -> (index) {")
     t.depth += 1
-    sw0 = t.op("memref.load %summary[%g] : memref<?xi64>")
-    t.emit(f"%gw:2 = scf.while (%sw = {sw0}, %o = %o0) : (i64, index) -> (i64, index) {{")
-    t.emit("  %more = arith.cmpi ne, %sw, %z64 : i64")
-    t.emit("  scf.condition(%more) %sw, %o : i64, index")
-    t.emit("} do {")
-    t.emit("^bb0(%sw1: i64, %o1: index):")
-    t.depth += 1
-    tz = t.op("math.cttz %sw1 : i64")
-    tzi = t.op(f"arith.index_cast {tz} : i64 to index")
-    gbase = t.op("arith.shli %g, %c6 : index")
-    wi = t.op(f"arith.addi {gbase}, {tzi} : index")
-    bw0 = t.op(f"memref.load %bits[{wi}] : memref<?xi64>")
-    jbase = t.op(f"arith.shli {wi}, %c6 : index")
-    t.emit(f"%bw:2 = scf.while (%x = {bw0}, %oo = %o1) : (i64, index) -> (i64, index) {{")
-    t.emit("  %more2 = arith.cmpi ne, %x, %z64 : i64")
-    t.emit("  scf.condition(%more2) %x, %oo : i64, index")
-    t.emit("} do {")
-    t.emit("^bb0(%x1: i64, %oo1: index):")
-    t.depth += 1
-    bz = t.op("math.cttz %x1 : i64")
-    bzi = t.op(f"arith.index_cast {bz} : i64 to index")
-    col = t.op(f"arith.addi {jbase}, {bzi} : index")
-    t.store_index(col, "%ccrd0", "%oo1", cc)
-    val = t.op(f"memref.load %work[{col}] : memref<?x{elem}>")
-    t.emit(f"memref.store {val}, %cval0[%oo1] : memref<?x{elem}>")
-    xm1 = t.op("arith.subi %x1, %o64 : i64")
-    x2 = t.op(f"arith.andi %x1, {xm1} : i64")
-    oo2 = t.op("arith.addi %oo1, %c1 : index")
-    t.emit(f"scf.yield {x2}, {oo2} : i64, index")
-    t.depth -= 1
-    t.emit("}")
-    t.emit(f"memref.store %z64, %bits[{wi}] : memref<?xi64>")
-    sm1 = t.op("arith.subi %sw1, %o64 : i64")
-    sw2 = t.op(f"arith.andi %sw1, {sm1} : i64")
-    t.emit(f"scf.yield {sw2}, %bw#1 : i64, index")
-    t.depth -= 1
-    t.emit("}")
+    sw0 = t.assign("memref.load %summary[%g] : memref<?xi64>")
+
+    def word(tzi: str, o1: str) -> str:  # the set bits of bits[64 g + tzi]: columns 64 (64 g + tzi) + bzi
+        wi = t.assign(f"arith.addi {t.assign('arith.shli %g, %c6 : index')}, {tzi} : index")
+        jbase = t.assign(f"arith.shli {wi}, %c6 : index")
+
+        def column(bzi: str, oo1: str) -> str:
+            col = t.assign(f"arith.addi {jbase}, {bzi} : index")
+            t.store_index(col, "%ccrd0", oo1, cc)
+            val = t.assign(f"memref.load %work[{col}] : memref<?x{elem}>")
+            t.emit(f"memref.store {val}, %cval0[{oo1}] : memref<?x{elem}>")
+            return t.assign(f"arith.addi {oo1}, %c1 : index")
+
+        bw0 = t.assign(f"memref.load %bits[{wi}] : memref<?xi64>")
+        out = t.over_set_bits(bw0, o1, column)
+        t.emit(f"memref.store %z64, %bits[{wi}] : memref<?xi64>")
+        return out
+
+    gw = t.over_set_bits(sw0, "%o0", word)
     t.emit("memref.store %z64, %summary[%g] : memref<?xi64>")
-    t.emit("scf.yield %gw#1 : index")
+    t.emit(f"scf.yield {gw} : index")
     t.depth -= 1
     t.emit("}")
     t.store_index("%end", "%cpos", i1, cp)
