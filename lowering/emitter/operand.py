@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..contraction import TensorSpec
 from .builder import Value
 
 _WIDTH_TYPES = {0: "index", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
@@ -39,14 +40,8 @@ class LevelArgs:
 
 
 @dataclass(frozen=True, eq=False)
-class WalkedOperand:
+class WalkedOperand(TensorSpec):
     """A stored (non row-major) operand: format, static shape, element type, index widths."""
-
-    fmt: Any
-    shape: tuple[int, ...]
-    elem: str
-    pos_width: int = 64
-    crd_width: int = 64
 
     def params(self, prefix: str) -> tuple[list[Value], list[LevelArgs], Value]:
         """Function parameters (in order), per-level buffer arguments and the values argument."""
