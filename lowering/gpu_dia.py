@@ -45,19 +45,23 @@ def dia_rows_module(c: Contraction) -> str:
                 f"%m = {ops['mul']} %v, %xv : {elem}",
                 f"%s = {ops['add']} {acc}, %m : {elem}"]
 
+    # diagonal d at row i: its column %j = i + offset[d] (%in: inside the matrix) and its value %v
+    column = [f"%o0 = memref.load %crd[%d] : memref<?x{ic}>",
+              f"%o = arith.index_cast %o0 : {ic} to index",
+              "%j = arith.addi %i, %o : index",
+              "%ge = arith.cmpi sge, %j, %c0 : index",
+              "%lt = arith.cmpi slt, %j, %cols : index",
+              "%in = arith.andi %ge, %lt : i1"]
+    entry = ["%dr = arith.muli %d, %rows : index",
+             "%k = arith.addi %dr, %i : index",
+             f"%v = memref.load %val[%k] : memref<?x{elem}>"]
+
     if spmm:  # per row: for each diagonal, for each column k of b
         body = [
             "scf.for %d = %lo to %hi step %c1 {",
-            f"  %o0 = memref.load %crd[%d] : memref<?x{ic}>",
-            f"  %o = arith.index_cast %o0 : {ic} to index",
-            "  %j = arith.addi %i, %o : index",
-            "  %ge = arith.cmpi sge, %j, %c0 : index",
-            "  %lt = arith.cmpi slt, %j, %cols : index",
-            "  %in = arith.andi %ge, %lt : i1",
+            *("  " + ln for ln in column),
             "  scf.if %in {",
-            "    %dr = arith.muli %d, %rows : index",
-            "    %k = arith.addi %dr, %i : index",
-            f"    %v = memref.load %val[%k] : memref<?x{elem}>",
+            *("    " + ln for ln in entry),
             f"    scf.for %n = %c0 to %ncols step %c1 {{",
             f"      %acc = memref.load %c[%i, %n] : {otype}",
             *("      " + ln for ln in product("%j, %n", "%acc")),
@@ -70,16 +74,9 @@ def dia_rows_module(c: Contraction) -> str:
         body = [
             f"%init = memref.load %c[%i] : {otype}",
             f"%sum = scf.for %d = %lo to %hi step %c1 iter_args(%acc = %init) -> ({elem}) {{",
-            f"  %o0 = memref.load %crd[%d] : memref<?x{ic}>",
-            f"  %o = arith.index_cast %o0 : {ic} to index",
-            "  %j = arith.addi %i, %o : index",
-            "  %ge = arith.cmpi sge, %j, %c0 : index",
-            "  %lt = arith.cmpi slt, %j, %cols : index",
-            "  %in = arith.andi %ge, %lt : i1",
+            *("  " + ln for ln in column),
             f"  %r = scf.if %in -> ({elem}) {{",
-            "    %dr = arith.muli %d, %rows : index",
-            "    %k = arith.addi %dr, %i : index",
-            f"    %v = memref.load %val[%k] : memref<?x{elem}>",
+            *("    " + ln for ln in entry),
             *("    " + ln for ln in product("%j", "%acc")),
             f"    scf.yield %s : {elem}",
             "  } else {",
