@@ -16,62 +16,34 @@ from typing import Any, Callable, Sequence
 from lowering.contraction import Contraction, TensorSpec
 from lowering.gpu_dispatch import gpu_contraction, gpu_path, library_layout, lower_gpu
 from lowering.gpu_pipeline import DEFAULT_CHIPS
-from lowering.types import index_width, mlir_type
+from lowering.types import dtype_name, mlir_type
 
+from . import buffers as B
+from . import storage
 from .gpu_route import on_cuda, wants_gpu
+from .operands import as_tensor, permuted, validate_sparse
+from .plan import spec_of
 from .tensor import Tensor
 
 __all__ = ["GpuMatmul", "gpu_einsum", "gpu_matmul", "gpu_matmul_plan", "on_cuda", "to_device", "wants_gpu"]
 
 
-# ----- routing ---------------------------------------------------------------------------------------------
-def _device_ordinal(device: Any) -> int:
-    text = str(device or "cuda")
-    return int(text.split(":", 1)[1]) if ":" in text else 0
-
-
 # ----- operands ---------------------------------------------------------------------------------------------
-def _dtype_name(t: Tensor) -> str:
-    return str(t.dtype).replace("torch.", "")
-
-
-def _spec(t: Tensor, elem: str) -> TensorSpec:
-    fmt = t.tensor_format
-    if fmt.is_dense and fmt.is_identity:
-        return TensorSpec(None, t.shape, elem)
-    w = 64 if t.index_type is None else index_width(t.index_type)
-    return TensorSpec(fmt, t.shape, elem, w, w)
-
-
 def _to_device(x: Any, device: int, package: str) -> Any:
     """A CPU buffer copied to ``cuda:device`` as a ``package`` array (torch or cupy)."""
-    import numpy as np
-
-    arr = x.numpy() if hasattr(x, "numpy") and not isinstance(x, np.ndarray) else np.asarray(x)
-    if package == "torch":
-        import torch
-
-        return torch.from_numpy(np.ascontiguousarray(arr)).to(f"cuda:{device}")
-    import cupy
-
-    with cupy.cuda.Device(device):
-        return cupy.asarray(arr)
+    return storage.to_device(storage.to_host(x), package, f"cuda:{device}")
 
 
 def to_device(t: Tensor, device: int = 0, package: str = "torch") -> Tensor:
-    """``t`` with every buffer copied to ``cuda:device`` as torch tensors or CuPy arrays (same format)."""
-    return _moved(t, device, package)
-
-
-def _moved(t: Tensor, device: int, package: str) -> Tensor:
-    """``t`` with every buffer on ``cuda:device`` (copies; used for CPU operands with device="cuda")."""
+    """``t`` with every buffer copied to ``cuda:device`` as torch tensors or CuPy arrays (same format);
+    used for CPU operands with ``device="cuda"``."""
     move = (lambda b: None if b is None else _to_device(b, device, package))  # noqa: E731
     return Tensor(t.tensor_format, t.shape, [move(p) for p in t._pos], [move(c) for c in t._crd],
                   move(t.val), index_type=t.index_type, package=package, device=f"cuda:{device}")
 
 
 def _package_of(t: Tensor) -> str:
-    return "cupy" if (type(t.val).__module__ or "").startswith("cupy") else "torch"
+    return "cupy" if B.package_of(t.val) == "cupy" else "torch"
 
 
 def _default_package() -> str:
@@ -96,8 +68,6 @@ class GpuMatmul:
                  alpha: Any = 1, beta: Any = None, semiring: Any = None, prolog: Callable | None = None,
                  epilog: Callable | None = None, out_format: Any = None, device: Any = None,
                  path: str = "auto", chip: str | None = None, stream: Any = None) -> None:
-        from . import ops
-
         if out_format is not None and not (out_format.is_dense and out_format.is_identity):
             raise ValueError("GPU results are dense (the sparsifier parallelizes no sparse-output loop); "
                              "drop out_format or run on the CPU")
@@ -106,14 +76,13 @@ class GpuMatmul:
         self._transposes = (False, False)  # set by gpu_matmul_plan: applied to operands of reset_operands
         self._options = dict(alpha=alpha, beta=beta, semiring=semiring, prolog=prolog, epilog=epilog,
                              out_format=out_format, device=device, path=path, chip=chip, stream=stream)
-        tensors = [ops.as_tensor(x, f"operand {k}") if not isinstance(x, Tensor) else x
-                   for k, x in enumerate(operands)]
+        tensors = [as_tensor(x, f"operand {k}") for k, x in enumerate(operands)]
         if len(subscripts) != len(tensors):
             raise ValueError(f"{len(subscripts)} subscripts for {len(tensors)} operands")
         for s, t in zip(subscripts, tensors):
             if len(s) != t.ndim:
                 raise ValueError(f"an operand has {t.ndim} dimensions but subscripts {s!r}")
-        names = {_dtype_name(t) for t in tensors}
+        names = {dtype_name(t.dtype) for t in tensors}
         if len(names) != 1:
             raise TypeError(f"dtype mismatch between operands: {sorted(names)}; convert one of them first")
         self.dtype_name = names.pop()
@@ -125,15 +94,11 @@ class GpuMatmul:
                     raise ValueError(f"dimension {ch!r} has extents {extents[ch]} and {e}")
         self.out_shape = tuple(extents[ch] for ch in out_subs)
         _check_placement(tensors)
-        for t in tensors:
-            if t.is_sparse:
-                from .validate import validate
-
-                validate(t)  # kernels read these buffers: checked once per buffer set
-        self._device = _device_ordinal(device) if device is not None else next(
-            (_tensor_device(t) for t in tensors if t.device.startswith("cuda")), 0)
+        validate_sparse(tensors)  # kernels read these buffers: checked once per buffer set
+        self._device = B.device_ordinal(device) if device is not None else next(
+            (B.device_ordinal(t.device) for t in tensors if t.device.startswith("cuda")), 0)
         self._host_package = None if any(t.device.startswith("cuda") for t in tensors) else (
-            "torch" if any(_is_torch(x) for x in operands) else "numpy")
+            "torch" if any(B.is_torch(x) for x in operands) else "numpy")
         if c is not None:
             _check_c(c, self.out_shape, self.dtype_name, self._host_package is None)
         self.tensors = tensors
@@ -150,7 +115,7 @@ class GpuMatmul:
         # alpha and beta are applied around the kernel (device array ops): kernels take no scalars, whose
         # reads would run on the host; the kernel accumulates into the output buffer (init="c").
         self.contraction = gpu_contraction(Contraction(
-            tuple(subscripts), tuple(_spec(t, elem) for t in tensors), out_subs, TensorSpec(None, self.out_shape, elem),
+            tuple(subscripts), tuple(spec_of(t, elem) for t in tensors), out_subs, TensorSpec(None, self.out_shape, elem),
             semiring=sem, init="c", prolog=None if prolog is None else trace_unary(prolog, elem),
             epilog=None if epilog is None else trace_unary(epilog, elem)))
         if sem is not None and (alpha != 1 or (beta is not None and beta != 1)):
@@ -186,7 +151,7 @@ class GpuMatmul:
         tensors, c = self.tensors, self.c
         package = self.package
         if self._host_package is not None:  # CPU operands with device="cuda": copy over
-            tensors = [_moved(t, self._device, package) for t in tensors]
+            tensors = [to_device(t, self._device, package) for t in tensors]
             c = None if c is None else _to_device(c, self._device, package)
         from .gpu_library import stream_context
 
@@ -244,13 +209,11 @@ class GpuMatmul:
     # ----- life cycle (as frontend.Matmul) ------------------------------------------------------------------------
     def reset_operands(self, a: Any = None, b: Any = None, c: Any = None) -> "GpuMatmul":
         """New operands of the same formats, shapes and dtypes (the compiled kernel is kept)."""
-        from . import ops
-
         objs = [x if x is not None else old for x, old in zip((a, b, c), self._objs[:2] + [self.c])]
         for k, flag in enumerate(self._transposes):
             if flag and (a, b)[k] is not None:
-                t = ops.as_tensor(objs[k], "ab"[k])
-                objs[k] = ops.permuted(t, (1, 0)) if t.ndim == 2 else t
+                t = as_tensor(objs[k], "ab"[k])
+                objs[k] = permuted(t, (1, 0)) if t.ndim == 2 else t
         new = GpuMatmul(self._subscripts, objs[:2], self.contraction.output_subscripts, c=objs[2],
                         **self._options)
         if new.contraction.key() != self.contraction.key() or new.path != self.path:
@@ -321,7 +284,7 @@ def _check_placement(tensors: Sequence[Tensor]) -> None:
                             "cupy.from_dlpack share memory)")
 
 
-def _check_c(c: Any, shape: tuple[int, ...], dtype_name: str, on_device: bool) -> None:
+def _check_c(c: Any, shape: tuple[int, ...], elem_name: str, on_device: bool) -> None:
     """``c`` (updated in place) is a dense contiguous array of the result's shape and dtype, where the
     operands are."""
     from mlir_bridge.gpu_call import package_of
@@ -332,19 +295,10 @@ def _check_c(c: Any, shape: tuple[int, ...], dtype_name: str, on_device: bool) -
         raise ValueError("c lives on a CUDA device, the operands on the CPU")
     if tuple(int(n) for n in c.shape) != tuple(shape):
         raise ValueError(f"c has shape {tuple(c.shape)}, the result has shape {tuple(shape)}")
-    if str(c.dtype).replace("torch.", "") != dtype_name:
-        raise TypeError(f"dtype mismatch: c is {c.dtype}, the operands are {dtype_name}")
-    contiguous = c.is_contiguous() if hasattr(c, "is_contiguous") else c.flags.c_contiguous
-    if not contiguous:
+    if dtype_name(c.dtype) != elem_name:
+        raise TypeError(f"dtype mismatch: c is {c.dtype}, the operands are {elem_name}")
+    if not B.is_contiguous(c):
         raise ValueError("c must be contiguous (it is updated in place)")
-
-
-def _tensor_device(t: Tensor) -> int:
-    return _device_ordinal(t.device)
-
-
-def _is_torch(x: Any) -> bool:
-    return (type(x).__module__ or "").split(".", 1)[0] == "torch"
 
 
 def _flatten(tensors: Sequence[Tensor], extra: Sequence[Any]) -> list[Any]:
@@ -385,13 +339,11 @@ def gpu_matmul_plan(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any 
                     prolog: Callable | None = None, epilog: Callable | None = None, device: Any = None,
                     path: str = "auto", chip: str | None = None, stream: Any = None, **_: Any) -> GpuMatmul:
     """The GpuMatmul of ``alpha * op(a) @ op(b) + beta * c``."""
-    from . import ops
-
-    ta, tb = ops.as_tensor(a, "a"), ops.as_tensor(b, "b")
+    ta, tb = as_tensor(a, "a"), as_tensor(b, "b")
     if transpose_a and ta.ndim == 2:
-        ta = ops.permuted(ta, (1, 0))
+        ta = permuted(ta, (1, 0))
     if transpose_b and tb.ndim == 2:
-        tb = ops.permuted(tb, (1, 0))
+        tb = permuted(tb, (1, 0))
     subs, out = matmul_subscripts(ta, tb, transpose_a, transpose_b)
     plan = GpuMatmul(subs, [ta, tb], out, c=c, alpha=alpha, beta=beta, semiring=semiring, prolog=prolog,
                      epilog=epilog, out_format=out_format, device=device, path=path, chip=chip, stream=stream)

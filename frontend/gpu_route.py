@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .buffers import package_of
 from .tensor import Tensor
 
 _GPU_DEVICES = ("cuda", "gpu")
@@ -14,10 +15,10 @@ def on_cuda(x: Any) -> bool:
         return False
     if isinstance(x, Tensor):
         return x.device.startswith("cuda")
-    root = (type(x).__module__ or "").split(".", 1)[0]
-    if root == "torch":
+    package = package_of(x)
+    if package == "torch":
         return bool(getattr(x, "is_cuda", False))
-    return root in ("cupy", "cupyx")
+    return package == "cupy"
 
 
 def wants_gpu(objs: Sequence[Any], device: Any = None, target: str = "cpu") -> bool:
