@@ -14,7 +14,6 @@ relative residual ``||b - a x|| / ||b||`` (``None`` for substitution). Not conve
 """
 from __future__ import annotations
 
-import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +23,10 @@ import numpy as np
 from lowering.solve import KrylovSpec, TriangularSpec, compile_solver, ilu0_function, krylov_module, \
     triangular_module
 
+from .buffers import is_torch
 from .linear_solve_operands import CsrOperands, Structure, analyze, as_matrix, csr_operands, \
     triangular_operands, working_dtype
+from .operands import result_package, to_package
 from .tensor import Tensor
 
 METHODS = ("auto", "triangular", "cg", "bicgstab", "gmres")
@@ -55,22 +56,13 @@ class SolveInfo:
     converged: bool = True
 
 
-def _package(objs: tuple[Any, ...]) -> str:
-    """"tensor" if any input is a Tensor, "torch" if any is a torch tensor, else "numpy"."""
-    if any(isinstance(x, Tensor) for x in objs if x is not None):
-        return "tensor"
-    if any((type(x).__module__ or "").startswith("torch") for x in objs if x is not None):
-        return "torch"
-    return "numpy"
-
-
 def _dense(b: Any, what: str) -> np.ndarray:
     """``b`` as a NumPy array (Tensors densified, torch viewed, scipy sparse densified)."""
     if isinstance(b, Tensor):
         return b.to_dense()
     if hasattr(b, "toarray"):
         return b.toarray()
-    if (type(b).__module__ or "").startswith("torch"):
+    if is_torch(b):
         if b.device.type != "cpu":
             raise ValueError(f"{what} is on {b.device}; solve runs on the CPU")
         b = b.detach().resolve_conj().numpy()
@@ -78,14 +70,6 @@ def _dense(b: Any, what: str) -> np.ndarray:
     if arr.dtype == object or arr.dtype.kind not in "fiub":
         raise TypeError(f"{what} must be a real numeric array, got dtype {arr.dtype}")
     return arr
-
-
-def _result(x: np.ndarray, package: str) -> Any:
-    if package == "torch":
-        return sys.modules["torch"].from_numpy(x)
-    if package == "tensor":
-        return Tensor.from_package(x)
-    return x
 
 
 class Solve:
@@ -225,7 +209,7 @@ class Solve:
     # ----- solving -------------------------------------------------------------------------------------
     def execute(self, b: Any, x0: Any = None) -> Any:
         """Solve for ``b`` (length n, or n x k for k right-hand sides); returns x in the inputs' package."""
-        package = _package((self._a, b))
+        package = result_package((self._a, b))
         arr = _dense(b, "b")
         n = self.shape[0]
         if arr.ndim not in (1, 2) or arr.shape[0] != n:
@@ -235,7 +219,7 @@ class Solve:
         self.plan(working_dtype(self._matrix.dtype, arr.dtype))
         dt = self._dt
         if n == 0:
-            return _result(np.zeros(arr.shape, dtype=dt), package)
+            return to_package(np.zeros(arr.shape, dtype=dt), package)
         cols = np.ascontiguousarray(arr.reshape(n, -1), dtype=dt)
         guess = None
         if x0 is not None:
@@ -251,7 +235,7 @@ class Solve:
             x = self._substitute(cols)
         else:
             x = self._iterate(cols, guess)
-        return _result(x.reshape(arr.shape), package)
+        return to_package(x.reshape(arr.shape), package)
 
     def _tri_kernel(self, nrhs: int) -> Any:
         fn = self._kernels.get(nrhs)
