@@ -15,7 +15,7 @@ from . import blocks
 from . import plan as P
 from .formats import TensorFormat
 from .named_formats import NamedFormats
-from .operands import check_cpu, elem_of, operand, operand_key, out_width
+from .operands import check_cpu, elem_of, operand, operand_key, out_width, result_shape
 from .semiring import Semiring, trace_unary
 from .tensor import Tensor
 
@@ -48,15 +48,7 @@ class PlannedOp:
         for t, n in zip(tensors, names):
             check_cpu(t, n)
         elem = elem_of(tensors, names)
-        extents: dict[str, int] = {}
-        for s, t, n in zip(subscripts, tensors, names):
-            if len(s) != t.ndim:
-                raise ValueError(f"{n} has {t.ndim} dimensions but subscripts {s!r}")
-            for ch, e in zip(s, t.shape):
-                if extents.setdefault(ch, e) != e:
-                    raise ValueError(f"dimension {ch!r} has extent {extents[ch]} in one operand and {e} in "
-                                     f"{n} (shapes {[tt.shape for tt in tensors]})")
-        out_shape = tuple(extents[ch] for ch in out_subs)
+        out_shape = result_shape(subscripts, tensors, names, out_subs)
         self.out_shape = out_shape
         self.elem = elem
         self.tensors = tensors

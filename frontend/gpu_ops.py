@@ -21,7 +21,7 @@ from lowering.types import dtype_name, mlir_type
 from . import buffers as B
 from . import storage
 from .gpu_route import on_cuda, wants_gpu
-from .operands import as_tensor, permuted, validate_sparse
+from .operands import as_tensor, permuted, result_shape, validate_sparse
 from .plan import spec_of
 from .tensor import Tensor
 
@@ -79,20 +79,13 @@ class GpuMatmul:
         tensors = [as_tensor(x, f"operand {k}") for k, x in enumerate(operands)]
         if len(subscripts) != len(tensors):
             raise ValueError(f"{len(subscripts)} subscripts for {len(tensors)} operands")
-        for s, t in zip(subscripts, tensors):
-            if len(s) != t.ndim:
-                raise ValueError(f"an operand has {t.ndim} dimensions but subscripts {s!r}")
         names = {dtype_name(t.dtype) for t in tensors}
         if len(names) != 1:
             raise TypeError(f"dtype mismatch between operands: {sorted(names)}; convert one of them first")
         self.dtype_name = names.pop()
         elem = mlir_type(self.dtype_name)
-        extents: dict[str, int] = {}
-        for s, t in zip(subscripts, tensors):
-            for ch, e in zip(s, t.shape):
-                if extents.setdefault(ch, e) != e:
-                    raise ValueError(f"dimension {ch!r} has extents {extents[ch]} and {e}")
-        self.out_shape = tuple(extents[ch] for ch in out_subs)
+        self.out_shape = result_shape(subscripts, tensors, [f"operand {k}" for k in range(len(tensors))],
+                                      out_subs)
         _check_placement(tensors)
         validate_sparse(tensors)  # kernels read these buffers: checked once per buffer set
         self._device = B.device_ordinal(device) if device is not None else next(

@@ -81,6 +81,21 @@ def elem_of(tensors: Sequence[Tensor], names: Sequence[str]) -> str:
         raise TypeError(f"dtype {dt} is not supported (supported: {', '.join(str(d) for d in ELEMS)})") from None
 
 
+def result_shape(subscripts: Sequence[str], tensors: Sequence[Tensor], names: Sequence[str],
+                 out_subs: str) -> tuple[int, ...]:
+    """The result's shape; ValueError when an operand's rank differs from its subscripts or a letter
+    has two extents."""
+    extents: dict[str, int] = {}
+    for s, t, n in zip(subscripts, tensors, names):
+        if len(s) != t.ndim:
+            raise ValueError(f"{n} has {t.ndim} dimensions but subscripts {s!r}")
+        for ch, e in zip(s, t.shape):
+            if extents.setdefault(ch, e) != e:
+                raise ValueError(f"dimension {ch!r} has extent {extents[ch]} in one operand and {e} in "
+                                 f"{n} (shapes {[tt.shape for tt in tensors]})")
+    return tuple(extents[ch] for ch in out_subs)
+
+
 def check_cpu(t: Tensor, what: str) -> None:
     if t.device != "cpu":
         raise ValueError(f"{what} lives on {t.device}; the CPU target needs CPU buffers")
