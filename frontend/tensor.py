@@ -28,15 +28,17 @@ Storage layout (the contract every module relies on):
     ``j % m``, ``ceil(E / m)`` for a plain dimension); ``crd`` holds the in-group coordinate (``0..m-1``),
     strictly increasing within a group; empty slots are zero padding at the smallest free coordinates.
 - ``_val``: for formats with a sparse level, the values of the last level's positions (padding included,
-  in storage order), 1-D or with trailing axes read in C order (torch hybrid layouts: ``(nnz, *dense)``);
-  for all-dense formats an n-D C-contiguous array whose axes are the levels (F-ordered dense data is the
+  in storage order), 1-D or with trailing axes read in C order (``from_buffers`` accepts e.g. BSR blocks
+  ``(nnzb, R, C)``; package views and conversions store them flattened); for all-dense formats an n-D C-contiguous array whose axes are the levels (F-ordered dense data is the
   permuted dense format ``(i, j) -> (j : dense, i : dense)`` over ``array.T``).
 - Leading batch levels: every buffer of the levels after them carries the batch axes first:
   ``pos[k]`` is ``(*batch, len)``, ``crd[k]`` and ``_val`` ``(*batch, cap)``; each batch is stored like an
   unbatched tensor of the remaining levels; batches with fewer entries leave trailing slots unused
   (positions padded with their last value, coordinates and values with zeros).
-- Buffers are NumPy arrays on the CPU (torch CPU tensors are viewed through ``.numpy()``, sharing memory),
-  and torch/CuPy arrays on a GPU device.  ``package`` remembers where the tensor came from.
+- Buffers: views of package objects and conversions hold NumPy arrays on the CPU (torch CPU tensors are
+  viewed through ``.numpy()``, sharing memory) and torch/CuPy arrays on a GPU device; ``from_buffers``
+  keeps the arrays it is given (NumPy, torch or CuPy), which readers reach through
+  ``storage.to_host``.  ``package`` remembers where the tensor came from.
 - Validation (``frontend.validate.validate``) is remembered per buffer set (``buffer_key``); mutating a
   buffer's contents in place after validation is the caller's responsibility.
 - Zeros: conversion from a padded format (all-dense, block fill, diagonal fill, delta gaps, structured

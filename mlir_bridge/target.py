@@ -1,9 +1,9 @@
 """Compilation targets: how LLVM-dialect MLIR becomes a loadable shared object.
 
 A target's build runs in child processes only (``mlir-translate``, ``llc``, ``cc``), so a
-crash in code generation is an error, never a dead interpreter. A GPU target plugs in by
-registering another ``Target`` (e.g. linking ``libmlir_cuda_runtime.so``): the compile,
-cache and call paths do not change.
+crash in code generation is an error, never a dead interpreter. Other targets plug in by
+registering another ``Target``, as the CUDA one does (:mod:`mlir_bridge.gpu`, linking
+``libmlir_cuda_runtime.so``): the compile, cache and call paths do not change.
 """
 from __future__ import annotations
 
