@@ -18,7 +18,7 @@ from typing import Callable
 
 from .builder import FuncBuilder
 from .precond import Preconditioner
-from .values import FLOAT_TYPES, IndexBuf, Lanes, from_f64, vec
+from .values import FLOAT_TYPES, IndexBuf, Lanes, check_choice, check_positive, from_f64, vec
 from .vectors import Csr, dot, product, residual, spmv, sqrt, sweep
 
 METHODS = ("cg", "bicgstab", "gmres")
@@ -35,12 +35,9 @@ class KrylovSpec:
     restart: int = 30
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.elem not in FLOAT_TYPES:
-            raise ValueError(f"element type must be one of {FLOAT_TYPES}, got {self.elem!r}")
-        if not isinstance(self.restart, int) or self.restart < 1:
-            raise ValueError(f"restart must be a positive int, got {self.restart!r}")
+        check_choice("method", self.method, METHODS)
+        check_choice("element type", self.elem, FLOAT_TYPES)
+        check_positive("restart", self.restart)
         IndexBuf(self.index_width)
 
     @property

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .builder import FuncBuilder
 from .triangular import emit_rows
-from .values import Block, IndexBuf, Lanes, vec
+from .values import Block, IndexBuf, Lanes, check_choice, vec
 from .vectors import Csr, sweep
 
 KINDS = ("none", "jacobi", "ilu0")
@@ -29,8 +29,7 @@ class Preconditioner:
     index_width: int
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"preconditioner must be one of {KINDS}, got {self.kind!r}")
+        check_choice("preconditioner", self.kind, KINDS)
 
     @property
     def identity(self) -> bool:

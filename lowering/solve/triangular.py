@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .builder import FuncBuilder
-from .values import Block, IndexBuf, vec
+from .values import Block, IndexBuf, check_choice, vec
 
 LAYOUTS = ("rows", "ranges", "cols", "coo")
 
@@ -40,8 +40,7 @@ class TriangularSpec:
     block: int = 1
 
     def __post_init__(self) -> None:
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+        check_choice("layout", self.layout, LAYOUTS)
         if self.block < 1 or (self.block > 1 and self.layout != "rows"):
             raise ValueError("blocks (block > 1) are supported for the 'rows' layout only")
         Block(self.elem, self.nrhs)

@@ -9,6 +9,18 @@ FLOAT_TYPES = ("f32", "f64")
 INDEX_WIDTHS = (32, 64)
 
 
+def check_choice(label: str, value: object, choices: tuple) -> None:
+    """``ValueError`` naming ``label`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{label} must be one of {choices}, got {value!r}")
+
+
+def check_positive(label: str, value: object) -> None:
+    """``ValueError`` naming ``label`` unless ``value`` is an int >= 1."""
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{label} must be a positive int, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Block:
     """``nrhs`` dense columns of element type ``elem`` stored row-major (``n x nrhs``).
@@ -21,10 +33,8 @@ class Block:
     nrhs: int = 1
 
     def __post_init__(self) -> None:
-        if self.elem not in FLOAT_TYPES:
-            raise ValueError(f"element type must be one of {FLOAT_TYPES}, got {self.elem!r}")
-        if not isinstance(self.nrhs, int) or self.nrhs < 1:
-            raise ValueError(f"nrhs must be a positive int, got {self.nrhs!r}")
+        check_choice("element type", self.elem, FLOAT_TYPES)
+        check_positive("nrhs", self.nrhs)
 
     @property
     def memref(self) -> str:
@@ -64,8 +74,7 @@ class IndexBuf:
     width: int
 
     def __post_init__(self) -> None:
-        if self.width not in INDEX_WIDTHS:
-            raise ValueError(f"index width must be one of {INDEX_WIDTHS}, got {self.width!r}")
+        check_choice("index width", self.width, INDEX_WIDTHS)
 
     @property
     def memref(self) -> str:
