@@ -13,8 +13,12 @@ import numpy as np
 
 def package_of(x: Any) -> str | None:
     """``"numpy"``, ``"scipy"``, ``"torch"`` or ``"cupy"`` for an object of that package, else None."""
-    module = type(x).__module__ or ""
-    root = module.split(".", 1)[0]
+    return package_of_type(type(x))
+
+
+def package_of_type(tx: type) -> str | None:
+    """:func:`package_of` for objects of type ``tx``."""
+    root = (tx.__module__ or "").split(".", 1)[0]
     if root == "numpy":
         return "numpy"
     if root == "scipy":

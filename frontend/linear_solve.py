@@ -22,6 +22,7 @@ import numpy as np
 
 from lowering.solve import KrylovSpec, TriangularSpec, compile_solver, ilu0_function, krylov_module, \
     triangular_module
+from lowering.types import index_width, mlir_type
 
 from .buffers import is_torch
 from .linear_solve_operands import CsrOperands, Structure, analyze, as_matrix, csr_operands, \
@@ -31,7 +32,6 @@ from .tensor import Tensor
 
 METHODS = ("auto", "triangular", "cg", "bicgstab", "gmres")
 PRECONDITIONERS = (None, "jacobi", "ilu0", "ic0")
-_ELEM = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _MAX_RHS_BLOCK = 8  # right-hand sides per substitution call (one vector register row)
 
 
@@ -125,7 +125,7 @@ class Solve:
         dt = working_dtype(self._matrix.dtype, dtype if dtype is not None else (self._dtype or self._matrix.dtype))
         if self._planned and dt == self._dt:
             return self
-        self._dt, self._elem = dt, _ELEM[dt]
+        self._dt, self._elem = dt, mlir_type(dt)
         t, n = self._matrix, self.shape[0]
         tri = self._triangle()
         if tri is not None:
@@ -140,8 +140,7 @@ class Solve:
             self._method = method
             self._csr = csr_operands(t, dt)
             self._pc_args, pc_kind = self._factorize(self._csr)
-            idx = 32 if self._csr.pos.dtype == np.int32 else 64
-            self._spec = KrylovSpec(method, self._elem, idx, pc_kind, min(self.restart, max(n, 1)))
+            self._spec = KrylovSpec(method, self._elem, index_width(self._csr.pos.dtype), pc_kind, min(self.restart, max(n, 1)))
             mod = compile_solver(krylov_module(self._spec))
             self._fn = mod.function(self._spec.name)
             self._info = SolveInfo(method, "CSR", self.preconditioner, reason)
@@ -191,7 +190,7 @@ class Solve:
             raise ValueError(f"preconditioner {pc!r} needs a nonzero diagonal; row {int(missing[0])} has none")
         if pc == "jacobi":
             return (np.ascontiguousarray(1 / csr.diag),), "jacobi"
-        idx = 32 if csr.pos.dtype == np.int32 else 64
+        idx = index_width(csr.pos.dtype)
         name = f"ilu0_{self._elem}_i{idx}"
         ilu = compile_solver("module {\n" + ilu0_function(self._elem, idx) + "\n}\n").function(name)
         lu = csr.val.copy()
@@ -241,8 +240,8 @@ class Solve:
         fn = self._kernels.get(nrhs)
         if fn is None:
             t = self._tri
-            idx = 32 if t.p.dtype == np.int32 else 64
-            spec = TriangularSpec(t.layout, self._lower_tri, self.unit_diagonal, self._elem, idx, nrhs, t.block)
+            spec = TriangularSpec(t.layout, self._lower_tri, self.unit_diagonal, self._elem, index_width(t.p.dtype),
+                                  nrhs, t.block)
             fn = self._kernels[nrhs] = compile_solver(triangular_module(spec)).function(spec.name)
         return fn
 

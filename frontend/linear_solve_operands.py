@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .buffers import package_of
 from .named_formats import NamedFormats
 from .tensor import Tensor
 
@@ -45,7 +46,7 @@ def _from_package(a: Any) -> Tensor:
     try:
         return Tensor.from_package(a)
     except ValueError:
-        if not (type(a).__module__ or "").startswith("scipy"):
+        if package_of(a) != "scipy":
             raise
         import scipy.sparse as sp
 

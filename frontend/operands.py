@@ -9,9 +9,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lowering.types import mlir_type
+from lowering.types import index_width, mlir_type
 
 from . import plan as P
+from .buffers import package_of_type
 from .formats import TensorFormat
 from .named_formats import NamedFormats
 from .tensor import Tensor
@@ -141,9 +142,8 @@ def result_package(objs: Sequence[Any]) -> str | None:
         tx = type(x)
         root = _PACKAGE_OF_TYPE.get(tx, "")
         if root == "":
-            root = None if issubclass(tx, Tensor) else (tx.__module__ or "").split(".", 1)[0]
-            _PACKAGE_OF_TYPE[tx] = root
-        if root is None:
+            root = _PACKAGE_OF_TYPE[tx] = "tensor" if issubclass(tx, Tensor) else package_of_type(tx)
+        if root == "tensor":
             return None
         if root == "torch":
             found = "torch"
@@ -195,7 +195,7 @@ def operand_key(t: Tensor) -> tuple:
 def out_width(tensors: Sequence[Tensor]) -> int:
     for t in tensors:
         if t.is_sparse and t.index_type is not None:
-            return np.dtype(t.index_type).itemsize * 8
+            return index_width(t.index_type)
     return 64
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
+from lowering.types import index_width
 from mlir_bridge.errors import CompileError
 
 from .tensor import Tensor
@@ -187,5 +188,5 @@ def spec_of(t: Tensor, elem: str) -> TensorSpec:
     fmt = t.tensor_format
     if fmt.is_dense and fmt.is_identity:
         return TensorSpec(None, t.shape, elem)
-    w = 64 if t.index_type is None else np.dtype(t.index_type).itemsize * 8
+    w = 64 if t.index_type is None else index_width(t.index_type)
     return TensorSpec(fmt, t.shape, elem, w, w)
