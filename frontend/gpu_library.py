@@ -1,7 +1,9 @@
 """SpMV/SpMM through the vendor library: torch.sparse (cuSPARSE on CUDA) or cupyx.scipy.sparse.
 
-The sparse operand's own buffers are wrapped (no conversion): CSR/CSC/BSR as torch compressed tensors
-or cupyx CSR/CSC matrices, COO (sorted, unique) as a coalesced torch COO tensor / cupyx COO matrix.
+The sparse operand's own buffers are wrapped (no conversion) by the interop writers
+(:func:`frontend.interop_torch.to_torch`, :func:`frontend.interop_scipy.to_scipy`): CSR/CSC/BSR as torch
+compressed tensors or cupyx CSR/CSC matrices, COO (sorted, unique) as a coalesced torch COO tensor / cupyx
+COO matrix.
 The same code runs torch CPU tensors (MKL / native kernels), which is how it is tested without a GPU.
 """
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from .package_formats import Layout
 from .tensor import Tensor
 
 #: Layouts each package's library takes.
@@ -16,36 +19,15 @@ TORCH_LAYOUTS = ("CSR", "CSC", "COO", "BSR")
 CUPY_LAYOUTS = ("CSR", "CSC", "COO")
 
 
-def _torch_matrix(t: Tensor, layout: str) -> Any:
-    """A torch sparse tensor over ``t``'s buffers (validated when ``t`` was made: no invariant checks)."""
-    import torch
-
-    shape = tuple(t.shape)
-    pos, crd, val = (None if b is None else torch.as_tensor(b) for b in (t.pos(1), t.crd(1), t.val))
-    if layout == "CSR":
-        return torch.sparse_csr_tensor(pos, crd, val, shape, check_invariants=False)
-    if layout == "CSC":
-        return torch.sparse_csc_tensor(pos, crd, val, shape, check_invariants=False)
-    if layout == "COO":
-        idx = torch.stack([torch.as_tensor(t.crd(0)), crd])
-        return torch.sparse_coo_tensor(idx, val, shape, is_coalesced=True, check_invariants=False)
+def _layout(t: Tensor, layout: str, package: str) -> Layout:
+    """The package layout of library layout ``layout`` (ValueError for one the package's library lacks)."""
+    if package == "torch" and layout not in TORCH_LAYOUTS:
+        raise ValueError(f"torch.sparse has no {layout} layout")
+    if package == "cupy" and layout not in CUPY_LAYOUTS:
+        raise ValueError(f"cupyx.scipy.sparse has no {layout} matrix")
     if layout == "BSR":
-        bm, bn = t.levels[2], t.levels[3]
-        return torch.sparse_bsr_tensor(pos, crd, val.reshape(-1, bm, bn), shape, check_invariants=False)
-    raise ValueError(f"torch.sparse has no {layout} layout")
-
-
-def _cupy_matrix(t: Tensor, layout: str) -> Any:
-    import cupyx.scipy.sparse as csp
-
-    shape = tuple(t.shape)
-    if layout == "CSR":
-        return csp.csr_matrix((t.val, t.crd(1), t.pos(1)), shape=shape)
-    if layout == "CSC":
-        return csp.csc_matrix((t.val, t.crd(1), t.pos(1)), shape=shape)
-    if layout == "COO":
-        return csp.coo_matrix((t.val, (t.crd(0), t.crd(1))), shape=shape)
-    raise ValueError(f"cupyx.scipy.sparse has no {layout} matrix")
+        return Layout("BSR", block=(int(t.levels[2]), int(t.levels[3])))
+    return Layout("coo", nsparse=2) if layout == "COO" else Layout(layout)
 
 
 def stream_context(stream: Any, package: str) -> Any:
@@ -66,12 +48,16 @@ def library_matmul(a: Tensor, layout: str, b: Any, package: str, *, alpha: Any =
         if package == "torch":
             import torch
 
-            m = _torch_matrix(a, layout)
+            from .interop_torch import to_torch
+
+            m = to_torch(a, _layout(a, layout, package))
             r = torch.mv(m, b) if b.ndim == 1 else torch.mm(m, b)
             if r.layout != torch.strided:
                 r = r.to_dense()
         elif package == "cupy":
-            r = _cupy_matrix(a, layout) @ b
+            from .interop_scipy import to_scipy
+
+            r = to_scipy(a, _layout(a, layout, package), "cupy") @ b
         else:
             raise ValueError(f"no vendor library for {package} operands")
         if alpha != 1:
