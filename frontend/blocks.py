@@ -21,17 +21,8 @@ import numpy as np
 from .expressions import Dimension, is_block
 from .formats import TensorFormat
 from .plan import dense_tensor
+from .storage import block_sizes
 from .tensor import Tensor
-
-
-def block_sizes(fmt: TensorFormat) -> dict[int, int]:
-    """{dimension index: block size} of the format's ``d // b`` levels (empty without blocks)."""
-    out: dict[int, int] = {}
-    for lv in fmt.levels:
-        e = lv.expr
-        if is_block(e) and e.op == "//":  # type: ignore[attr-defined]
-            out[fmt.dimensions.index(e.lhs)] = int(e.rhs.value)  # type: ignore[attr-defined]
-    return out
 
 
 _DEMAPPED: dict[TensorFormat, TensorFormat] = {}

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .expressions import BinaryExpr, Constant
 from .formats import LevelFormat as F, LevelProperty as P, TensorFormat
 from .named_formats import NamedFormats, _dims
+from .storage import block_sizes
 
 COMPRESSED_KINDS = ("CSR", "CSC", "BSR", "BSC")
 
@@ -102,13 +102,6 @@ def compressed_format(kind: str, nbatch: int = 0, ndense: int = 0,
     return TensorFormat(d, levels, name=name)
 
 
-def _block_sizes(fmt: TensorFormat) -> dict[int, int]:
-    """Dimension index -> block size for every ``d // c`` level."""
-    return {fmt.dimensions.index(lv.expr.lhs): lv.expr.rhs.value  # type: ignore[attr-defined]
-            for lv in fmt.levels
-            if isinstance(lv.expr, BinaryExpr) and lv.expr.op == "//" and isinstance(lv.expr.rhs, Constant)}
-
-
 def match_layout(fmt: TensorFormat) -> Layout | None:
     """The package layout whose format equals ``fmt`` (structurally), or ``None``."""
     n = fmt.num_dimensions
@@ -118,7 +111,7 @@ def match_layout(fmt: TensorFormat) -> Layout | None:
     if fmt == NamedFormats.DIAJ:
         return Layout("dia")
     candidates: list[Layout] = [Layout("coo", nsparse=n - k, ndense=k) for k in range(n)]
-    sizes = _block_sizes(fmt)
+    sizes = block_sizes(fmt)
     for nb in range(max(n - 1, 0)):
         nd = n - 2 - nb
         block = (sizes[nb], sizes[nb + 1]) if nb in sizes and nb + 1 in sizes else None

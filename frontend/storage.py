@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .buffers import device_ordinal
+from .expressions import is_block
 from .formats import Level, LevelFormat, TensorFormat
 
 INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
@@ -37,6 +38,16 @@ def num_batch_levels(fmt: TensorFormat) -> int:
             break
         n += 1
     return n
+
+
+def block_sizes(fmt: TensorFormat) -> dict[int, int]:
+    """{dimension index: block size} of the format's ``d // b`` levels (empty without blocks)."""
+    out: dict[int, int] = {}
+    for lv in fmt.levels:
+        e = lv.expr
+        if is_block(e) and e.op == "//":  # type: ignore[attr-defined]
+            out[fmt.dimensions.index(e.lhs)] = int(e.rhs.value)  # type: ignore[attr-defined]
+    return out
 
 
 def is_padded(fmt: TensorFormat) -> bool:
