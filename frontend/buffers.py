@@ -120,6 +120,13 @@ def check_index_buffers(buffers: Sequence[Any], what: str) -> np.dtype | None:
     return dtype
 
 
+def nbytes(b: Any) -> int:
+    """Bytes of a NumPy/torch/CuPy array's elements."""
+    if hasattr(b, "nbytes"):
+        return int(b.nbytes)
+    return int(b.numel() * b.element_size())  # torch
+
+
 def data_pointer(b: Any) -> int:
     """Address of a buffer's first element (NumPy, torch or CuPy; ``id`` for anything else)."""
     if isinstance(b, np.ndarray):

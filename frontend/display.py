@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .buffers import nbytes
 from .storage import to_host
 
 if TYPE_CHECKING:
@@ -38,12 +39,6 @@ def _line(label: str, text: str) -> str:
     return f"{label:<9}: {text}"
 
 
-def _nbytes(x: Any) -> int:
-    if hasattr(x, "nbytes"):
-        return int(x.nbytes)
-    return int(x.numel() * x.element_size())  # torch
-
-
 def describe(t: "Tensor") -> str:
     """The multi-line description shown by ``repr(t)``."""
     fmt = t.tensor_format
@@ -64,7 +59,7 @@ def describe(t: "Tensor") -> str:
         if t._crd[k] is not None:
             lines.append(_line(f"crd[{k}]", format_array(t._crd[k])))
     lines.append(_line("values", format_array(t.val)))
-    lines.append(_line("data", f"{sum(_nbytes(b) for b in bufs)} bytes"))
+    lines.append(_line("data", f"{sum(nbytes(b) for b in bufs)} bytes"))
     size = int(np.prod(t.shape)) if t.shape else 1
     if size:
         nonzeros = min(int(np.count_nonzero(to_host(t.val))), size)

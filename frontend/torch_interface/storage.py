@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..buffers import torch_buffer
+from ..buffers import nbytes, torch_buffer
 from ..tensor import Tensor
 
 
@@ -47,10 +47,4 @@ def same_memory(ust: Tensor, values: torch.Tensor) -> bool:
 
 def storage_bytes(ust: Tensor) -> int:
     """Bytes held by the index and value buffers."""
-    total = 0
-    for b in [*ust._pos, *ust._crd, ust.val]:
-        if b is None:
-            continue
-        t = as_torch(b) if not isinstance(b, torch.Tensor) else b
-        total += t.numel() * t.element_size()
-    return total
+    return sum(nbytes(b) for b in ust.buffers())
