@@ -80,19 +80,9 @@ class GpuTarget(Target):
     def build(self, llvm_module: Path, out: Path) -> None:
         """As ``Target.build`` (translate, opt, llc, link), with the stream shim (``gpu_stream_shim.c``)
         linked into the shared object ahead of the runtime."""
-        ll, obj, shim = out.with_suffix(".ll"), out.with_suffix(".o"), out.with_name("stream_shim.o")
-        _run("translate", [toolchain.tool("mlir-translate"), "--mlir-to-llvmir", llvm_module, "-o", ll])
-        machine = ([f"-mcpu={self.cpu}"] if self.cpu else []) + ([f"-mtriple={self.triple}"] if self.triple else [])
-        if self.ir_opt:
-            opt_ll = out.with_suffix(".opt.bc")
-            _run("opt", [toolchain.tool("opt"), *machine, f"-O{min(self.opt_level, 3)}", ll, "-o", opt_ll])
-            ll = opt_ll
-        _run("llc", [toolchain.tool("llc"), f"-O{self.opt_level}", "-relocation-model=pic", "-filetype=obj",
-                     *machine, ll, "-o", obj])
+        obj, shim = self.compile_object(llvm_module, out), out.with_name("stream_shim.o")
         _run("cc", ["cc", "-c", "-O2", "-fPIC", STREAM_SHIM, "-o", shim])
-        lib = toolchain.runtime_lib_dir()
-        _run("link", ["cc", "-shared", "-o", out, obj, shim, f"-L{lib}", f"-Wl,-rpath,{lib}", "-Wl,--as-needed"]
-             + [f"-l{name}" for name in self.link_libs] + ["-ldl", "-lm"])
+        self.link([obj, shim], out, system_libs=("dl", "m"))
 
 
 GPU = GpuTarget()

@@ -40,6 +40,10 @@ class Target:
 
     def build(self, llvm_module: Path, out: Path) -> None:
         """Translate an LLVM-dialect module (text or bytecode) into the shared object ``out``."""
+        self.link([self.compile_object(llvm_module, out)], out)
+
+    def compile_object(self, llvm_module: Path, out: Path) -> Path:
+        """The object file (next to ``out``) of an LLVM-dialect module: translate, opt, llc."""
         ll, obj = out.with_suffix(".ll"), out.with_suffix(".o")
         _run("translate", [toolchain.tool("mlir-translate"), "--mlir-to-llvmir", llvm_module, "-o", ll])
         if self.ir_opt:  # LLVM IR optimizations (inlining, LICM, GVN, vectorizers): llc alone runs none
@@ -57,9 +61,13 @@ class Target:
         if self.triple:
             llc.append(f"-mtriple={self.triple}")
         _run("llc", llc + [ll, "-o", obj])
+        return obj
+
+    def link(self, objects: list[Path], out: Path, system_libs: tuple[str, ...] = ("m",)) -> None:
+        """Link ``objects`` into the shared object ``out`` with ``link_libs`` (rpath) and ``system_libs``."""
         lib = toolchain.runtime_lib_dir()
-        _run("link", ["cc", "-shared", "-o", out, obj, f"-L{lib}", f"-Wl,-rpath,{lib}", "-Wl,--as-needed"]
-             + [f"-l{name}" for name in self.link_libs] + ["-lm"])
+        _run("link", ["cc", "-shared", "-o", out, *objects, f"-L{lib}", f"-Wl,-rpath,{lib}", "-Wl,--as-needed"]
+             + [f"-l{name}" for name in self.link_libs] + [f"-l{name}" for name in system_libs])
 
 
 def _run(stage: str, cmd: list) -> None:
