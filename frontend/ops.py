@@ -1,9 +1,10 @@
-"""Polymorphic operations: ``matmul``, ``Matmul``, ``einsum``, compiled by MLIR's sparsifier and cached.
+"""Polymorphic operations: ``matmul``, ``Matmul``, ``einsum``, compiled and cached.
 
 Every operation is one contraction (:class:`lowering.contraction.Contraction`) over the operands' own
-buffers: sparse operands keep their format (an MLIR ``#sparse_tensor.encoding``), transposes are free
-reinterpretations of a format (CSR^T is CSC over the same buffers), sparse results come back as buffers
-the kernel allocated. Planned kernels are cached in memory by structure (see :mod:`frontend.plan`,
+buffers, lowered by :mod:`lowering.dispatch` (a registered kernel, MLIR's sparsifier with the formats as
+``#sparse_tensor.encoding``, or ust-mlir's emitter for range/delta levels and diagonal maps): sparse
+operands keep their format, transposes are free reinterpretations of a format (CSR^T is CSC over the
+same buffers), sparse results come back as buffers the kernel allocated. Planned kernels are cached in memory by structure (see :mod:`frontend.plan`,
 :mod:`frontend.contract`) and compiled modules in memory and on disk by ``mlir_bridge``.
 """
 from __future__ import annotations
@@ -242,7 +243,7 @@ class Matmul:
     # ----- introspection -------------------------------------------------------------------------------------
     @property
     def mlir(self) -> str:
-        """The module text before lowering (linalg + sparse_tensor)."""
+        """The module text before lowering (linalg + sparse_tensor; loops on the emitter path)."""
         op = self._live()
         if op.kernel is not None:
             return op.kernel.text
