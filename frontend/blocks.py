@@ -20,7 +20,7 @@ import numpy as np
 
 from .expressions import Dimension, is_block
 from .formats import TensorFormat
-from .plan import dense_tensor
+from .plan import dense_tensor, row_major
 from .storage import block_sizes
 from .tensor import Tensor
 
@@ -107,7 +107,7 @@ def rewrite(subscripts: Sequence[str], tensors: Sequence[Tensor], out_subs: str,
         return None
     for s, t in zip(subscripts, tensors):
         fmt = t.tensor_format
-        if not block_sizes(fmt) and not (fmt.is_dense and fmt.is_identity) and any(ch in splits for ch in s):
+        if not block_sizes(fmt) and not row_major(fmt) and any(ch in splits for ch in s):
             return None  # a non-block sparse operand shares a blocked letter
     used = set("".join(subscripts) + out_subs)
     free = [ch for ch in string.ascii_letters if ch not in used]

@@ -54,7 +54,7 @@ class PlannedOp:
         self.tensors = tensors
         self.subscripts = subscripts
         self.out_subs = out_subs
-        if out_format is not None and out_format.is_dense and out_format.is_identity:
+        if out_format is not None and P.row_major(out_format):
             out_format = None
         if out_format is not None and out_format.num_dimensions != len(out_subs):
             raise ValueError(f"out_format {out_format} has {out_format.num_dimensions} dimensions, the result "
@@ -93,7 +93,7 @@ class PlannedOp:
                 raise ValueError("c is updated in place and needs a dense result; drop out_format or c")
             tc = operand(c, "c")
             check_cpu(tc, "c")
-            if not (tc.tensor_format.is_dense and tc.tensor_format.is_identity):
+            if not P.row_major(tc.tensor_format):
                 raise ValueError("c must be a dense C-contiguous array (it is updated in place)")
             if tc.shape != out_shape:
                 raise ValueError(f"c has shape {tc.shape}, the result has shape {out_shape}")

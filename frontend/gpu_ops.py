@@ -22,7 +22,7 @@ from . import buffers as B
 from . import storage
 from .gpu_route import on_cuda, wants_gpu
 from .operands import as_tensor, permuted, result_shape, validate_sparse
-from .plan import spec_of
+from .plan import row_major, spec_of
 from .tensor import Tensor
 
 __all__ = ["GpuMatmul", "gpu_einsum", "gpu_matmul", "gpu_matmul_plan", "on_cuda", "to_device", "wants_gpu"]
@@ -68,7 +68,7 @@ class GpuMatmul:
                  alpha: Any = 1, beta: Any = None, semiring: Any = None, prolog: Callable | None = None,
                  epilog: Callable | None = None, out_format: Any = None, device: Any = None,
                  path: str = "auto", chip: str | None = None, stream: Any = None) -> None:
-        if out_format is not None and not (out_format.is_dense and out_format.is_identity):
+        if out_format is not None and not row_major(out_format):
             raise ValueError("GPU results are dense (the sparsifier parallelizes no sparse-output loop); "
                              "drop out_format or run on the CPU")
         self._objs = list(operands) + [c]
@@ -301,7 +301,7 @@ def _flatten(tensors: Sequence[Tensor], extra: Sequence[Any]) -> list[Any]:
     args: list[Any] = []
     for t in tensors:
         fmt = t.tensor_format
-        if fmt.is_dense and fmt.is_identity:
+        if row_major(fmt):
             args.append(t.val)
             continue
         for kind, k in buffer_parts(fmt):

@@ -15,6 +15,7 @@ from . import plan as P
 from .buffers import package_of_type
 from .formats import TensorFormat
 from .named_formats import NamedFormats
+from .plan import row_major
 from .tensor import Tensor
 
 ELEMS = {np.dtype(t): mlir_type(t) for t in ("float32", "float64", "complex64", "complex128", "int32",
@@ -124,7 +125,7 @@ def squeezed(t: Tensor, axes: Sequence[int], what: str) -> Tensor:
     """Drop size-1 broadcast axes of a dense operand."""
     if not axes:
         return t
-    if not (t.tensor_format.is_dense and t.tensor_format.is_identity):
+    if not row_major(t.tensor_format):
         raise ValueError(f"{what}: broadcasting a size-1 batch dimension needs a dense row-major operand; "
                          f"give a sparse operand of shape {t.shape} without it")
     return P.dense_tensor(np.asarray(t.val).reshape([s for d, s in enumerate(t.shape) if d not in axes]))
@@ -172,17 +173,6 @@ def to_package(result: Any, package: str | None) -> Any:
     if package == "torch":
         return sys.modules["torch"].from_numpy(result) if result.ndim else sys.modules["torch"].tensor(result[()])
     return result if result.ndim else result[()]
-
-
-_ROW_MAJOR: dict[TensorFormat, bool] = {}
-
-
-def row_major(fmt: TensorFormat) -> bool:
-    """Whether ``fmt`` is plain row-major dense (memoized per format)."""
-    got = _ROW_MAJOR.get(fmt)
-    if got is None:
-        got = _ROW_MAJOR[fmt] = fmt.is_dense and fmt.is_identity
-    return got
 
 
 def operand_key(t: Tensor) -> tuple:

@@ -183,10 +183,21 @@ def dense_tensor(arr: np.ndarray) -> Tensor:
     return Tensor(dense_format(n), arr.shape, [None] * n, [None] * n, arr, index_type=np.int64, source=arr)
 
 
+_ROW_MAJOR: dict[Any, bool] = {}
+
+
+def row_major(fmt: Any) -> bool:
+    """Whether ``fmt`` is plain row-major dense (all-dense, level k = dimension k; memoized per format)."""
+    got = _ROW_MAJOR.get(fmt)
+    if got is None:
+        got = _ROW_MAJOR[fmt] = fmt.is_dense and fmt.is_identity
+    return got
+
+
 def spec_of(t: Tensor, elem: str) -> TensorSpec:
     """The TensorSpec of an operand Tensor (plain dense when row-major)."""
     fmt = t.tensor_format
-    if fmt.is_dense and fmt.is_identity:
+    if row_major(fmt):
         return TensorSpec(None, t.shape, elem)
     w = 64 if t.index_type is None else index_width(t.index_type)
     return TensorSpec(fmt, t.shape, elem, w, w)
