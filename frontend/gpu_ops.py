@@ -55,6 +55,10 @@ def _default_package() -> str:
         return "cupy"
 
 
+#: Short names of GPU lowering stages for ``print_mlir(stage=...)``.
+_GPU_STAGE_ALIASES = {"linalg": "input", "sparsified": "sparsify", "gpu": "gpu-kernels", "llvm": "to-llvm"}
+
+
 # ----- the plan ---------------------------------------------------------------------------------------------
 class GpuMatmul:
     """A GPU contraction: ``plan()`` (compile or fetch; needs no GPU), ``execute(stream=None)``.
@@ -252,16 +256,9 @@ class GpuMatmul:
 
     def print_mlir(self, stage: str | None = None, file: Any = None) -> None:
         """Print every stage, or one (``linalg``, ``sparsified``, ``gpu``, ``llvm``, ``ptx`` or a stage name)."""
-        aliases = {"linalg": "input", "sparsified": "sparsify", "gpu": "gpu-kernels", "llvm": "to-llvm"}
-        want = aliases.get(stage, stage) if stage is not None else None
-        stages = self.stages()
-        names = [n for n, _ in stages]
-        if want is not None and want not in names:
-            raise ValueError(f"unknown stage {stage!r}; have {sorted(aliases)}, ptx or one of {names}")
-        for name, text in stages:
-            if want is None or name == want:
-                print(f"// ----- {name} -----", file=file)
-                print(text, file=file)
+        from .ops import _print_stages
+
+        _print_stages(self.stages(), stage, file, _GPU_STAGE_ALIASES)
 
 
 def _check_placement(tensors: Sequence[Tensor]) -> None:

@@ -360,14 +360,16 @@ def _stages(op: PlannedOp) -> list[tuple[str, str]]:
     return lower_stages(lowered.text, lowered.pipeline)
 
 
-def _print_stages(stages: list[tuple[str, str]], stage: str | None, file: Any) -> None:
-    want = _STAGE_ALIASES.get(stage, stage) if stage is not None else None
+def _print_stages(stages: list[tuple[str, str]], stage: str | None, file: Any,
+                  aliases: dict[str, str] = _STAGE_ALIASES) -> None:
+    """Print every stage, or the one ``stage`` names (a stage name or one of ``aliases``)."""
+    want = aliases.get(stage, stage) if stage is not None else None
     names = [n for n, _ in stages]
     if want is not None and want not in names:
-        raise ValueError(f"unknown stage {stage!r}; have linalg, sparsified, llvm or one of {names}")
+        raise ValueError(f"unknown stage {stage!r}; have {', '.join(aliases)} or one of {names}")
     for name, text in stages:
         if want is None or name == want:
-            label = {v: k for k, v in _STAGE_ALIASES.items()}.get(name, name)
+            label = {v: k for k, v in aliases.items()}.get(name, name)
             print(f"// ----- {label} ({name}) -----", file=file)
             print(text, file=file)
 
