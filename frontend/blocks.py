@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import string
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
