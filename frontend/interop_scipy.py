@@ -34,10 +34,6 @@ def _device(package: str, x: Any) -> str:
     return "cpu" if package == "scipy" else f"cuda:{x.data.device.id}"
 
 
-def _index_type(arrays: list[Any], what: str) -> Any:
-    return B.check_index_buffers(arrays, what)
-
-
 def _compressed(x: Any, package: str, xp: Any) -> Tensor:
     kind = x.format.upper()
     what = f"{package} {kind} matrix"
@@ -48,7 +44,7 @@ def _compressed(x: Any, package: str, xp: Any) -> Tensor:
     else:
         major = m if kind == "CSR" else n
     indptr, indices, data = x.indptr, x.indices, x.data
-    itype = _index_type([indptr, indices], what)
+    itype = B.check_index_buffers([indptr, indices], what)
     if indptr.ndim != 1 or indptr.shape[0] != major + 1:
         raise ValueError(f"{what}: indptr has {indptr.shape[0]} entries, expected {major + 1}")
     nnz = int(indptr[-1])
@@ -73,7 +69,7 @@ def _compressed(x: Any, package: str, xp: Any) -> Tensor:
 def _coo(x: Any, package: str, xp: Any) -> Tensor:
     coords = tuple(x.coords) if hasattr(x, "coords") else (x.row, x.col)
     what = f"{package} COO array"
-    itype = _index_type(list(coords), what)
+    itype = B.check_index_buffers(list(coords), what)
     nnz = int(x.data.shape[0])
     if any(int(c.shape[0]) != nnz for c in coords):
         raise ValueError(f"{what}: coordinate arrays and data differ in length")
@@ -89,7 +85,7 @@ def _dia(x: Any, package: str, xp: Any) -> Tensor:
     m, n = (int(s) for s in x.shape)
     offsets, data = x.offsets, x.data
     what = f"{package} DIA matrix"
-    itype = _index_type([offsets], what)
+    itype = B.check_index_buffers([offsets], what)
     ndiag = int(offsets.shape[0])
     inside = (offsets > -m) & (offsets < n)
     viewable = (data.ndim == 2 and data.shape[1] == n and data.flags.c_contiguous and bool(inside.all())
