@@ -16,7 +16,7 @@ from .assemble import assemble_levels
 from .buffers import numpy_dtype
 from .expressions import is_block, is_dimension
 from .formats import TensorFormat
-from .storage import INDEX_TYPES, is_padded, num_batch_levels, to_device, to_host
+from .storage import index_dtype, is_padded, num_batch_levels, to_device, to_host
 from .walk import walk_levels
 
 if TYPE_CHECKING:
@@ -223,9 +223,7 @@ def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.
 
 def check_index_type(index_type: Any, pos: Sequence[Any], crd: Sequence[Any]) -> np.dtype:
     """The index dtype (int32 or int64); ValueError when a buffer's values do not fit in it."""
-    it = np.dtype(index_type)
-    if it not in INDEX_TYPES:
-        raise TypeError(f"index_type must be int32 or int64, got {it}")
+    it = index_dtype(index_type)
     if it == np.int32:
         for name, bufs in (("pos", pos), ("crd", crd)):
             for k, b in enumerate(bufs):
@@ -257,9 +255,7 @@ def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: 
     if fmt.num_dimensions != t.ndim:
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
     dt = value_dtype(numpy_dtype(t.val), dtype)
-    it = np.dtype(t.index_type if index_type is None else index_type)
-    if it not in INDEX_TYPES:
-        raise TypeError(f"index_type must be int32 or int64, got {it}")
+    it = index_dtype(t.index_type if index_type is None else index_type)
     dims, vals = entries(t, drop_zeros=drop_zeros)
     pos, crd, out = from_coordinates(fmt, t.shape, dims, vals.astype(dt, copy=False), np.int64)
     check_index_type(it, pos, crd)

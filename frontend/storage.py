@@ -14,6 +14,14 @@ INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 VALUE_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 
 
+def index_dtype(index_type: Any) -> np.dtype:
+    """``index_type`` as a NumPy dtype; TypeError unless it is int32 or int64."""
+    it = np.dtype(index_type)
+    if it not in INDEX_TYPES:
+        raise TypeError(f"index_type must be int32 or int64, got {it}")
+    return it
+
+
 def delta_crd_dtype(bits: int) -> np.dtype:
     """The dtype of a delta level's gap buffer: the narrowest unsigned type holding ``bits`` bits."""
     if bits <= 8:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .buffers import is_contiguous, numpy_dtype
 from .formats import Level, LevelFormat
-from .storage import (INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, num_batch_levels, structured_groups,
+from .storage import (INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, index_dtype, num_batch_levels, structured_groups,
                       to_host, value_count)
 from .walk import delta_coordinates, ranges
 
@@ -94,8 +94,7 @@ def _check_types(t: "Tensor", nb: int) -> None:
                                  f"got {tuple(buf.shape)}")
             if not is_contiguous(buf):
                 raise ValueError(f"{_where(k, lv)}: {name} buffer is not contiguous")
-    if it not in INDEX_TYPES:
-        raise TypeError(f"index_type must be int32 or int64, got {it}")
+    index_dtype(it)
     if not is_contiguous(t.val):
         raise ValueError("values buffer is not contiguous")
     if fmt.is_dense:
