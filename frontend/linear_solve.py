@@ -140,7 +140,8 @@ class Solve:
             self._method = method
             self._csr = csr_operands(t, dt)
             self._pc_args, pc_kind = self._factorize(self._csr)
-            self._spec = KrylovSpec(method, self._elem, index_width(self._csr.pos.dtype), pc_kind, min(self.restart, max(n, 1)))
+            self._spec = KrylovSpec(method, self._elem, index_width(self._csr.pos.dtype), pc_kind,
+                                    min(self.restart, max(n, 1)))
             mod = compile_solver(krylov_module(self._spec))
             self._fn = mod.function(self._spec.name)
             self._info = SolveInfo(method, "CSR", self.preconditioner, reason)

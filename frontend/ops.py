@@ -4,8 +4,9 @@ Every operation is one contraction (:class:`lowering.contraction.Contraction`) o
 buffers, lowered by :mod:`lowering.dispatch` (a registered kernel, MLIR's sparsifier with the formats as
 ``#sparse_tensor.encoding``, or ust-mlir's emitter for range/delta levels and diagonal maps): sparse
 operands keep their format, transposes are free reinterpretations of a format (CSR^T is CSC over the
-same buffers), sparse results come back as buffers the kernel allocated. Planned kernels are cached in memory by structure (see :mod:`frontend.plan`,
-:mod:`frontend.contract`) and compiled modules in memory and on disk by ``mlir_bridge``.
+same buffers), sparse results come back as buffers the kernel allocated. Planned kernels are cached in
+memory by structure (see :mod:`frontend.plan`, :mod:`frontend.contract`) and compiled modules in memory
+and on disk by ``mlir_bridge``.
 """
 from __future__ import annotations
 

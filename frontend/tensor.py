@@ -29,8 +29,9 @@ Storage layout (the contract every module relies on):
     strictly increasing within a group; empty slots are zero padding at the smallest free coordinates.
 - ``_val``: for formats with a sparse level, the values of the last level's positions (padding included,
   in storage order), 1-D or with trailing axes read in C order (``from_buffers`` accepts e.g. BSR blocks
-  ``(nnzb, R, C)``; package views and conversions store them flattened); for all-dense formats an n-D C-contiguous array whose axes are the levels (F-ordered dense data is the
-  permuted dense format ``(i, j) -> (j : dense, i : dense)`` over ``array.T``).
+  ``(nnzb, R, C)``; package views and conversions store them flattened); for all-dense formats an n-D
+  C-contiguous array whose axes are the levels (F-ordered dense data is the permuted dense format
+  ``(i, j) -> (j : dense, i : dense)`` over ``array.T``).
 - Leading batch levels: every buffer of the levels after them carries the batch axes first:
   ``pos[k]`` is ``(*batch, len)``, ``crd[k]`` and ``_val`` ``(*batch, cap)``; each batch is stored like an
   unbatched tensor of the remaining levels; batches with fewer entries leave trailing slots unused
