@@ -102,7 +102,7 @@ def _add_scaled(inp: Any, p: Any, beta: Any, alpha: Any) -> torch.Tensor:
     return p + (inp if beta == 1 else beta * inp)
 
 
-def _addmm_like(name: str, inp: Any, m1: Any, m2: Any, beta: Any, alpha: Any, prod: Callable) -> Any:
+def _addmm_like(inp: Any, m1: Any, m2: Any, beta: Any, alpha: Any, prod: Callable) -> Any:
     """``beta * inp + alpha * (m1 @ m2)``: fused into the kernel (``c``) when no gradient is needed."""
     if isinstance(inp, TorchUST) or _needs_grad(inp, m1, m2) or (isinstance(m1, TorchUST) and isinstance(m2, TorchUST)):
         return _add_scaled(inp, prod(m1, m2), beta, alpha)
@@ -122,13 +122,13 @@ def _shape_of(m1: Any, m2: Any) -> tuple:
 @_register(torch.addmm, torch.Tensor.addmm)
 def addmm(inp: Any, m1: Any, m2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     _check_dims("addmm", m1, m2, 2, 2)
-    return _addmm_like("addmm", inp, m1, m2, beta, alpha, product)
+    return _addmm_like(inp, m1, m2, beta, alpha, product)
 
 
 @_register(torch.addmv, torch.Tensor.addmv)
 def addmv(inp: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     _check_dims("addmv", mat, vec, 2, 1)
-    return _addmm_like("addmv", inp, mat, vec, beta, alpha, product)
+    return _addmm_like(inp, mat, vec, beta, alpha, product)
 
 
 def _batched(a: Any, b: Any) -> Any:
@@ -149,7 +149,7 @@ def bmm(a: Any, b: Any) -> Any:
 @_register(torch.baddbmm, torch.Tensor.baddbmm)
 def baddbmm(inp: Any, b1: Any, b2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     _check_dims("baddbmm", b1, b2, 3, 3)
-    return _addmm_like("baddbmm", inp, b1, b2, beta, alpha, _batched)
+    return _addmm_like(inp, b1, b2, beta, alpha, _batched)
 
 
 @_register(torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__)
