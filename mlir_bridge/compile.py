@@ -58,9 +58,14 @@ def compile_module(text: str, pipeline: PipelineArg, *, target: "str | Target" =
     a ``"builtin.module(...)"`` string, or a sequence of ``Stage``. Cached in memory and on
     disk (see ``cache_info``); concurrent calls for the same key compile once. Raises
     CompileError on invalid IR (with MLIR's diagnostics) and when a pass or the code
-    generator fails or crashes (the interpreter survives).
+    generator fails or crashes (the interpreter survives); RuntimeError("no CUDA device ...")
+    for a GPU target on a machine without a CUDA driver and device (``gpu.build_gpu`` still
+    builds and caches GPU binaries there).
     """
     tgt = get_target(target)
+    if tgt.device != "cpu":  # loading a GPU module without a driver would fail obscurely (or abort)
+        from .cuda_driver import require_cuda_device
+        require_cuda_device()
     stages, description = normalize(pipeline)
     key = cache_key(text, description, tgt)
     with _lock:

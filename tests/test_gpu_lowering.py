@@ -599,3 +599,15 @@ def test_dia_row_kernel_runs_correctly_on_the_cpu(spmm: bool) -> None:
     low = lower_gpu(c, "sm_90", "emitter-gpu")
     assert "scf.parallel (%i)" in low.text  # the GPU path uses these very loops
     _ptxas(gpu_assembly(low.text, low.pipeline), "sm_90")
+
+
+def test_compile_module_for_the_gpu_target_without_a_device_raises_clearly():
+    """``compile_module(..., target="gpu")`` checks for a driver before loading anything."""
+    import mlir_bridge as mb
+    from mlir_bridge.cuda_driver import cuda_info
+    import mlir_bridge.gpu  # noqa: F401 - registers the "gpu" target
+
+    if cuda_info().available:
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(RuntimeError, match="no CUDA device"):
+        mb.compile_module("module {}", "builtin.module(canonicalize)", target="gpu")
