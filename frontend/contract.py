@@ -44,7 +44,7 @@ class PlannedOp:
     def __init__(self, subscripts: tuple[str, ...], tensors: list[Tensor], out_subs: str,
                  out_format: TensorFormat | None, semiring: Semiring | None, alpha: Any, beta: Any,
                  c: Any, prolog: Callable | None, epilog: Callable | None, target: str,
-                 names: Sequence[str]) -> None:
+                 names: Sequence[str], threads: Any = None) -> None:
         for t, n in zip(tensors, names):
             check_cpu(t, n)
         elem = elem_of(tensors, names)
@@ -136,6 +136,24 @@ class PlannedOp:
         self.kernel: P.Kernel | None = None
         self.pipeline: Any = None
         self.final_format: TensorFormat | None = None  # set when the result is converted after the kernel
+        self.threads: int | str = 1
+        self.row_range = False
+        self._use_threads(threads)
+
+    def _use_threads(self, threads: Any) -> None:
+        """With ``threads`` other than 1 and a row-parallel contraction (``lowering.emitter.row_parallel``;
+        no registered kernel for it), plan the row-range kernel run in chunks (part of the key)."""
+        from .threads import resolve_threads
+        n = resolve_threads(threads)
+        if n == 1 or self.out_format is not None or self.target != "cpu":
+            return
+        from lowering.emitter import row_parallel
+        from lowering.kernels import match_kernel
+        c = self.describe()
+        if match_kernel(c) is not None or not row_parallel(c):
+            return
+        self.threads, self.row_range = n, True
+        self.key = self.key + (("threads", n),)
 
     def template(self) -> "PlannedOp":
         """A copy holding the structure and the kernel but no operands (for :meth:`rebind`)."""
@@ -167,13 +185,17 @@ class PlannedOp:
         return Contraction(
             self.subscripts, specs, self.out_subs, out,
             semiring=self.semiring_regions, alpha=self.has_alpha, init=self.init,
-            prolog=self.prolog_fn, epilog=self.epilog_fn)
+            prolog=self.prolog_fn, epilog=self.epilog_fn, row_range=getattr(self, "row_range", False))
 
     def plan(self) -> P.Kernel:
         if self.kernel is None:
             try:
-                self.kernel = P.get_kernel(self.key, self.describe, self.target, self.pipeline)
+                self.kernel = P.get_kernel(self.key, self.describe, self.target, self.pipeline, self.threads)
             except CompileError as err:
+                if self.row_range:  # the row-range variant did not compile: run single-threaded
+                    self.row_range, self.threads = False, 1
+                    self.key = tuple(x for x in self.key if not (type(x) is tuple and x[:1] == ("threads",)))
+                    return self.plan()
                 self.kernel = self._fallback(err)
         return self.kernel
 

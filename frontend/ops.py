@@ -50,7 +50,8 @@ def _pipeline_key(pipeline: Any) -> Any:
 
 # ----- matmul ----------------------------------------------------------------------------------------------
 def _matmul_op(a: Any, b: Any, c: Any, alpha: Any, beta: Any, transpose_a: bool, transpose_b: bool,
-               semiring: Any, out_format: Any, prolog: Any, epilog: Any, target: str) -> PlannedOp:
+               semiring: Any, out_format: Any, prolog: Any, epilog: Any, target: str,
+               threads: Any = None) -> PlannedOp:
     ta, tb = operand(a, "a"), operand(b, "b")
     if ta.ndim == 0 or tb.ndim == 0:
         raise ValueError("matmul needs operands with at least one dimension (use * for scalars)")
@@ -85,13 +86,13 @@ def _matmul_op(a: Any, b: Any, c: Any, alpha: Any, beta: Any, transpose_a: bool,
     if out_format is None and c is None and ta.is_sparse and tb.is_sparse and out_subs:
         out_format = default_sparse_format(ta.tensor_format, len(out_subs))
     return PlannedOp((sa, sb), [ta, tb], out_subs, out_format, sem, alpha, beta, c, prolog, epilog, target,
-               ("a", "b"))
+                     ("a", "b"), threads)
 
 
 def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, transpose_a: bool = False,
            transpose_b: bool = False, semiring: Any = None, out_format: TensorFormat | None = None,
            prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
-           pipeline: Any = None, device: Any = None) -> Any:
+           pipeline: Any = None, device: Any = None, threads: int | str | None = None) -> Any:
     """``alpha * op(a) @ op(b) + beta * c`` on any formats (numpy matmul rules for vectors and batches).
 
     Operands: Tensors or package objects (numpy, scipy.sparse, torch CPU); the result comes back in the
@@ -100,6 +101,10 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     CSR x CSR -> CSR). ``semiring``: ``"min-plus"``, ``"max-plus"``, ``"or-and"``, a :class:`Semiring` or
     ``(add, mul[, identity])``. ``prolog`` maps ``a``'s stored values, ``epilog`` the result's.
     CUDA operands (torch, CuPy) or ``device="cuda"`` run on the GPU (:mod:`frontend.gpu_ops`).
+    ``threads``: None (1), a positive int, or ``"auto"`` (``os.cpu_count()`` above a size threshold):
+    row-parallel products (one stored operand with a dense outer row level or DIA-I, dense result) run
+    a row-range kernel in that many chunks on a shared thread pool (:mod:`frontend.threads`); other
+    operations, registered kernels and the GPU ignore it.
     """
     if _wants_gpu((a, b, c), device, target):
         from .gpu_ops import gpu_matmul
@@ -109,13 +114,13 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     tc = None if c is None else operand(c, "c")
     rkey = (operand_key(ta), operand_key(tb), None if tc is None else operand_key(tc), alpha == 1,
             beta is None or beta == 1, beta == 0, transpose_a, transpose_b, semiring, out_format, prolog,
-            epilog, target, registry_state(), _pipeline_key(pipeline))
+            epilog, target, registry_state(), _pipeline_key(pipeline), threads)
     template = _RECIPES.get(rkey)
     if template is not None:
         op = template.rebind([ta, tb], c, None if tc is None else tc.val, alpha, beta)
     else:
         op = _with_pipeline(_matmul_op(ta, tb, tc, alpha, beta, transpose_a, transpose_b, semiring, out_format,
-                                       prolog, epilog, target), pipeline)
+                                       prolog, epilog, target, threads), pipeline)
         op.plan()
         op.c_obj = c
         if op.tensors[0] is ta and op.tensors[1] is tb:  # no transposes or squeezes: reusable as is
@@ -170,6 +175,7 @@ class Matmul:
 
     CUDA operands or ``device="cuda"`` give a :class:`frontend.gpu_ops.GpuMatmul` instead (same methods,
     plus ``ptx``; ``path`` is ``"cusparse"``, ``"sparsifier-gpu"`` or ``"emitter-gpu"``).
+    ``threads`` as in :func:`matmul` (a row-parallel plan has ``path == "emitter-rows"``).
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -182,9 +188,10 @@ class Matmul:
                  transpose_a: bool = False, transpose_b: bool = False, semiring: Any = None,
                  out_format: TensorFormat | None = None, prolog: Callable | None = None,
                  epilog: Callable | None = None, target: str = "cpu", pipeline: Any = None,
-                 device: Any = None) -> None:
+                 device: Any = None, threads: int | str | None = None) -> None:
         self._opts = dict(alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b,
-                          semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, target=target)
+                          semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, target=target,
+                          threads=threads)
         self._pipeline = pipeline
         self._objs = [a, b, c]
         self._op: PlannedOp | None = _with_pipeline(_matmul_op(a, b, c, **self._opts), pipeline)
@@ -254,7 +261,8 @@ class Matmul:
     @property
     def path(self) -> str:
         """The lowering path: ``"sparsifier"`` (MLIR's sparse compiler), ``"emitter"`` (ust-mlir's own
-        loops, for range/delta levels and diagonal maps) or ``"kernel:<name>"`` (a registered kernel)."""
+        loops, for range/delta levels and diagonal maps), ``"emitter-rows"`` (the row-range kernel of a
+        multi-threaded plan) or ``"kernel:<name>"`` (a registered kernel)."""
         op = self._live()
         if op.kernel is not None:
             return op.kernel.path

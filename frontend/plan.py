@@ -43,11 +43,15 @@ def _signed_view(a: Any) -> Any:
 class Kernel:
     """A compiled contraction: ``flatten`` operands into arguments, ``decode`` the results."""
 
-    def __init__(self, contraction: Contraction, lowered: Lowered, module: Any) -> None:
+    def __init__(self, contraction: Contraction, lowered: Lowered, module: Any, threads: int | str = 1) -> None:
         self.contraction = contraction
         self.lowered = lowered
         self.module = module
         self.function = module.function(contraction.name)
+        if contraction.row_range:  # the row-range variant, run in chunks on the thread pool
+            from .threads import RowParallelFunction
+            fn = self.function
+            self.function = RowParallelFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype, threads)
         self._in_parts = [buffer_parts(t.fmt) if t.encoded else None for t in contraction.inputs]
         ranks = [a.rank for a in self.function.signature.args]
         self._val_ranks: list[int] = []
@@ -114,8 +118,10 @@ _building: dict[Any, Future] = {}
 _failed: dict[Any, BaseException] = {}
 
 
-def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu", pipeline: Any = None) -> Kernel:
-    """The kernel for ``key``: from memory, else lowered and compiled (or fetched from the disk cache)."""
+def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu", pipeline: Any = None,
+               threads: int | str = 1) -> Kernel:
+    """The kernel for ``key``: from memory, else lowered and compiled (or fetched from the disk cache).
+    ``threads``: chunks a row-range contraction runs in (part of ``key``)."""
     k = _kernels.get(key)
     if k is not None:
         return k
@@ -138,7 +144,7 @@ def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu
         contraction = describe()
         lowered = lower(contraction, target, pipeline)
         module = compile_module(lowered.text, lowered.pipeline, target=target)
-        k = Kernel(contraction, lowered, module)
+        k = Kernel(contraction, lowered, module, threads)
     except BaseException as err:
         with _lock:
             del _building[key]

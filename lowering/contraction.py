@@ -78,6 +78,9 @@ class Contraction:
     prolog: ScalarFn | None = None
     epilog: ScalarFn | None = None
     name: str = "main"
+    #: compile the row-range variant (``lowering.emitter.row_parallel``): output rows ``[begin, end)``
+    #: into a caller-given output, for multi-threaded execution
+    row_range: bool = False
 
     def __post_init__(self) -> None:
         if len(self.subscripts) != len(self.inputs) or not self.inputs:
@@ -96,7 +99,8 @@ class Contraction:
         """Structural cache key (format structure keys, never names)."""
         sr = None if self.semiring is None else (self.semiring.add, self.semiring.mul, repr(self.semiring.identity))
         return ("contraction", self.subscripts, tuple(t.key() for t in self.inputs), self.output_subscripts,
-                self.output.key(), sr, self.alpha, self.init, self.prolog, self.epilog, self.name)
+                self.output.key(), sr, self.alpha, self.init, self.prolog, self.epilog, self.name,
+                self.row_range)
 
     @property
     def loop_letters(self) -> str:

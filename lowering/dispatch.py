@@ -3,7 +3,8 @@
 ``lower(c, target)`` is the single place deciding it: a registered kernel first, else MLIR's sparsifier,
 or, for formats the sparsifier cannot take (range/delta levels, diagonal maps:
 ``fmt.mlir_support() == "emitter"``), ust-mlir's own emitter (:mod:`lowering.emitter.path`, registered
-with ``register_path("emitter", builder)`` when the ``lowering`` package is imported).
+with ``register_path("emitter", builder)`` when the ``lowering`` package is imported). Contractions with
+``row_range=True`` (multi-threaded runs) always take the emitter's row-range variant (``"emitter-rows"``).
 """
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ def path_of(c: Contraction) -> str:
     unless an operand's format needs ust-mlir's own emitter."""
     from .kernels import match_kernel
 
+    if c.row_range:
+        return "emitter-rows"
     entry = match_kernel(c)
     if entry is not None:
         return f"kernel:{entry.name}"
@@ -94,7 +97,7 @@ def registry_state() -> tuple:
 def _lower(c: Contraction, target: str) -> Lowered:
     from .kernels import match_kernel
 
-    entry = match_kernel(c)
+    entry = None if c.row_range else match_kernel(c)
     if entry is not None:
         if entry.pipeline is not None:
             pipe = entry.pipeline

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from .arith import Arith, vtype
 from .builder import Builder, Carry, Value
 from .operand import WalkedOperand
-from .walker import NO_CARRY, VECTOR_LANES, walk
+from .walker import NO_CARRY, VECTOR_LANES, row_mode, walk
 
 
 def memref_type(shape: tuple[int, ...], elem: str) -> str:
@@ -199,19 +199,54 @@ class _Visitor:
         b.emit(f"memref.store {self.ar.add(o, x)}, {self.out}[{idx}] : {self.out.type}")
 
 
-def _for_each(b: Builder, shape: tuple[int, ...], fn: Callable[[list[Value]], None]) -> None:
-    """Nested loops over every index of ``shape``."""
+def _for_each(b: Builder, shape: tuple[int, ...], fn: Callable[[list[Value]], None],
+              rows: tuple[Value, Value] | None = None) -> None:
+    """Nested loops over every index of ``shape`` (the first dimension only over ``rows`` when given)."""
     def rec(d: int, idx: list[Value]) -> None:
         if d == len(shape):
             fn(idx)
             return
-        b.for_(b.index(0), b.index(shape[d]), b.index(1), [], lambda iv, c: rec(d + 1, idx + [iv]) or [])
+        lo, hi = rows if d == 0 and rows is not None else (b.index(0), b.index(shape[d]))
+        b.for_(lo, hi, b.index(1), [], lambda iv, c: rec(d + 1, idx + [iv]) or [])
     rec(0, [])
 
 
-def emit_contraction(c: Any) -> str:
-    """MLIR module text for ``c`` (see the module docstring)."""
+def row_parallel(c: Any) -> bool:
+    """Whether ``c`` has a row-range variant (``emit_contraction(c, rows=True)``): one stored operand, a
+    dense output of rank >= 1 whose first letter is the stored operand's outermost dense/batch level
+    (CSR, BSR's demapped view, DELTA, batched) or the range level of a row-tiled diagonal format
+    (DIA-I), so that disjoint row ranges write disjoint output rows."""
+    try:
+        w = walked_index(c)
+    except ValueError:
+        return False
+    if not c.output_subscripts or any(t.elem != c.output.elem for t in c.inputs):
+        return False
+    wsub = c.subscripts[w]
+    row = c.output_subscripts[0]
+    if row not in wsub:
+        return False
+    t = c.inputs[w]
+    walked = WalkedOperand(t.fmt, tuple(t.shape), t.elem, t.pos_width, t.crd_width)
+    visitor = _Visitor(None, c, w, [], None, None, None, None)  # type: ignore[arg-type]
+    from .plan import known_after, resolution_plan
+    try:
+        carry = visitor.carry_level(known_after(resolution_plan(t.fmt, walked.shape)))
+    except ValueError:
+        return False
+    return row_mode(walked, carry, wsub.index(row)) is not None
+
+
+def emit_contraction(c: Any, rows: bool = False) -> str:
+    """MLIR module text for ``c`` (see the module docstring).
+
+    ``rows=True`` (needs :func:`row_parallel`): the row-range variant ``@<name>(..., %out, %row_begin:
+    index, %row_end: index)`` that computes only output rows ``[row_begin, row_end)`` into the caller's
+    ``%out`` (initialization, walk and epilog alike) and returns nothing; disjoint ranges may run in
+    parallel threads."""
     w = walked_index(c)
+    if rows and not row_parallel(c):
+        raise ValueError("this contraction has no row-range variant (see emitter.row_parallel)")
     elem = c.output.elem
     for t in c.inputs:
         if t.elem != elem:
@@ -245,7 +280,13 @@ def emit_contraction(c: Any) -> str:
         beta_ref = Value("%beta", one_t)
         params.append(beta_ref)
 
-    out = b.op(f"memref.alloc() : {out_t}", out_t, "out")
+    rng = None
+    if rows:
+        out = Value("%out", out_t)
+        rng = (Value("%row_begin", "index"), Value("%row_end", "index"))
+        params += [out, *rng]
+    else:
+        out = b.op(f"memref.alloc() : {out_t}", out_t, "out")
     alpha = beta = None
     if alpha_ref is not None:
         alpha = b.op(f"memref.load {alpha_ref}[{b.index(0)}] : {one_t}", elem)
@@ -263,15 +304,16 @@ def emit_contraction(c: Any) -> str:
                 v = ar.scale(v, beta)
         b.emit(f"memref.store {v}, {out}[{at}] : {out_t}")
 
-    _for_each(b, shape, init)
-    walk(b, walked, level_args, _Visitor(b, c, w, ins, val, out, alpha, ar))  # type: ignore[arg-type]
+    _for_each(b, shape, init, rng)
+    walk(b, walked, level_args, _Visitor(b, c, w, ins, val, out, alpha, ar),  # type: ignore[arg-type]
+         rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0)
     if c.epilog is not None:
         def epi(idx: list[Value]) -> None:
             at = ", ".join(i.name for i in idx)
             v = b.op(f"memref.load {out}[{at}] : {out_t}", elem)
             b.emit(f"memref.store {ar.apply(c.epilog, v)}, {out}[{at}] : {out_t}")
-        _for_each(b, shape, epi)
-    b.emit(f"return {out} : {out_t}")
+        _for_each(b, shape, epi, rng)
+    b.emit("return" if rows else f"return {out} : {out_t}")
     sig = ", ".join(f"{p.name}: {p.type}" for p in params)
-    head = f"func.func @{c.name}({sig}) -> {out_t} attributes {{llvm.emit_c_interface}} {{"
+    head = f"func.func @{c.name}({sig}){'' if rows else ' -> ' + out_t} attributes {{llvm.emit_c_interface}} {{"
     return "\n".join([head] + b.text() + ["}"]) + "\n"

@@ -17,4 +17,14 @@ def lower_emitter(c: Any, target: str = "cpu", pipeline: Any = None) -> Lowered:
     return Lowered(emit_contraction(c), pipeline, "emitter")
 
 
+def lower_emitter_rows(c: Any, target: str = "cpu", pipeline: Any = None) -> Lowered:
+    """The row-range variant of ``c`` (``emit_contraction(c, rows=True)``) for multi-threaded runs."""
+    if pipeline is None:
+        from ..pipelines import Pipeline
+
+        pipeline = Pipeline(target=target)
+    return Lowered(emit_contraction(c, rows=True), pipeline, "emitter-rows")
+
+
 register_path("emitter", lower_emitter)
+register_path("emitter-rows", lower_emitter_rows)

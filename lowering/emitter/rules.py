@@ -28,12 +28,14 @@ class LevelRule(Protocol):
 
 
 def dense(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
-    """Every coordinate of the extent; child position ``parent * extent + i``."""
+    """Every coordinate of the extent (level 0: only ``ctx.rows`` when set); child position
+    ``parent * extent + i``."""
     b = ctx.b
     ext = b.index(ctx.extents[k])
     base = b.mul(parent, ext)
     off = b.index(ctx.offsets[k])
-    return ctx.loop(k, b.index(0), ext, carry,
+    lo, hi = ctx.rows if k == 0 and getattr(ctx, "rows", None) is not None else (b.index(0), ext)
+    return ctx.loop(k, lo, hi, carry,
                     lambda iv, c, lanes: inner(b.add(base, iv), b.add(iv, off), c, lanes))
 
 

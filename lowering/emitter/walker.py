@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 from .builder import Builder, Carry, Value
 from .operand import LevelArgs, WalkedOperand
 from .plan import Resolve, diagonal_parts, known_after, last_level_strides, resolution_plan
+from . import rules as _rules
 from .rules import CONTIGUOUS, GATHER, rule_for
 
 #: Lanes of a vectorized innermost loop (a remainder loop handles the rest).
@@ -69,6 +70,8 @@ class WalkContext:
         self.reduce_lanes: Any = None
         self.reduction: Any = None
         self.tile: tuple[Value, Value] | None = None
+        #: ``[begin, end)`` of the outermost row coordinate this call walks (row-range kernels), or None
+        self.rows: tuple[Value, Value] | None = None
         self.lvl: dict[int, Value] = {}
         self.dims: dict[int, Value] = {}
 
@@ -187,14 +190,45 @@ class WalkContext:
         return b.add(xs, c) if r.csign == 1 else b.sub(xs, c)
 
 
-def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor) -> None:
-    """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc)."""
+def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | None:
+    """How a walk can be restricted to a range of dimension ``row_dim``'s coordinates: ``"outer"``
+    (level 0 is a dense/batch level over exactly that dimension), ``"tiled"`` (the last level is a
+    range level over it and the walk is tiled by it: DIA-I), or None (not row-restrictable)."""
+    fmt = operand.fmt
+    n = len(fmt.levels)
+    if not n:
+        return None
+    dims = list(fmt.dimensions)
+    lv0 = fmt.levels[0]
+    if (lv0.format.value in ("dense", "batch") and rule_for(lv0.format.value) is _rules.dense
+            and not hasattr(lv0.expr, "op") and dims.index(lv0.expr) == row_dim
+            and fmt.diagonal_offset(operand.shape)[0] == 0):
+        return "outer"
+    last = fmt.levels[-1]
+    if (n >= 2 and last.format.value == "range" and rule_for("range") is _rules.range_ and carry_level >= n
+            and not operand.num_batch and dims.index(last.expr) == row_dim):
+        return "tiled"
+    return None
+
+
+def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor,
+         rows: tuple[Value, Value] | None = None, row_dim: int = 0) -> None:
+    """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc).
+
+    ``rows``: walk only the entries whose dimension ``row_dim`` lies in ``[rows[0], rows[1])`` (needs
+    :func:`row_mode`; ValueError otherwise)."""
     ctx = WalkContext(b, operand, args)
     n = len(ctx.fmt.levels)
     known = known_after(ctx.plan)
     carry_level = visitor.carry_level(known)
     if carry_level >= n:
         carry_level = NO_CARRY
+    if rows is not None:
+        mode = row_mode(operand, carry_level, row_dim)
+        if mode is None:
+            raise ValueError(f"format {operand.fmt} cannot be walked by ranges of dimension {row_dim}")
+        if mode == "outer":
+            ctx.rows = rows
     strides = last_level_strides(ctx.plan, len(ctx.fmt.dimensions))
     if (n and carry_level >= n and ctx.level(n - 1).format.value in CONTIGUOUS
             and not any(r.guard for r in ctx.plan[-1]) and visitor.vectorizable(strides)):
@@ -247,24 +281,25 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
 
     last = ctx.level(n - 1) if n else None
     if n >= 2 and last.format.value == "range" and carry_level == NO_CARRY and not ctx.num_batch:
-        _tiled(ctx, n - 1, visitor, lambda: level(0, b.index(0), []))
+        _tiled(ctx, n - 1, visitor, lambda: level(0, b.index(0), []), rows if ctx.rows is None else None)
     else:
         level(0, b.index(0), [])
 
 
-def _tiled(ctx: WalkContext, k: int, visitor: Visitor, walk_all: Callable[[], Carry]) -> None:
+def _tiled(ctx: WalkContext, k: int, visitor: Visitor, walk_all: Callable[[], Carry],
+           rows: tuple[Value, Value] | None = None) -> None:
     """Walk everything once per tile of range level ``k``'s coordinates (outermost, parallel when the
-    range dimension indexes the output)."""
+    range dimension indexes the output); only the coordinates in ``rows`` when given."""
     b = ctx.b
-    ext = ctx.extents[k]
+    lo, hi = rows if rows is not None else (b.index(0), b.index(ctx.extents[k]))
     x = list(ctx.fmt.dimensions).index(ctx.level(k).expr)
 
     def tile(t: Value) -> None:
-        ctx.tile = (t, b.min(b.add(t, b.index(RANGE_TILE)), b.index(ext)))
+        ctx.tile = (t, b.min(b.add(t, b.index(RANGE_TILE)), hi))
         walk_all()
 
     if x in visitor.parallel_dims() and ctx.parallel_level is None:
-        b.parallel_step(b.index(0), b.index(ext), b.index(RANGE_TILE), tile)
+        b.parallel_step(lo, hi, b.index(RANGE_TILE), tile)
     else:
-        b.for_(b.index(0), b.index(ext), b.index(RANGE_TILE), [], lambda t, c: tile(t) or [])
+        b.for_(lo, hi, b.index(RANGE_TILE), [], lambda t, c: tile(t) or [])
     ctx.tile = None
