@@ -47,11 +47,19 @@ def to_torch(result: Any, device: torch.device | None = None) -> Any:
     return out if device is None or out.device == device else out.to(device)
 
 
+def _threads() -> str | None:
+    """Follow torch's intra-op threading: ``"auto"`` (row-parallel kernels above a size threshold)
+    when torch may use several threads, else single-threaded."""
+    return "auto" if torch.get_num_threads() > 1 else None
+
+
 def kernel_matmul(a: Any, b: Any, **kw: Any) -> Any:
     """:func:`frontend.ops.matmul` on TorchUSTs (their Tensors) and torch tensors, result in torch."""
     device = next((x.device for x in (a, b) if isinstance(x, torch.Tensor)), None)
     a = a.ust if isinstance(a, TorchUST) else dense_arg(a)
     b = b.ust if isinstance(b, TorchUST) else dense_arg(b)
+    if device is None or device.type == "cpu":
+        kw.setdefault("threads", _threads())
     return to_torch(_ops().matmul(a, b, **kw), device)
 
 
@@ -67,13 +75,14 @@ def planned_product(s: TorchUST, d: torch.Tensor, side: str, transpose: bool) ->
     if side == "right" and d.dim() == 2:
         return planned_product(s, d.t(), "left", not transpose).t()
     plans = s.plans()
-    key = (side, transpose, tuple(d.shape), d.dtype, d.device)
+    threads = _threads() if d.device.type == "cpu" else None
+    key = (side, transpose, tuple(d.shape), d.dtype, d.device, threads)
     entry = plans.get(key)
     if entry is None:
         buf = torch.empty(tuple(d.shape), dtype=d.dtype, device=d.device)
         ops = _ops()
-        mm = (ops.Matmul(s.ust, buf, transpose_a=transpose) if side == "left"
-              else ops.Matmul(buf, s.ust, transpose_b=transpose))
+        mm = (ops.Matmul(s.ust, buf, transpose_a=transpose, threads=threads) if side == "left"
+              else ops.Matmul(buf, s.ust, transpose_b=transpose, threads=threads))
         mm.plan()
         entry = (mm, buf, threading.Lock())
         if len(plans) >= _MAX_PLANS:
