@@ -12,6 +12,7 @@ import pytest
 
 import mlir_bridge as mb
 from bridge_kernels import csr_buffers, random_csr, spgemm, spmv
+from concurrency import run_on_threads
 from lowering.pipelines import Pipeline
 
 PIPE = Pipeline()
@@ -115,27 +116,20 @@ def test_damaged_entry_is_rebuilt(damage):
 def test_threads_compile_once_and_call_concurrently():
     text = spmv(6, 6, name="spmv_threads") + f"// {uuid.uuid4().hex}\n"
     mb.clear_cache(disk=False)
-    mods, errors = [], []
+    mods = []
     barrier = threading.Barrier(8)
 
     def work(seed: int) -> None:
-        try:
-            barrier.wait()
-            mod = mb.compile_module(text, PIPE)
-            mods.append(mod)
-            fn = mod.function("spmv_threads")
-            a = random_csr(6, 6, 0.5, seed=seed)
-            x = np.random.default_rng(seed).standard_normal(6)
-            for _ in range(200):
-                np.testing.assert_allclose(fn(*csr_buffers(a), x, np.zeros(6)), a @ x)
-        except BaseException as err:  # noqa: BLE001 - reported below
-            errors.append(err)
+        barrier.wait()
+        mod = mb.compile_module(text, PIPE)
+        mods.append(mod)
+        fn = mod.function("spmv_threads")
+        a = random_csr(6, 6, 0.5, seed=seed)
+        x = np.random.default_rng(seed).standard_normal(6)
+        for _ in range(200):
+            np.testing.assert_allclose(fn(*csr_buffers(a), x, np.zeros(6)), a @ x)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_on_threads(work, 8)
     assert not errors, errors
     assert len({id(m) for m in mods}) == 1
     info = mb.cache_info()

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import frontend as F
 from frontend import NamedFormats as N, Tensor, TensorFormat
 from lowering.pipelines import Pipeline
 from mlir_bridge import CompileError, Stage
+from concurrency import run_on_threads
 from ops_util import close, dense, rand, tensor
 
 FORMATS_2D = {
@@ -270,23 +270,15 @@ def test_uncompilable_kernel_raises_python_error():
 
 def test_threads():
     mats = [(sp.csr_array(rand((6, 8), seed=s)), rand((8, k), seed=s + 1)) for s, k in ((20, 3), (30, 4))]
-    errors: list[BaseException] = []
 
     def work(i: int) -> None:
-        try:
-            a, b = mats[i % 2]
-            for _ in range(20):
-                assert np.allclose(F.matmul(a, b), a.toarray() @ b)
-                r = F.matmul(a, a.T.tocsr() if i % 2 else sp.csr_array(a.toarray().T))
-                assert np.allclose(r.toarray(), a.toarray() @ a.toarray().T)
-        except BaseException as err:  # noqa: BLE001 - reported below
-            errors.append(err)
+        a, b = mats[i % 2]
+        for _ in range(20):
+            assert np.allclose(F.matmul(a, b), a.toarray() @ b)
+            r = F.matmul(a, a.T.tocsr() if i % 2 else sp.csr_array(a.toarray().T))
+            assert np.allclose(r.toarray(), a.toarray() @ a.toarray().T)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_on_threads(work, 6)
     assert not errors, errors
 
 

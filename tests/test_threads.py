@@ -1,7 +1,6 @@
 """Multi-threaded row-range kernels (``matmul(..., threads=n)``) against numpy and the one-thread path."""
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
@@ -9,6 +8,7 @@ import pytest
 import frontend as F
 from frontend import NamedFormats as N, Tensor
 from frontend.threads import chunk_bounds, resolve_threads
+from concurrency import run_on_threads
 from ops_util import dense, rand
 
 FORMATS = {"CSR": N.CSR, "BSR": N.BSR((2, 2)), "DELTA": N.DELTA(4), "DIAI": N.DIAI}
@@ -97,21 +97,13 @@ def test_concurrent_calls_are_thread_safe():
     a = rand((300, 200), density=0.1, seed=6)
     t = stored(a, "CSR")
     mm = F.Matmul(t, np.ones(200), threads=2).plan()  # compile once
-    errors: list[BaseException] = []
 
     def worker(seed: int) -> None:
-        try:
-            rng = np.random.default_rng(seed)
-            for _ in range(20):
-                x = rng.random((200, 3))
-                np.testing.assert_allclose(dense(F.matmul(t, x, threads=2)), a @ x, rtol=1e-12)
-        except BaseException as err:  # noqa: BLE001 - reported below
-            errors.append(err)
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            x = rng.random((200, 3))
+            np.testing.assert_allclose(dense(F.matmul(t, x, threads=2)), a @ x, rtol=1e-12)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    errors = run_on_threads(worker, 4)
     assert not errors, errors[0]
     np.testing.assert_allclose(dense(mm.execute()), a @ np.ones(200), rtol=1e-12)
