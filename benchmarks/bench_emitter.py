@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from frontend import Matmul, NamedFormats as NF, Tensor
-from frontend.convert import convert
+from frontend.storage._convert import convert
 
 
 def best_times(fns: dict[str, Callable[[], Any]], min_time: float = 1.0, max_rounds: int = 60) -> dict[str, float]:

@@ -48,8 +48,8 @@ def stencil(rows: int, dtype: Any = np.float32) -> sp.dia_matrix:
 
 def bench_stencil(rows: int, torch: Any) -> None:
     from frontend import NamedFormats as NF, Tensor
-    from frontend.convert import convert
-    from frontend.gpu_ops import gpu_matmul_plan, to_device
+    from frontend.storage._convert import convert
+    from frontend.ops.gpu._matmul import gpu_matmul_plan, to_device
 
     A = stencil(rows)
     csr = A.tocsr()
@@ -91,8 +91,8 @@ def bench_stencil(rows: int, torch: Any) -> None:
 
 def bench_delta(size: int, sparsities: list[float], torch: Any) -> None:
     from frontend import NamedFormats as NF, Tensor
-    from frontend.convert import convert
-    from frontend.gpu_ops import gpu_matmul_plan, to_device
+    from frontend.storage._convert import convert
+    from frontend.ops.gpu._matmul import gpu_matmul_plan, to_device
 
     sync = torch.cuda.synchronize
     rng = np.random.default_rng(1)
@@ -127,7 +127,7 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--quick", action="store_true", help="small problems (smoke run)")
     args = ap.parse_args()
-    from mlir_bridge.cuda_driver import cuda_info
+    from mlir_bridge.gpu.cuda_driver import cuda_info
 
     info = cuda_info()
     if not info.available:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import frontend as F  # noqa: E402
 from bench_ops import banded_csr, median_time  # noqa: E402
 from frontend import NamedFormats as N, Tensor  # noqa: E402
-from frontend.threads import RowParallelFunction  # noqa: E402
+from frontend.ops._threads import RowParallelFunction  # noqa: E402
 
 
 def timed(a, b, threads) -> tuple[float, str]:

@@ -7,9 +7,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .expressions import Dimension
-from .formats import Level, LevelFormat, LevelProperty, TensorFormat
-from .named_formats import NamedFormats
+from .format import Dimension, Level, LevelFormat, LevelProperty, NamedFormats, TensorFormat
 
 # Public names provided by submodules, loaded on first access (PEP 562).
 _LAZY: dict[str, str] = {
@@ -17,9 +15,9 @@ _LAZY: dict[str, str] = {
     "clear_cache": ".ops",
 }
 
-_LAZY.update({"Tensor": ".tensor", "validate": ".validate"})  # storage (frontend.tensor)
-_LAZY.update({"solve": ".linear_solve", "Solve": ".linear_solve"})  # linear systems (frontend.linear_solve)
-_LAZY.update({"compile": ".model_compile", "CompiledModel": ".model_compile"})  # whole torch models
+_LAZY.update({"Tensor": ".tensor", "validate": ".storage"})  # tensors and their storage
+_LAZY.update({"solve": ".solvers", "Solve": ".solvers"})  # linear systems (frontend.solvers)
+_LAZY.update({"compile": ".torch_interface._compile", "CompiledModel": ".torch_interface._compile"})  # whole torch models
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)

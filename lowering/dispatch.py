@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import kernels as _kernels
-from . import pipelines as _pipelines
-from .contraction import Contraction, build_module
-from .emitter import rules as _rules
+from lowering.kernels import registry as _kernels
+from lowering import pipelines as _pipelines
+from lowering.contraction import Contraction, build_module
+from lowering.emitter import rules as _rules
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ CPU_SPARSIFIER_OPTIONS = {"vl": 8, "reassociate_fp_reductions": True}
 
 def sparsifier_pipeline(target: str = "cpu") -> Any:
     """The sparsifier Pipeline generated contractions compile with on ``target``."""
-    from .pipelines import Pipeline
+    from lowering.pipelines import Pipeline
 
     return Pipeline(target=target, **(CPU_SPARSIFIER_OPTIONS if target == "cpu" else {}))
 
@@ -57,7 +57,7 @@ register_path("sparsifier", _sparsifier)
 def path_of(c: Contraction) -> str:
     """``"kernel:<name>"`` for a registered kernel (``lowering.register_kernel``), else ``"sparsifier"``
     unless an operand's format needs ust-mlir's own emitter."""
-    from .kernels import match_kernel
+    from lowering.kernels.registry import match_kernel
 
     if c.row_range:
         return "emitter-rows"
@@ -95,14 +95,14 @@ def registry_state() -> tuple:
 
 
 def _lower(c: Contraction, target: str) -> Lowered:
-    from .kernels import match_kernel
+    from lowering.kernels.registry import match_kernel
 
     entry = None if c.row_range else match_kernel(c)
     if entry is not None:
         if entry.pipeline is not None:
             pipe = entry.pipeline
         else:
-            from .pipelines import Pipeline
+            from lowering.pipelines import Pipeline
             pipe = Pipeline(target=target)
         return Lowered(entry.build(c), pipe, f"kernel:{entry.name}")
     path = path_of(c)

@@ -9,12 +9,12 @@ result in memory and on disk, and call its functions on numpy arrays / torch ten
 
 Importing this package does not import ``mlir`` (a warm disk cache never does).
 """
-from .compile import CacheInfo, cache_info, cache_key, clear_cache, compile_module, lower_stages
-from .errors import CompileError
-from .module import BoundCall, CompiledModule, Function
-from .signature import Signature, ValueSpec
-from .stage import PipelineLike, Stage
-from .target import CPU, Target, get_target, register_target
+from mlir_bridge.compile import CacheInfo, cache_info, cache_key, clear_cache, compile_module, lower_stages
+from mlir_bridge.errors import CompileError
+from mlir_bridge.module import BoundCall, CompiledModule, Function
+from mlir_bridge.signature import Signature, ValueSpec
+from mlir_bridge.stage import PipelineLike, Stage
+from mlir_bridge.target import CPU, Target, get_target, register_target
 
 __all__ = [
     "BoundCall", "CPU", "CacheInfo", "CompileError", "CompiledModule", "Function", "PipelineLike",

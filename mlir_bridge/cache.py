@@ -16,8 +16,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from .signature import Signature
-from .toolchain import BRIDGE_FORMAT
+from mlir_bridge.signature import Signature
+from mlir_bridge.toolchain import BRIDGE_FORMAT
 
 DEFAULT_DIR = Path("~/.cache/ust-mlir")
 

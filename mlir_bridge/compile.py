@@ -10,14 +10,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import toolchain
-from .cache import DiskCache, cache_dir
-from .errors import CompileError
-from .module import CompiledModule
-from .signature import Signature
-from .stage import PipelineArg, normalize
-from .target import Target, get_target
-from .worker import Job
+from mlir_bridge import toolchain
+from mlir_bridge.cache import DiskCache, cache_dir
+from mlir_bridge.errors import CompileError
+from mlir_bridge.module import CompiledModule
+from mlir_bridge.signature import Signature
+from mlir_bridge.stage import PipelineArg, normalize
+from mlir_bridge.target import Target, get_target
+from mlir_bridge.worker import Job
 
 _lock = threading.Lock()
 _modules: dict[str, CompiledModule] = {}
@@ -64,7 +64,7 @@ def compile_module(text: str, pipeline: PipelineArg, *, target: "str | Target" =
     """
     tgt = get_target(target)
     if tgt.device != "cpu":  # loading a GPU module without a driver would fail obscurely (or abort)
-        from .cuda_driver import require_cuda_device
+        from mlir_bridge.gpu.cuda_driver import require_cuda_device
         require_cuda_device()
     stages, description = normalize(pipeline)
     key = cache_key(text, description, tgt)
@@ -122,8 +122,8 @@ def _load_or_build(key: str, text: str, stages: tuple, tgt: Target) -> CompiledM
 
 
 def _build(text: str, stages: tuple, tgt: Target, workdir: Path) -> tuple[Path, tuple[Signature, ...]]:
-    from .context import verify_text
-    from .isolate import run_job
+    from mlir_bridge.context import verify_text
+    from mlir_bridge.isolate import run_job
 
     verify_text(text)  # in-process: cheap, and gives diagnostics for bad IR
     run_job(Job(text, stages, "compile"), workdir)
@@ -135,8 +135,8 @@ def _build(text: str, stages: tuple, tgt: Target, workdir: Path) -> tuple[Path, 
 
 def lower_stages(text: str, pipeline: PipelineArg) -> list[tuple[str, str]]:
     """``[("input", text), (stage_name, text after it), ...]``, computed crash-isolated."""
-    from .context import verify_text
-    from .isolate import run_job
+    from mlir_bridge.context import verify_text
+    from mlir_bridge.isolate import run_job
 
     stages, _ = normalize(pipeline)
     verify_text(text)

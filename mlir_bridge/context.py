@@ -8,9 +8,9 @@ import threading
 
 from mlir import ir, passmanager
 
-from .errors import CompileError
-from .signature import Signature, ValueSpec
-from .stage import Stage
+from mlir_bridge.errors import CompileError
+from mlir_bridge.signature import Signature, ValueSpec
+from mlir_bridge.stage import Stage
 
 #: Serializes in-process MLIR use in the parent against ``os.fork`` (see isolate.py).
 MLIR_LOCK = threading.RLock()

@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import CompileError
-from .worker import Job, run_and_report
+from mlir_bridge.errors import CompileError
+from mlir_bridge.worker import Job, run_and_report
 
 #: Seconds a compile may take before the child is killed.
 TIMEOUT_S = 600
@@ -31,7 +31,7 @@ def _tail(path: Path, limit: int = 8000) -> str:
 def _run_forked(job: Job, outdir: Path) -> int:
     # Warm the parent: children inherit loaded MLIR libraries and need no imports of their own
     # (a module lock held by another thread at fork time would deadlock a child's import).
-    from . import context, transforms  # noqa: F401
+    from mlir_bridge import context, transforms  # noqa: F401
 
     log = os.open(outdir / "log.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with context.MLIR_LOCK:  # never fork while this process is inside MLIR

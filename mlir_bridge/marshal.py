@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .signature import Signature, ValueSpec
+from mlir_bridge.signature import Signature, ValueSpec
 
 _CTYPES: dict[str, Any] = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i8": ctypes.c_int8,
                            "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,

@@ -7,8 +7,8 @@ from ctypes import addressof
 from pathlib import Path
 from typing import Any
 
-from .marshal import Marshaller, c_strides
-from .signature import Signature
+from mlir_bridge.marshal import Marshaller, c_strides
+from mlir_bridge.signature import Signature
 
 
 class Function:

@@ -11,8 +11,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import toolchain
-from .errors import CompileError
+from mlir_bridge import toolchain
+from mlir_bridge.errors import CompileError
 
 
 @dataclass(frozen=True)

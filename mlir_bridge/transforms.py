@@ -4,7 +4,7 @@ from __future__ import annotations
 from mlir import ir, passmanager
 from mlir.dialects import arith
 
-from .errors import CompileError
+from mlir_bridge.errors import CompileError
 
 _ALLOCS = ("memref.alloc", "memref.alloca")
 

@@ -14,8 +14,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CompileError
-from .stage import Stage
+from mlir_bridge.errors import CompileError
+from mlir_bridge.stage import Stage
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def _progress(outdir: Path, name: str) -> None:
 
 def execute(job: Job, outdir: Path) -> None:
     """Run ``job``, writing its outputs into ``outdir`` (raises CompileError)."""
-    from . import context as C
+    from mlir_bridge import context as C
 
     _progress(outdir, "verify")
     module = C.parse(job.text, C.new_context())

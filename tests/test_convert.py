@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 from frontend import LevelFormat as F, LevelProperty as P, NamedFormats as N, Tensor, TensorFormat
-from frontend.expressions import Dimension
-from frontend.validate import validate
+from frontend.format._expressions import Dimension
+from frontend.storage._validate import validate
 
 I, J = Dimension("i"), Dimension("j")
 DENSE_F = TensorFormat([I, J], [(J, F.DENSE), (I, F.DENSE)], name="DenseF")

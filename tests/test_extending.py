@@ -107,7 +107,7 @@ def test_bad_template_placeholder_is_reported():
 
 
 def test_op_names():
-    from frontend import ops
+    from frontend.ops import _api as ops
 
     t = Tensor.from_dense(tridiag(4), NF.DIAI)
     assert lowering.op_name(ops._matmul_op(t, np.ones(4), None, 1, None, False, False, None, None, None, None,

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from frontend import NamedFormats as N
-from frontend.formats import TensorFormat
+from frontend.format._formats import TensorFormat
 from lowering.contraction import Contraction, TensorSpec
-from lowering.gpu_dispatch import gpu_path, library_layout, lower_gpu
-from lowering.gpu_pipeline import DEFAULT_CHIPS, GpuPipeline
+from lowering.gpu.dispatch import gpu_path, library_layout, lower_gpu
+from lowering.gpu.pipeline import DEFAULT_CHIPS, GpuPipeline
 from mlir_bridge import CompileError, lower_stages
-from mlir_bridge.cuda_driver import cuda_info
+from mlir_bridge.gpu.cuda_driver import cuda_info
 from mlir_bridge.gpu import GPU, MODULE_SEPARATOR, build_gpu, gpu_assembly
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,7 +144,7 @@ def test_emitter_format_whose_loops_cannot_be_parallel_is_refused() -> None:
 
 
 def test_delta_plan_through_the_frontend() -> None:
-    from frontend.gpu_ops import gpu_matmul_plan
+    from frontend.ops.gpu._matmul import gpu_matmul_plan
     from frontend.tensor import Tensor
 
     rng = np.random.default_rng(0)
@@ -238,7 +238,7 @@ def test_gpu_binaries_are_cached_on_disk_keyed_by_chip_and_cuda_versions() -> No
     fp = GPU.fingerprint()
     assert "driver=" in fp and "ptxas=" in fp
     # a second process finds the binary on disk
-    code = ("from lowering.gpu_dispatch import lower_gpu; from mlir_bridge.gpu import build_gpu; "
+    code = ("from lowering.gpu.dispatch import lower_gpu; from mlir_bridge.gpu import build_gpu; "
             "import tests.test_gpu_lowering as t; low = lower_gpu(t._contraction('spmm', 'CSR'), 'sm_80'); "
             "print(build_gpu(low.text, low.pipeline).so_path)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
@@ -270,7 +270,7 @@ def test_path_choice() -> None:
 def test_plan_introspection_without_a_device() -> None:
     import scipy.sparse as sp
 
-    from frontend.gpu_ops import gpu_matmul_plan
+    from frontend.ops.gpu._matmul import gpu_matmul_plan
 
     a = sp.random(40, 30, density=0.1, format="csr", dtype=np.float32, random_state=1)
     x = np.ones(30, np.float32)
@@ -291,7 +291,7 @@ def test_plan_introspection_without_a_device() -> None:
 def test_semiring_prolog_epilog_compile_for_the_gpu(option: str) -> None:
     import scipy.sparse as sp
 
-    from frontend.gpu_ops import gpu_matmul_plan
+    from frontend.ops.gpu._matmul import gpu_matmul_plan
 
     a = sp.random(40, 30, density=0.1, format="csr", dtype=np.float32, random_state=2)
     kw = {"epilog": dict(epilog=lambda v: v * 2.0), "prolog": dict(prolog=lambda v: v + 1.0),
@@ -303,7 +303,7 @@ def test_semiring_prolog_epilog_compile_for_the_gpu(option: str) -> None:
 
 def test_vendor_library_glue_on_cpu_torch() -> None:
     torch = pytest.importorskip("torch")
-    from frontend.gpu_library import library_matmul
+    from frontend.ops.gpu._library import library_matmul
     from frontend.tensor import Tensor
 
     dense = torch.tensor([[1., 0, 2, 0], [0, 0, 0, 0], [3, 4, 0, 5], [0, 0, 6, 0]], dtype=torch.float64)
@@ -326,8 +326,8 @@ def test_vendor_library_glue_on_cpu_torch() -> None:
 def test_execution_without_a_device_raises_runtime_error() -> None:
     code = """
 import numpy as np, scipy.sparse as sp
-from frontend.gpu_ops import gpu_matmul_plan
-from lowering.gpu_dispatch import lower_gpu
+from frontend.ops.gpu._matmul import gpu_matmul_plan
+from lowering.gpu.dispatch import lower_gpu
 from mlir_bridge.gpu import build_gpu, load_gpu
 a = sp.random(20, 10, density=0.2, format="csr", dtype=np.float32, random_state=0)
 plan = gpu_matmul_plan(a, np.ones(10, np.float32), device="cuda", path="sparsifier-gpu").plan()
@@ -373,7 +373,7 @@ def _matrix(torch, rows: int, cols: int, seed: int):  # noqa: ANN001, ANN202
 @pytest.mark.parametrize("fmt_name", ["CSR", "CSC", "COO", "BSR", "Dense"])
 def test_gpu_matmul_matches_torch_dense(fmt_name: str, path: str, dtype_name: str) -> None:
     torch = _cuda_torch()
-    from frontend import ops
+    from frontend.ops import _api as ops
 
     if fmt_name in ("COO",) and path == "sparsifier-gpu":
         pytest.skip("the sparsifier has no GPU kernel for COO (cuSPARSE runs it)")
@@ -385,7 +385,7 @@ def test_gpu_matmul_matches_torch_dense(fmt_name: str, path: str, dtype_name: st
         x = torch.rand(dense.shape[1], device="cuda", dtype=dtype)
         xs = torch.rand(dense.shape[1], 3, device="cuda", dtype=dtype)
         tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else {}
-        from frontend.gpu_ops import gpu_matmul_plan
+        from frontend.ops.gpu._matmul import gpu_matmul_plan
 
         plan = gpu_matmul_plan(a, x, path=path)
         y = plan.execute()
@@ -402,8 +402,8 @@ def test_gpu_matmul_matches_torch_dense(fmt_name: str, path: str, dtype_name: st
 @pytest.mark.gpu
 def test_gpu_explicit_stream_device_request_and_einsum() -> None:
     torch = _cuda_torch()
-    from frontend import ops
-    from frontend.gpu_ops import gpu_matmul_plan
+    from frontend.ops import _api as ops
+    from frontend.ops.gpu._matmul import gpu_matmul_plan
 
     dense = _matrix(torch, 300, 200, 5)
     a = dense.to("cuda").to_sparse_csr()
@@ -425,7 +425,7 @@ def test_gpu_explicit_stream_device_request_and_einsum() -> None:
 @pytest.mark.parametrize("name", ["DELTA8", "DIAI"])
 def test_gpu_emitter_formats_match_numpy(name: str) -> None:
     _cuda_torch()
-    from frontend.gpu_ops import gpu_matmul_plan
+    from frontend.ops.gpu._matmul import gpu_matmul_plan
     from frontend.tensor import Tensor
 
     rng = np.random.default_rng(1)
@@ -445,7 +445,7 @@ def test_gpu_cupy_operands() -> None:
     import cupyx.scipy.sparse as csp
     import scipy.sparse as sp
 
-    from frontend.gpu_ops import gpu_matmul_plan
+    from frontend.ops.gpu._matmul import gpu_matmul_plan
 
     a = sp.random(100, 80, density=0.05, format="csr", dtype=np.float32, random_state=3)
     x = np.random.default_rng(0).random(80, dtype=np.float32)
@@ -458,8 +458,8 @@ def test_gpu_cupy_operands() -> None:
 def test_matmul_class_routes_to_the_gpu_plan() -> None:
     import scipy.sparse as sp
 
-    from frontend import ops
-    from frontend.gpu_ops import GpuMatmul
+    from frontend.ops import _api as ops
+    from frontend.ops.gpu._matmul import GpuMatmul
 
     a = sp.random(40, 30, density=0.1, format="csr", dtype=np.float32, random_state=4)
     x = np.ones(40, np.float32)
@@ -546,7 +546,7 @@ def test_host_side_against_a_fake_cuda_driver(tmp_path: Path) -> None:
 def test_gpu_plan_input_errors() -> None:
     import scipy.sparse as sp
 
-    from frontend.gpu_ops import gpu_matmul_plan
+    from frontend.ops.gpu._matmul import gpu_matmul_plan
 
     a = sp.random(10, 8, density=0.3, format="csr", dtype=np.float32, random_state=5)
     x = np.ones(8, np.float32)
@@ -567,7 +567,7 @@ def test_print_mlir_shows_the_gpu_module_and_ptx() -> None:
 
     import scipy.sparse as sp
 
-    from frontend import ops
+    from frontend.ops import _api as ops
 
     a = sp.random(30, 20, density=0.2, format="csr", dtype=np.float32, random_state=6)
     for stage, needle in (("ptx", ".entry kernel0"), ("gpu", "gpu.module @sparse_kernels"),
@@ -581,7 +581,7 @@ def test_print_mlir_shows_the_gpu_module_and_ptx() -> None:
 def test_dia_row_kernel_runs_correctly_on_the_cpu(spmm: bool) -> None:
     """The GPU's DIA-I loops are plain memref code: compiled for the CPU they must match numpy."""
     from frontend.tensor import Tensor
-    from lowering.gpu_dia import applies, dia_rows_module
+    from lowering.gpu.dia import applies, dia_rows_module
     from lowering.pipelines import Pipeline
     from mlir_bridge import compile_module
 
@@ -604,7 +604,7 @@ def test_dia_row_kernel_runs_correctly_on_the_cpu(spmm: bool) -> None:
 def test_compile_module_for_the_gpu_target_without_a_device_raises_clearly():
     """``compile_module(..., target="gpu")`` checks for a driver before loading anything."""
     import mlir_bridge as mb
-    from mlir_bridge.cuda_driver import cuda_info
+    from mlir_bridge.gpu.cuda_driver import cuda_info
     import mlir_bridge.gpu  # noqa: F401 - registers the "gpu" target
 
     if cuda_info().available:

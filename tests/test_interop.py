@@ -7,8 +7,8 @@ import scipy.sparse as sp
 import torch
 
 from frontend import NamedFormats
-from frontend.buffers import data_pointer
-from frontend.package_formats import compressed_format, coo_format, dense_format
+from frontend.storage._buffers import data_pointer
+from frontend.interop._layouts import compressed_format, coo_format, dense_format
 from frontend.tensor import Tensor
 
 SHAPES = [(5, 7), (1, 1), (0, 0), (6, 4), (4, 6)]
@@ -429,7 +429,7 @@ def test_views_of_the_same_object_are_reused_and_refreshed():
     s = sp.random(50, 60, density=0.1, format="csr", random_state=3)
     t1, t2 = Tensor.from_package(s), Tensor.from_package(s)
     assert t1 is not t2 and t2.val is t1.val and t2.crd(1) is t1.crd(1) and t2.to_package() is s
-    from frontend.validate import is_validated
+    from frontend.storage._validate import is_validated
     assert is_validated(t2)
     s.indices = s.indices.astype(np.int64)  # new buffers: a new view, validated again
     s.indptr = s.indptr.astype(np.int64)

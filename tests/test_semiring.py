@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 import frontend as F
 from frontend import NamedFormats as N
-from frontend.semiring import Semiring, logical_and, logical_or, maximum, minimum
+from frontend.ops._semiring import Semiring, logical_and, logical_or, maximum, minimum
 from lowering.scalar_fn import trace
 from ops_util import dense, rand, tensor
 

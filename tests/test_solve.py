@@ -11,7 +11,7 @@ import scipy.sparse.linalg as sla
 import frontend
 from frontend import NamedFormats as NF
 from frontend import Tensor
-from frontend.linear_solve import ConvergenceError, ConvergenceWarning
+from frontend.solvers._solve import ConvergenceError, ConvergenceWarning
 
 pyamg = pytest.importorskip("pyamg")
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from frontend import LevelFormat as F, LevelProperty as P, NamedFormats as N, Tensor, TensorFormat
-from frontend.expressions import Dimension
-from frontend.validate import _VALIDATED, is_validated, validate
+from frontend.format._expressions import Dimension
+from frontend.storage._validate import _VALIDATED, is_validated, validate
 
 I, J = Dimension("i"), Dimension("j")
 

@@ -7,7 +7,7 @@ import pytest
 
 import frontend as F
 from frontend import NamedFormats as N, Tensor
-from frontend.threads import chunk_bounds, resolve_threads
+from frontend.ops._threads import chunk_bounds, resolve_threads
 from concurrency import run_on_threads
 from ops_util import dense, rand
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .types import mlir_type
+from frontend.format._dtypes import mlir_type
 
 _MLIR_LEVELS = {"dense", "batch", "compressed", "loose_compressed", "singleton", "structured"}
 _WIDTHS = (0, 8, 16, 32, 64)

@@ -2,7 +2,7 @@
 
 ``i, j = Dimension("i"), Dimension("j")`` then ``j - i``, ``i // 2`` or ``i % 2`` describe a level
 coordinate as a function of dimension coordinates.  Expressions are immutable and hashable; which
-combinations are allowed in a format is checked by :class:`frontend.formats.TensorFormat`.
+combinations are allowed in a format is checked by :class:`frontend.format._formats.TensorFormat`.
 """
 from __future__ import annotations
 

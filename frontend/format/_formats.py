@@ -17,7 +17,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence, Union
 
-from .expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
+from frontend.format._expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
 
 
 class LevelFormat(enum.Enum):
@@ -184,7 +184,7 @@ class TensorFormat:
         object.__setattr__(self, "dimensions", dims)
         object.__setattr__(self, "levels", tuple(built))
         object.__setattr__(self, "name", name)
-        from .format_rules import check_format  # local import: rules need the classes above
+        from frontend.format._rules import check_format  # local import: rules need the classes above
         check_format(self)
         key = self._compute_structure_key()
         object.__setattr__(self, "_key", key)
@@ -195,7 +195,7 @@ class TensorFormat:
     def parse(cls, text: str, name: str | None = None) -> "TensorFormat":
         """Reads the textual DSL, e.g. ``"(i, j) -> (i : dense, j : compressed)"`` (MLIR spellings
         ``floordiv``/``mod``/``nonordered`` and a full ``#sparse_tensor.encoding<{map = ...}>`` too)."""
-        from .format_parser import parse_format
+        from frontend.format._parser import parse_format
         dims, levels = parse_format(text)
         return cls(dims, levels, name=name)
 
@@ -359,16 +359,16 @@ class TensorFormat:
     def mlir_support(self) -> str:
         """``"sparsifier"`` when MLIR's sparse_tensor dialect encodes this format, else
         ``"emitter"`` (ust-mlir's own code generator lowers it)."""
-        from lowering.encoding import unsupported_reason
+        from frontend.format._encoding import unsupported_reason
         return "sparsifier" if unsupported_reason(self) is None else "emitter"
 
     def to_mlir(self, pos_width: int = 64, crd_width: int = 64) -> str:
         """The ``#sparse_tensor.encoding<{...}>`` attribute text (ValueError for range/delta/diagonals)."""
-        from lowering.encoding import encoding_text
+        from frontend.format._encoding import encoding_text
         return encoding_text(self, pos_width=pos_width, crd_width=crd_width)
 
     def mlir_type(self, shape: Sequence[int], dtype: Any = "f64", pos_width: int = 64,
                   crd_width: int = 64) -> str:
         """The full tensor type, e.g. ``tensor<8x8xf64, #sparse_tensor.encoding<{...}>>``."""
-        from lowering.encoding import tensor_type
+        from frontend.format._encoding import tensor_type
         return tensor_type(self, shape, dtype, pos_width=pos_width, crd_width=crd_width)

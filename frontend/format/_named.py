@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .expressions import Dimension
-from .formats import Level, LevelFormat as F, LevelProperty as P, TensorFormat
+from frontend.format._expressions import Dimension
+from frontend.format._formats import Level, LevelFormat as F, LevelProperty as P, TensorFormat
 
 _NAMES = "ijklmnopqrstuvwxyz"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from .expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
-from .formats import RESERVED_NAMES, LevelFormat
+from frontend.format._expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
+from frontend.format._formats import RESERVED_NAMES, LevelFormat
 
 if TYPE_CHECKING:
-    from .formats import TensorFormat
+    from frontend.format._formats import TensorFormat
 
 
 def check_format(fmt: "TensorFormat") -> None:

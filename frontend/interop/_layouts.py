@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .formats import LevelFormat as F, LevelProperty as P, TensorFormat
-from .named_formats import NamedFormats, _dims
-from .storage import block_sizes
+from frontend.format._formats import LevelFormat as F, LevelProperty as P, TensorFormat
+from frontend.format._named import NamedFormats, _dims
+from frontend.storage._layout import block_sizes
 
 COMPRESSED_KINDS = ("CSR", "CSC", "BSR", "BSC")
 

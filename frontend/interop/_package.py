@@ -5,7 +5,7 @@ object alive and remembers it); :func:`to_package` gives back an object of a pac
 buffers.  Strided arrays (NumPy, torch, CuPy) become all-dense formats whose level order follows the
 memory order: C order is ``(i, j) -> (i : dense, j : dense)``, Fortran order ``(i, j) -> (j : dense,
 i : dense)``, any permuted array likewise (``val`` is then the C-contiguous transposed view).  Sparse
-layouts are listed in :mod:`frontend.interop_scipy` and :mod:`frontend.interop_torch`.
+layouts are listed in :mod:`frontend.interop._scipy` and :mod:`frontend.interop._torch`.
 
 Buffers that are not a plain view (non-contiguous index buffers, arrays that are no permutation of a
 contiguous block, uncoalesced/unsorted/duplicate coordinates, length mismatches) are refused with a
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import buffers as B
-from .package_formats import Layout, match_layout
-from .tensor import Tensor
-from .validate import validate
+from frontend.storage import _buffers as B
+from frontend.interop._layouts import Layout, match_layout
+from frontend.tensor._tensor import Tensor
+from frontend.storage._validate import validate
 
 PACKAGES = ("numpy", "scipy", "torch", "cupy")
 
@@ -72,7 +72,7 @@ def _reader(x: Any) -> tuple[str, Callable[[], Tensor], list[Any] | None, str]:
         if isinstance(x, torch.Tensor):
             if x.layout == torch.strided:
                 return package, lambda: _from_strided(x, "torch"), None, ""
-            from .interop_torch import from_torch_sparse, source_buffers
+            from frontend.interop._torch import from_torch_sparse, source_buffers
             return (package, lambda: from_torch_sparse(x), source_buffers(x),
                     "torch checks compressed indices only with check_invariants=True")
     sparse = False
@@ -86,7 +86,7 @@ def _reader(x: Any) -> tuple[str, Callable[[], Tensor], list[Any] | None, str]:
         import cupyx.scipy.sparse as csp
         sparse = csp.issparse(x)
     if sparse:
-        from .interop_scipy import from_scipy, source_buffers as scipy_buffers
+        from frontend.interop._scipy import from_scipy, source_buffers as scipy_buffers
         return (package, lambda: from_scipy(x, package), scipy_buffers(x),  # type: ignore[arg-type]
                 "call .sum_duplicates() first (it sorts and deduplicates)")
     raise TypeError(f"cannot view a {type(x).__module__}.{type(x).__name__} as a Tensor (supported: NumPy "
@@ -96,7 +96,7 @@ def _reader(x: Any) -> tuple[str, Callable[[], Tensor], list[Any] | None, str]:
 def from_package(x: Any) -> Tensor:
     """A :class:`Tensor` sharing ``x``'s buffers (NumPy/CuPy arrays, SciPy/cupyx sparse arrays and
     matrices, torch strided and sparse tensors), validated; viewing the same sparse object again reuses
-    the checked views (:mod:`frontend.view_cache`)."""
+    the checked views (:mod:`frontend.interop._view_cache`)."""
     package, build, buffers, hint = _reader(x)
 
     def checked() -> Tensor:
@@ -111,7 +111,7 @@ def from_package(x: Any) -> Tensor:
     if buffers is None:
         t = checked()
     else:
-        from .view_cache import cached_view
+        from frontend.interop._view_cache import cached_view
         t = cached_view(x, buffers, checked)
     t._source_key = t.buffer_key()  # type: ignore[attr-defined]  # to_package: is the source still current?
     return t
@@ -139,15 +139,15 @@ def to_package(t: Tensor, package: str | None = None) -> Any:
     _check_lengths(t, layout)
     validate(t)
     if target == "torch":
-        from .interop_torch import to_torch
+        from frontend.interop._torch import to_torch
         return to_torch(t, layout)
     if target in ("scipy", "cupy") and layout.kind != "dense":
-        from .interop_scipy import to_scipy
+        from frontend.interop._scipy import to_scipy
         return to_scipy(t, layout, target)
     if layout.kind != "dense":
         raise TypeError(f"numpy has no sparse arrays for format {t.tensor_format}; use package='scipy' or "
                         "'torch', or t.to_dense()")
-    from .interop_scipy import to_scipy
+    from frontend.interop._scipy import to_scipy
     return to_scipy(t, layout, "cupy" if target == "cupy" else "numpy")
 
 

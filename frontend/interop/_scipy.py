@@ -18,16 +18,16 @@ copy when ``data`` is C-contiguous with ``n`` columns and the offsets are increa
 are copied once into that layout and the Tensor no longer shares memory with the DIA object.
 
 Sources must be canonical: CSR/CSC/BSR with sorted, duplicate-free indices, COO sorted row-major without
-duplicates; :func:`frontend.validate.validate` checks that and a ``ValueError`` says what to call
+duplicates; :func:`frontend.storage._validate.validate` checks that and a ``ValueError`` says what to call
 (``sum_duplicates()``).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from . import buffers as B
-from .package_formats import Layout
-from .tensor import Tensor
+from frontend.storage import _buffers as B
+from frontend.interop._layouts import Layout
+from frontend.tensor._tensor import Tensor
 
 
 def _device(package: str, x: Any) -> str:

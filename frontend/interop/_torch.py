@@ -14,7 +14,7 @@ Batched layouts keep the leading batch axes on every buffer: positions ``(*batch
 coordinates ``(*batch, nse)`` and values ``(*batch, nse * block * dense)`` (each batch's positions count
 from 0, as in torch and MLIR's batch levels).  CPU buffers are NumPy views (``.numpy()``); CUDA buffers
 stay torch tensors on their device.  Uncoalesced COO is refused here; unsorted/duplicate compressed
-indices by :func:`frontend.validate.validate` (torch checks them only with ``check_invariants=True``).
+indices by :func:`frontend.storage._validate.validate` (torch checks them only with ``check_invariants=True``).
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ import math
 import warnings
 from typing import Any
 
-from . import buffers as B
-from .package_formats import Layout
-from .tensor import Tensor
+from frontend.storage import _buffers as B
+from frontend.interop._layouts import Layout
+from frontend.tensor._tensor import Tensor
 
 
 def _flat_values(values: Any, nbatch: int, what: str) -> Any:

@@ -1,6 +1,6 @@
 """Remembers the Tensor views made of a package object, so viewing it again costs O(1).
 
-Validation (:mod:`frontend.validate`) is remembered per buffer *objects*; a fresh view of the same SciPy
+Validation (:mod:`frontend.storage._validate`) is remembered per buffer *objects*; a fresh view of the same SciPy
 matrix or torch tensor would create new view objects and pay the O(nnz) checks again.  This cache keeps,
 per source object (by ``id``, dropped when the object is garbage collected), the buffers of its last
 view and a signature of the source's own buffers (address, shape, dtype); as long as the signature is
@@ -13,8 +13,8 @@ import threading
 import weakref
 from typing import Any, Callable
 
-from .buffers import data_pointer
-from .tensor import Tensor
+from frontend.storage._buffers import data_pointer
+from frontend.tensor._tensor import Tensor
 
 _ENTRIES: dict[int, tuple[tuple, dict]] = {}
 _LOCK = threading.Lock()

@@ -5,7 +5,7 @@ buffers, lowered by :mod:`lowering.dispatch` (a registered kernel, MLIR's sparsi
 ``#sparse_tensor.encoding``, or ust-mlir's emitter for range/delta levels and diagonal maps): sparse
 operands keep their format, transposes are free reinterpretations of a format (CSR^T is CSC over the
 same buffers), sparse results come back as buffers the kernel allocated. Planned kernels are cached in
-memory by structure (see :mod:`frontend.plan`, :mod:`frontend.contract`) and compiled modules in memory
+memory by structure (see :mod:`frontend.ops._kernel_cache`, :mod:`frontend.ops._prepared`) and compiled modules in memory
 and on disk by ``mlir_bridge``.
 """
 from __future__ import annotations
@@ -15,17 +15,17 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from lowering import spgemm
+from lowering.kernels import spgemm
 from lowering.dispatch import registry_state
 
-from . import plan as P
-from .contract import PlannedOp, default_sparse_format
-from .formats import TensorFormat
-from .gpu_route import wants_gpu as _wants_gpu
-from .operands import (as_tensor, operand, operand_key, permuted, result_package, squeezed,  # noqa: F401
+from frontend.ops import _kernel_cache as P
+from frontend.ops._prepared import PlannedOp, default_sparse_format
+from frontend.format._formats import TensorFormat
+from frontend.ops.gpu._route import wants_gpu as _wants_gpu
+from frontend.ops._operands import (as_tensor, operand, operand_key, permuted, result_package, squeezed,  # noqa: F401
                        to_package)
-from .semiring import get_semiring
-from .tensor import Tensor
+from frontend.ops._semiring import get_semiring
+from frontend.tensor._tensor import Tensor
 
 _BATCH_LETTERS = "pqrstuvwxyzabcdefgh"
 
@@ -100,14 +100,14 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     defaults to 1). Sparse x sparse gives a sparse result in ``out_format`` (default: ``a``'s family, e.g.
     CSR x CSR -> CSR). ``semiring``: ``"min-plus"``, ``"max-plus"``, ``"or-and"``, a :class:`Semiring` or
     ``(add, mul[, identity])``. ``prolog`` maps ``a``'s stored values, ``epilog`` the result's.
-    CUDA operands (torch, CuPy) or ``device="cuda"`` run on the GPU (:mod:`frontend.gpu_ops`).
+    CUDA operands (torch, CuPy) or ``device="cuda"`` run on the GPU (:mod:`frontend.ops.gpu._matmul`).
     ``threads``: None (1), a positive int, or ``"auto"`` (``os.cpu_count()`` above a size threshold):
     row-parallel products (one stored operand with a dense outer row level or DIA-I, dense result) run
-    a row-range kernel in that many chunks on a shared thread pool (:mod:`frontend.threads`); other
+    a row-range kernel in that many chunks on a shared thread pool (:mod:`frontend.ops._threads`); other
     operations, registered kernels and the GPU ignore it.
     """
     if _wants_gpu((a, b, c), device, target):
-        from .gpu_ops import gpu_matmul
+        from frontend.ops.gpu._matmul import gpu_matmul
         return gpu_matmul(a, b, c, alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b,
                           semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, device=device)
     ta, tb = operand(a, "a"), operand(b, "b")
@@ -173,14 +173,14 @@ class Matmul:
         ...     mm.reset_operands(a=A2)      # same formats, shapes and dtypes
         ...     y2 = mm.execute()
 
-    CUDA operands or ``device="cuda"`` give a :class:`frontend.gpu_ops.GpuMatmul` instead (same methods,
+    CUDA operands or ``device="cuda"`` give a :class:`frontend.ops.gpu._matmul.GpuMatmul` instead (same methods,
     plus ``ptx``; ``path`` is ``"cusparse"``, ``"sparsifier-gpu"`` or ``"emitter-gpu"``).
     ``threads`` as in :func:`matmul` (a row-parallel plan has ``path == "emitter-rows"``).
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if args and _wants_gpu(args[:3], kwargs.get("device"), kwargs.get("target", "cpu")):
-            from .gpu_ops import gpu_matmul_plan
+            from frontend.ops.gpu._matmul import gpu_matmul_plan
             return gpu_matmul_plan(*args, **kwargs)
         return super().__new__(cls)
 
@@ -347,8 +347,8 @@ def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = No
     when several operands are all sparse, or when a sparse operand is indexed by exactly the output
     letters (sampled products such as SDDMM ``"ij,ik,kj->ij"``); else dense. ``out_format`` overrides it.
     """
-    if _wants_gpu(operands, device, target):  # CUDA operands or device="cuda": frontend.gpu_ops
-        from .gpu_ops import gpu_einsum
+    if _wants_gpu(operands, device, target):  # CUDA operands or device="cuda": frontend.ops.gpu._matmul
+        from frontend.ops.gpu._matmul import gpu_einsum
         return gpu_einsum(subscripts, *operands, out_format=out_format, semiring=semiring, prolog=prolog,
                           epilog=epilog, device=device)
     op = _with_pipeline(_einsum_op(subscripts, operands, out_format, semiring, prolog, epilog, target), pipeline)
@@ -390,7 +390,7 @@ def print_mlir(*args: Any, stage: str | None = None, file: Any = None, subscript
     ``print_mlir(mm)`` for a :class:`Matmul`; ``print_mlir(a, b, **matmul_options)`` for a matmul;
     ``print_mlir(*operands, subscripts="ik,kj->ij")`` for an einsum; ``stage=`` picks one.
     """
-    if len(args) == 1 and hasattr(args[0], "print_mlir"):  # a Matmul or a frontend.gpu_ops.GpuMatmul
+    if len(args) == 1 and hasattr(args[0], "print_mlir"):  # a Matmul or a frontend.ops.gpu._matmul.GpuMatmul
         args[0].print_mlir(stage, file)
         return
     if subscripts is not None:

@@ -18,11 +18,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .expressions import Dimension, is_block
-from .formats import TensorFormat
-from .plan import dense_tensor, row_major
-from .storage import block_sizes
-from .tensor import Tensor
+from frontend.format._expressions import Dimension, is_block
+from frontend.format._formats import TensorFormat
+from frontend.ops._kernel_cache import dense_tensor, row_major
+from frontend.storage._layout import block_sizes
+from frontend.tensor._tensor import Tensor
 
 
 _DEMAPPED: dict[TensorFormat, TensorFormat] = {}

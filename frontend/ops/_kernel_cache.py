@@ -14,10 +14,10 @@ import numpy as np
 
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
-from lowering.types import index_width
+from frontend.format._dtypes import index_width
 from mlir_bridge.errors import CompileError
 
-from .tensor import Tensor
+from frontend.tensor._tensor import Tensor
 
 
 def buffer_parts(fmt: Any) -> tuple[tuple[str, int], ...]:
@@ -49,7 +49,7 @@ class Kernel:
         self.module = module
         self.function = module.function(contraction.name)
         if contraction.row_range:  # the row-range variant, run in chunks on the thread pool
-            from .threads import RowParallelFunction
+            from frontend.ops._threads import RowParallelFunction
             fn = self.function
             self.function = RowParallelFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype, threads)
         self._in_parts = [buffer_parts(t.fmt) if t.encoded else None for t in contraction.inputs]
@@ -177,7 +177,7 @@ def dense_format(rank: int) -> Any:
     """The row-major dense format of ``rank`` (built once per rank)."""
     fmt = _DENSE_FORMATS.get(rank)
     if fmt is None:
-        from .named_formats import NamedFormats
+        from frontend.format._named import NamedFormats
         fmt = (NamedFormats.Dense(rank) if rank != 1 else NamedFormats.DenseVector) if rank else NamedFormats.Scalar
         _DENSE_FORMATS[rank] = fmt
     return fmt

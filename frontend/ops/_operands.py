@@ -9,14 +9,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lowering.types import index_width, mlir_type
+from frontend.format._dtypes import index_width, mlir_type
 
-from . import plan as P
-from .buffers import package_of_type
-from .formats import TensorFormat
-from .named_formats import NamedFormats
-from .plan import row_major
-from .tensor import Tensor
+from frontend.ops import _kernel_cache as P
+from frontend.storage._buffers import package_of_type
+from frontend.format._formats import TensorFormat
+from frontend.format._named import NamedFormats
+from frontend.ops._kernel_cache import row_major
+from frontend.tensor._tensor import Tensor
 
 ELEMS = {np.dtype(t): mlir_type(t) for t in ("float32", "float64", "complex64", "complex128", "int32",
                                             "int64")}
@@ -191,7 +191,7 @@ def out_width(tensors: Sequence[Tensor]) -> int:
 
 def validate_sparse(tensors: Sequence[Tensor]) -> None:
     """Check sparse operands' buffers before a kernel reads them (cached per buffer set)."""
-    from .validate import validate
+    from frontend.storage._validate import validate
 
     for t in tensors:
         if t.is_sparse:

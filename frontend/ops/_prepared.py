@@ -11,13 +11,13 @@ from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import registry_state
 from mlir_bridge.errors import CompileError
 
-from . import blocks
-from . import plan as P
-from .formats import TensorFormat
-from .named_formats import NamedFormats
-from .operands import check_cpu, elem_of, operand, operand_key, out_width, result_shape
-from .semiring import Semiring, trace_unary
-from .tensor import Tensor
+from frontend.ops import _blocks as blocks
+from frontend.ops import _kernel_cache as P
+from frontend.format._formats import TensorFormat
+from frontend.format._named import NamedFormats
+from frontend.ops._operands import check_cpu, elem_of, operand, operand_key, out_width, result_shape
+from frontend.ops._semiring import Semiring, trace_unary
+from frontend.tensor._tensor import Tensor
 
 
 def default_sparse_format(like: TensorFormat, rank: int) -> TensorFormat:
@@ -32,8 +32,8 @@ def default_sparse_format(like: TensorFormat, rank: int) -> TensorFormat:
         return NamedFormats.SparseVector
     if rank == 2:
         return NamedFormats.CSR
-    from .expressions import Dimension
-    from .formats import LevelFormat as F
+    from frontend.format._expressions import Dimension
+    from frontend.format._formats import LevelFormat as F
     dims = [Dimension(f"d{k}") for k in range(rank)]
     return TensorFormat(dims, [(dims[0], F.DENSE)] + [(d, F.COMPRESSED) for d in dims[1:]])
 
@@ -143,12 +143,12 @@ class PlannedOp:
     def _use_threads(self, threads: Any) -> None:
         """With ``threads`` other than 1 and a row-parallel contraction (``lowering.emitter.row_parallel``;
         no registered kernel for it), plan the row-range kernel run in chunks (part of the key)."""
-        from .threads import resolve_threads
+        from frontend.ops._threads import resolve_threads
         n = resolve_threads(threads)
         if n == 1 or self.out_format is not None or self.target != "cpu":
             return
         from lowering.emitter import row_parallel
-        from lowering.kernels import match_kernel
+        from lowering.kernels.registry import match_kernel
         c = self.describe()
         if match_kernel(c) is not None or not row_parallel(c):
             return

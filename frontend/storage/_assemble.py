@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .formats import Level, LevelFormat
-from .storage import delta_crd_dtype, structured_groups
+from frontend.format._formats import Level, LevelFormat
+from frontend.storage._layout import delta_crd_dtype, structured_groups
 
 
 def _changes(c: np.ndarray) -> np.ndarray:

@@ -1,10 +1,10 @@
 """Conversion between any two formats: storage -> dimension coordinates and values -> storage.
 
-``entries``/``coordinates`` walk any format (:mod:`frontend.walk`) and apply the zeros rules: padded sources
+``entries``/``coordinates`` walk any format (:mod:`frontend.storage._read`) and apply the zeros rules: padded sources
 (all-dense, block/diagonal fill, delta gaps, structured slots) keep only nonzeros, unpadded sources keep
 their explicitly stored zeros, ``drop_zeros`` drops every zero.  ``from_coordinates`` maps dimension
 coordinates to level coordinates (``dim2lvl``), sorts them lexicographically, sums duplicates for unique
-formats and builds the levels (:mod:`frontend.assemble`).  Leading batch levels are one build per batch.
+formats and builds the levels (:mod:`frontend.storage._assemble`).  Leading batch levels are one build per batch.
 """
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .assemble import assemble_levels
-from .buffers import numpy_dtype
-from .expressions import is_block, is_dimension
-from .formats import TensorFormat
-from .storage import index_dtype, is_padded, num_batch_levels, to_device, to_host
-from .walk import walk_levels
+from frontend.storage._assemble import assemble_levels
+from frontend.storage._buffers import numpy_dtype
+from frontend.format._expressions import is_block, is_dimension
+from frontend.format._formats import TensorFormat
+from frontend.storage._layout import index_dtype, is_padded, num_batch_levels, to_device, to_host
+from frontend.storage._read import walk_levels
 
 if TYPE_CHECKING:
-    from .tensor import Tensor
+    from frontend.tensor._tensor import Tensor
 
 
 def level_coordinates(t: "Tensor") -> tuple[list[np.ndarray], np.ndarray]:
@@ -248,7 +248,7 @@ def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: 
             dtype: Any = None, drop_zeros: bool = False) -> "Tensor":
     """``t`` in another format, index type and/or value type: a new tensor of the same package and device
     (computed on the host; GPU results are copied back to the device)."""
-    from .tensor import Tensor
+    from frontend.tensor._tensor import Tensor
     fmt = t.tensor_format if tensor_format is None else tensor_format
     if not isinstance(fmt, TensorFormat):
         raise TypeError(f"tensor_format must be a TensorFormat, got {type(fmt).__name__}")

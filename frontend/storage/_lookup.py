@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .formats import LevelFormat
-from .storage import num_batch_levels, structured_groups, to_host
-from .walk import Positions, delta_coordinates, ranges, segment_bounds
+from frontend.format._formats import LevelFormat
+from frontend.storage._layout import num_batch_levels, structured_groups, to_host
+from frontend.storage._read import Positions, delta_coordinates, ranges, segment_bounds
 
 if TYPE_CHECKING:
-    from .tensor import Tensor
+    from frontend.tensor._tensor import Tensor
 
 
 def _check_index(t: "Tensor", index: Sequence[int]) -> list[int]:

@@ -11,8 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .formats import Level, LevelFormat
-from .storage import structured_groups
+from frontend.format._formats import Level, LevelFormat
+from frontend.storage._layout import structured_groups
 
 _SEGMENTED = (LevelFormat.COMPRESSED, LevelFormat.LOOSE_COMPRESSED, LevelFormat.DELTA)
 

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .buffers import is_contiguous, numpy_dtype
-from .formats import Level, LevelFormat
-from .storage import (INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, index_dtype, num_batch_levels, structured_groups,
+from frontend.storage._buffers import is_contiguous, numpy_dtype
+from frontend.format._formats import Level, LevelFormat
+from frontend.storage._layout import (INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, index_dtype, num_batch_levels, structured_groups,
                       to_host, value_count)
-from .walk import delta_coordinates, ranges
+from frontend.storage._read import delta_coordinates, ranges
 
 if TYPE_CHECKING:
-    from .tensor import Tensor
+    from frontend.tensor._tensor import Tensor
 
 _VALIDATED: dict[tuple, int] = {}  # buffer_key -> number of live buffers
 _LOCK = threading.Lock()

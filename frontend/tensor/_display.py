@@ -5,11 +5,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .buffers import nbytes
-from .storage import to_host
+from frontend.storage._buffers import nbytes
+from frontend.storage._layout import to_host
 
 if TYPE_CHECKING:
-    from .tensor import Tensor
+    from frontend.tensor._tensor import Tensor
 
 FULL_ITEMS = 32  # arrays up to this length are shown whole
 EDGE_ITEMS = 8   # longer ones as the first and last EDGE_ITEMS items

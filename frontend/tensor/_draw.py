@@ -20,7 +20,7 @@ import numpy as np
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .tensor import Tensor
+    from frontend.tensor._tensor import Tensor
 
 MAX_GRID = 64 * 64      # draw(): most cells per panel
 MAX_VALUES = 24 * 24    # draw(): values printed up to this many cells per panel
@@ -49,7 +49,7 @@ def _text(v: Any) -> str:
 
 def _contents(t: "Tensor") -> tuple[np.ndarray, np.ndarray]:
     """Dense values and the mask of stored positions (padding inside the shape counts as stored)."""
-    from .convert import level_coordinates
+    from frontend.storage._convert import level_coordinates
     dense = t.to_dense()
     stored = np.zeros(t.shape, dtype=bool)
     if t.tensor_format.is_dense:
@@ -118,7 +118,7 @@ def draw(t: "Tensor", path: Any, title: str | None = None) -> Path:
 
 
 def _buffer_rows(t: "Tensor") -> list[tuple[str, np.ndarray]]:
-    from .storage import to_host
+    from frontend.storage._layout import to_host
     rows = []
     for k in range(t.tensor_format.num_levels):
         for name, buf in (("pos", t.pos(k)), ("crd", t.crd(k))):
@@ -140,7 +140,7 @@ def draw_storage(t: "Tensor", path: Any, title: str | None = None) -> Path:
     """The level buffers as rows of cells; zeros that a padded format stores are hatched."""
     from matplotlib.patches import Rectangle
 
-    from .storage import is_padded
+    from frontend.storage._layout import is_padded
     rows = _buffer_rows(t)
     padded = is_padded(t.tensor_format)
     width = max([len(_cells(b)) for _, b in rows] + [1])
@@ -176,7 +176,7 @@ def draw_raw(t: "Tensor", path: Any, bins: int = 512, title: str | None = None) 
     """The nonzero pattern of a 2-D or 3-D tensor as a density image (3-D: the three projections)."""
     from matplotlib.colors import LogNorm
 
-    from .convert import coordinates
+    from frontend.storage._convert import coordinates
     if t.ndim not in (2, 3):
         raise ValueError(f"draw_raw() shows 2-D or 3-D tensors, this one has {t.ndim} dimensions")
     dims, vals = coordinates(t, drop_zeros=True)

@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .named_formats import NamedFormats
-from .tensor import Tensor
+from frontend.format._named import NamedFormats
+from frontend.tensor._tensor import Tensor
 
 FIELDS = ("real", "integer", "complex", "pattern")
 SYMMETRIES = ("general", "symmetric", "skew-symmetric", "hermitian")
@@ -278,7 +278,7 @@ def read(path: Any, *, sum_duplicates: bool = False, index_type: Any = np.int64,
 # ----- writing -----------------------------------------------------------------------------------------
 def _entries(t: Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Dimension coordinates ``(ndim, n)`` sorted row-major and values of ``t``'s entries."""
-    from .convert import coordinates
+    from frontend.storage._convert import coordinates
     dims, vals = coordinates(t)
     if dims.shape[1] > 1:
         order = np.lexsort(dims[::-1])

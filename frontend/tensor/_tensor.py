@@ -40,7 +40,7 @@ Storage layout (the contract every module relies on):
   viewed through ``.numpy()``, sharing memory) and torch/CuPy arrays on a GPU device; ``from_buffers``
   keeps the arrays it is given (NumPy, torch or CuPy), which readers reach through
   ``storage.to_host``.  ``package`` remembers where the tensor came from.
-- Validation (``frontend.validate.validate``) is remembered per buffer set (``buffer_key``); mutating a
+- Validation (``frontend.storage._validate.validate``) is remembered per buffer set (``buffer_key``); mutating a
   buffer's contents in place after validation is the caller's responsibility.
 - Zeros: conversion from a padded format (all-dense, block fill, diagonal fill, delta gaps, structured
   slots) keeps only nonzeros; explicit zeros of unpadded formats (COO, CSR, CSC, DCSR, CSF) are kept;
@@ -52,8 +52,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .buffers import data_pointer, numpy_dtype
-from .formats import LevelFormat, TensorFormat
+from frontend.storage._buffers import data_pointer, numpy_dtype
+from frontend.format._formats import LevelFormat, TensorFormat
 
 
 class Tensor:
@@ -102,14 +102,14 @@ class Tensor:
         t = cls(tensor_format, shape, [_as_buffer(b) for b in _per_level(pos, n, "pos")],
                 [_as_buffer(b) for b in _per_level(crd, n, "crd")], _as_buffer(values),
                 index_type=index_type, **kwargs)
-        from .validate import validate
+        from frontend.storage._validate import validate
         validate(t)
         return t
 
     @classmethod
     def from_dense(cls, array: Any, tensor_format: TensorFormat | None = None, **convert_args: Any) -> "Tensor":
         """A dense tensor holding a copy of ``array`` (C order), converted to ``tensor_format`` if given."""
-        from .named_formats import NamedFormats
+        from frontend.format._named import NamedFormats
         arr = np.array(array, order="C", copy=True)
         t = cls(NamedFormats.Dense(arr.ndim) if arr.ndim else NamedFormats.Scalar, arr.shape,
                 [None] * arr.ndim, [None] * arr.ndim, arr)
@@ -169,12 +169,12 @@ class Tensor:
     def convert(self, tensor_format: TensorFormat | None = None, index_type: Any = None, dtype: Any = None,
                 drop_zeros: bool = False) -> "Tensor":
         """This tensor in another format / index type / value type (a new tensor, same package and device)."""
-        from .convert import convert
+        from frontend.storage._convert import convert
         return convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros)
 
     def to_dense(self) -> np.ndarray:
         """A NumPy dense array (C order) of the tensor's contents."""
-        from .convert import entries
+        from frontend.storage._convert import entries
         dims, vals = entries(self)
         out = np.zeros(self.shape, dtype=numpy_dtype(self._val))
         if self.ndim == 0:
@@ -187,7 +187,7 @@ class Tensor:
 
     def get_value(self, index: Sequence[int]) -> Any:
         """The value stored at dimension coordinates ``index`` (padding zeros count as stored), or None."""
-        from .lookup import get_value
+        from frontend.storage._lookup import get_value
         return get_value(self, index)
 
     def clone(self) -> "Tensor":
@@ -209,7 +209,7 @@ class Tensor:
             (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
             for a, b in zip(new._pos + new._crd, self._pos + self._crd)))
         if same:
-            from .storage import to_host
+            from frontend.storage._layout import to_host
             to_host(self._val)[...] = new.val.reshape(self._val.shape)
         else:
             self._pos, self._crd, self._val = new._pos, new._crd, new._val
@@ -217,7 +217,7 @@ class Tensor:
         return self
 
     def __repr__(self) -> str:
-        from .display import describe
+        from frontend.tensor._display import describe
         return describe(self)
 
 
@@ -245,43 +245,43 @@ def _per_level(bufs: Any, n: int, name: str) -> list[Any]:
 # ----- interop, files and drawing: thin delegations (frontend.interop / fileio / draw own the logic) -----
 def _from_package(cls: type, x: Any) -> Tensor:
     """A Tensor sharing the buffers of a NumPy/SciPy/torch/CuPy object (see :mod:`frontend.interop`)."""
-    from .interop import from_package
+    from frontend.interop._package import from_package
     return from_package(x)
 
 
 def _to_package(self: Tensor, package: str | None = None) -> Any:
     """An object of ``package`` (default: the source's) sharing this tensor's buffers."""
-    from .interop import to_package
+    from frontend.interop._package import to_package
     return to_package(self, package)
 
 
 def _from_file(cls: type, path: Any, **kwargs: Any) -> Tensor:
-    """A COO tensor read from a Matrix Market ``.mtx`` or FROSTT ``.tns`` file (:mod:`frontend.fileio`)."""
-    from .fileio import read
+    """A COO tensor read from a Matrix Market ``.mtx`` or FROSTT ``.tns`` file (:mod:`frontend.tensor._fileio`)."""
+    from frontend.tensor._fileio import read
     return read(path, **kwargs)
 
 
 def _to_file(self: Tensor, path: Any, **kwargs: Any) -> None:
     """Writes the tensor as Matrix Market ``.mtx`` or FROSTT ``.tns`` (by extension)."""
-    from .fileio import write
+    from frontend.tensor._fileio import write
     write(self, path, **kwargs)
 
 
 def _draw(self: Tensor, path: Any, **kwargs: Any) -> Any:
-    """Draws the contents (1-D to 3-D) as a grid, stored entries shaded (:mod:`frontend.draw`)."""
-    from .draw import draw
+    """Draws the contents (1-D to 3-D) as a grid, stored entries shaded (:mod:`frontend.tensor._draw`)."""
+    from frontend.tensor._draw import draw
     return draw(self, path, **kwargs)
 
 
 def _draw_storage(self: Tensor, path: Any, **kwargs: Any) -> Any:
     """Draws the level buffers as rows of cells, padding zeros marked."""
-    from .draw import draw_storage
+    from frontend.tensor._draw import draw_storage
     return draw_storage(self, path, **kwargs)
 
 
 def _draw_raw(self: Tensor, path: Any, **kwargs: Any) -> Any:
     """Draws the nonzero pattern of a large 2-D/3-D tensor as a density image."""
-    from .draw import draw_raw
+    from frontend.tensor._draw import draw_raw
     return draw_raw(self, path, **kwargs)
 
 

@@ -22,7 +22,7 @@ _TRANSPOSES = ("aten.permute.default", "aten.t.default", "aten.transpose.int")
 
 def _sparse_torch(x: Any, what: str) -> torch.Tensor | None:
     """The torch sparse tensor for a sparse input (TorchUST or torch sparse), None for dense ones."""
-    from .torch_interface import TorchUST
+    from frontend.torch_interface import TorchUST
     if isinstance(x, TorchUST):
         t = x.to_torch()
         if t.layout not in _SPARSE:
@@ -43,7 +43,7 @@ def _check_encodable(t: torch.Tensor, what: str) -> None:
 
 
 def _dense_standin(x: torch.Tensor) -> torch.Tensor:
-    from .torch_interface import TorchUST
+    from frontend.torch_interface import TorchUST
     if isinstance(x, TorchUST):
         return x.dense()
     return x.to_dense() if x.layout in _SPARSE else x.detach()
@@ -51,7 +51,7 @@ def _dense_standin(x: torch.Tensor) -> torch.Tensor:
 
 def _state(module: nn.Module) -> dict[str, torch.Tensor]:
     """Parameters, buffers and TorchUST attributes by dotted name."""
-    from .torch_interface import TorchUST
+    from frontend.torch_interface import TorchUST
     state: dict[str, torch.Tensor] = {}
     for mname, mod in module.named_modules():
         prefix = f"{mname}." if mname else ""

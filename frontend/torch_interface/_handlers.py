@@ -7,8 +7,8 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from .products import kernel_matmul, sparse_dense, sparse_sparse
-from .subclass import TorchUST, densified_call
+from frontend.torch_interface._products import kernel_matmul, sparse_dense, sparse_sparse
+from frontend.torch_interface._subclass import TorchUST, densified_call
 
 Handler = Callable[..., Any]
 HANDLERS: dict[Any, Handler] = {}

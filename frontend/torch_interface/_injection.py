@@ -15,9 +15,9 @@ import torch
 import torch.nn as nn
 from torch.nn.utils import prune
 
-from ..formats import TensorFormat
-from ..named_formats import NamedFormats
-from .subclass import TorchUST
+from frontend.format._formats import TensorFormat
+from frontend.format._named import NamedFormats
+from frontend.torch_interface._subclass import TorchUST
 
 FormatFunc = Callable[[torch.Tensor], "TorchUST | torch.Tensor | None"]
 

@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..named_formats import NamedFormats
-from ..tensor import Tensor
-from . import storage as S
-from .subclass import TorchUST
+from frontend.format._named import NamedFormats
+from frontend.tensor._tensor import Tensor
+from frontend.torch_interface import _storage as S
+from frontend.torch_interface._subclass import TorchUST
 
 
 def _ops() -> Any:
-    from .. import ops
+    from frontend.ops import _api as ops
     return ops
 
 

@@ -6,8 +6,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..buffers import nbytes, torch_buffer
-from ..tensor import Tensor
+from frontend.storage._buffers import nbytes, torch_buffer
+from frontend.tensor._tensor import Tensor
 
 
 def as_torch(b: Any) -> torch.Tensor:

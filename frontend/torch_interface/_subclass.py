@@ -15,11 +15,11 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
-from ..buffers import torch_buffer
-from ..formats import TensorFormat
-from ..tensor import Tensor
-from . import storage as S
-from .fallback import refuse_or_warn
+from frontend.storage._buffers import torch_buffer
+from frontend.format._formats import TensorFormat
+from frontend.tensor._tensor import Tensor
+from frontend.torch_interface import _storage as S
+from frontend.torch_interface._fallback import refuse_or_warn
 
 
 def format_name(fmt: TensorFormat) -> str:
@@ -220,7 +220,7 @@ class TorchUST(torch.Tensor):
     # ----- torch integration ---------------------------------------------------------------------
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        from .handlers import HANDLERS, is_metadata, property_handler
+        from frontend.torch_interface._handlers import HANDLERS, is_metadata, property_handler
         kwargs = kwargs or {}
         handler = HANDLERS.get(func) or property_handler(func)
         if handler is not None:

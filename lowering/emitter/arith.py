@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..scalar_fn import ScalarFn, constant_op, kind
-from .builder import Builder, Value
+from lowering.scalar_fn import ScalarFn, constant_op, kind
+from lowering.emitter.builder import Builder, Value
 
 
 def vtype(elem: str, lanes: int) -> str:

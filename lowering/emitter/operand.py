@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..contraction import TensorSpec
-from .builder import Value
+from lowering.contraction import TensorSpec
+from lowering.emitter.builder import Value
 
 _WIDTH_TYPES = {0: "index", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
 

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dispatch import Lowered, register_path
-from .kernel import emit_contraction
+from lowering.dispatch import Lowered, register_path
+from lowering.emitter.kernel import emit_contraction
 
 
 def lower_emitter(c: Any, target: str = "cpu", pipeline: Any = None) -> Lowered:
     """The walking-loop module of ``c``, compiled with the target's pipeline (the same stages and
     hook points as the sparsifier path: the sparsifier stages leave plain loops unchanged)."""
     if pipeline is None:
-        from ..pipelines import Pipeline
+        from lowering.pipelines import Pipeline
 
         pipeline = Pipeline(target=target)
     return Lowered(emit_contraction(c), pipeline, "emitter")
@@ -20,7 +20,7 @@ def lower_emitter(c: Any, target: str = "cpu", pipeline: Any = None) -> Lowered:
 def lower_emitter_rows(c: Any, target: str = "cpu", pipeline: Any = None) -> Lowered:
     """The row-range variant of ``c`` (``emit_contraction(c, rows=True)``) for multi-threaded runs."""
     if pipeline is None:
-        from ..pipelines import Pipeline
+        from lowering.pipelines import Pipeline
 
         pipeline = Pipeline(target=target)
     return Lowered(emit_contraction(c, rows=True), pipeline, "emitter-rows")

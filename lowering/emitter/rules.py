@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-from .builder import Carry, Value
+from lowering.emitter.builder import Carry, Value
 
 Inner = Callable[[Value, Value, Carry, int], Carry]
 
 #: Coordinate before a delta level's first entry, and what each stored gap adds beyond itself:
 #: ``coord[0] = DELTA_START + gap[0] + DELTA_STEP``, ``coord[k] = coord[k-1] + gap[k] + DELTA_STEP``
-#: (as frontend.assemble stores them: ``c[0] = g[0]``, ``c[t] = c[t-1] + g[t] + 1``).
+#: (as frontend.storage._assemble stores them: ``c[0] = g[0]``, ``c[t] = c[t-1] + g[t] + 1``).
 DELTA_START = -1
 DELTA_STEP = 1
 

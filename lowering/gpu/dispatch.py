@@ -8,7 +8,7 @@ Paths (``GPU_PATHS``):
   operands of torch take the generated kernel, whose scatter is atomic.)
 * ``"sparsifier-gpu"``: MLIR's sparsifier with a parallelization strategy (``GpuPipeline``); the
   result is dense and updated in place (``init="c"``), the kernel reads the caller's device buffers.
-* ``"emitter-gpu"``: ust-mlir's own loop code (``lowering.gpu_emitter``), for formats the sparsifier
+* ``"emitter-gpu"``: ust-mlir's own loop code (``lowering.gpu.emitter``), for formats the sparsifier
   cannot encode (range/delta levels, diagonal maps) and on request for others with one stored operand.
 
 Formats are read by duck typing; nothing here imports ``frontend``.
@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from .contraction import Contraction, build_module
-from .dispatch import Lowered
-from .gpu_pipeline import GpuPipeline
+from lowering.contraction import Contraction, build_module
+from lowering.dispatch import Lowered
+from lowering.gpu.pipeline import GpuPipeline
 
 GPU_PATHS = ("cusparse", "sparsifier-gpu", "emitter-gpu")
 #: (subscripts, output subscripts) of the products cuSPARSE computes (SpMV, SpMM).
@@ -33,9 +33,9 @@ _emitters: dict[str, Callable[[Contraction, str, str], Lowered]] = {}
 
 
 def _builtin_emitter() -> None:
-    """Register ``lowering.gpu_emitter`` (the GPU variant of ust-mlir's emitter) on first need."""
+    """Register ``lowering.gpu.emitter`` (the GPU variant of ust-mlir's emitter) on first need."""
     if "emitter-gpu" not in _emitters:
-        from . import gpu_emitter  # noqa: F401 - registers itself
+        from lowering.gpu import emitter as gpu_emitter
 
 
 def register_gpu_emitter(builder: Callable[[Contraction, str, str], Lowered], name: str = "emitter-gpu") -> None:
@@ -47,7 +47,7 @@ def library_layout(fmt: Any) -> str | None:
     """``"CSR"``, ``"CSC"``, ``"COO"`` or ``"BSR"`` when cuSPARSE stores ``fmt`` as is, else None."""
     if fmt is None or fmt.num_dimensions != 2 or fmt.is_dense:
         return None
-    from frontend.package_formats import match_layout  # lazily: lowering never imports frontend eagerly
+    from frontend.interop._layouts import match_layout  # lazily: lowering never imports frontend eagerly
 
     lay = match_layout(fmt)
     if lay is None or lay.kind.upper() not in ("CSR", "CSC", "COO", "BSR") or lay.nbatch or lay.ndense:

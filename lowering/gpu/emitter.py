@@ -5,7 +5,7 @@ The emitter (``lowering.emitter``) already marks the loops whose iterations writ
 GPU its output is made the given buffer ``c`` (``output_in_place``), then those loops are mapped to
 blocks x threads before anything canonicalizes (which would fold a single-iteration loop away), then
 the GPU pipeline runs as for the sparsifier; scatters no thread owns become atomics.
-Registered with ``lowering.gpu_dispatch.register_gpu_emitter`` when ``lowering.emitter`` exists.
+Registered with ``lowering.gpu.dispatch.register_gpu_emitter`` when ``lowering.emitter`` exists.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any
 
 from mlir_bridge import Stage
 
-from .dispatch import Lowered
-from .gpu_dispatch import register_gpu_emitter
-from .gpu_pipeline import GpuPipeline, _gpu_fn
+from lowering.dispatch import Lowered
+from lowering.gpu.dispatch import register_gpu_emitter
+from lowering.gpu.pipeline import GpuPipeline, _gpu_fn
 
 gpu_output_in_place = _gpu_fn("output_in_place")
 
@@ -33,13 +33,13 @@ class GpuEmitterPipeline(GpuPipeline):
 
 def lower_emitter_gpu(c: Any, chip: str, gpu_format: str = "fatbin") -> Lowered:
     """The emitter's module for ``c`` (init ``"c"``) with the GPU pipeline for ``chip``; DIA-I SpMV/SpMM
-    use row-parallel loops instead (``lowering.gpu_dia``: one thread per row, not per row tile)."""
-    from . import gpu_dia
+    use row-parallel loops instead (``lowering.gpu.dia``: one thread per row, not per row tile)."""
+    from lowering.gpu import dia as gpu_dia
 
     if gpu_dia.applies(c):
         text = gpu_dia.dia_rows_module(c)
     else:
-        from .emitter import emit_contraction
+        from lowering.emitter import emit_contraction
 
         text = emit_contraction(c)
     return Lowered(text, GpuEmitterPipeline(gpu_chip=chip, gpu_format=gpu_format), "emitter-gpu")

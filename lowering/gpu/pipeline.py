@@ -10,7 +10,7 @@ strategy=... gpu-triple=... gpu-chip=..." --dump-pass-pipeline``), split into st
     gpu-outline  storage specifiers, canonicalize, sparse-gpu-codegen (outer parallel loop -> kernel)
     gpu-loops    what is left as linalg / scf.parallel (dense operands, fills, emitter loops): tiled by
                  num_threads, mapped to blocks x threads, outlined (gpu-kernel-outlining)
-    gpu-atomics  racy kernel stores -> memref.atomic_rmw         (mlir_bridge.gpu_transforms)
+    gpu-atomics  racy kernel stores -> memref.atomic_rmw         (mlir_bridge.gpu.transforms)
     gpu-grid     one thread per outer iteration (the sparsifier launches a single block)
     device-resident (resident=True) kernels read the caller's device buffers, no staging copies
     gpu-kernels  gpu.module(strip-debuginfo, convert-scf-to-cf, convert-gpu-to-nvvm)
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from mlir_bridge import Stage
 
-from . import pipelines
-from .pipelines import Pipeline, registered_passes
+from lowering import pipelines
+from lowering.pipelines import Pipeline, registered_passes
 
 GPU_TRIPLE = "nvptx64-nvidia-cuda"
 GPU_FORMATS = ("fatbin", "bin", "isa", "offload", "llvm")
@@ -39,7 +39,7 @@ DEFAULT_CHIPS = ("sm_90", "sm_80")
 
 def _gpu_fn(name: str):  # noqa: ANN202 - module-level callables for Stage(module_fn=...)
     def run(module) -> None:  # noqa: ANN001 - an mlir.ir.Module
-        from mlir_bridge import gpu_transforms
+        from mlir_bridge.gpu import transforms as gpu_transforms
 
         getattr(gpu_transforms, name)(module)
 
@@ -111,7 +111,7 @@ class GpuPipeline(Pipeline):
 
 def default_chips() -> tuple[str, ...]:
     """``(sm_XY of CUDA device 0,)`` when a device exists, else ``DEFAULT_CHIPS``."""
-    from mlir_bridge.cuda_driver import cuda_info
+    from mlir_bridge.gpu.cuda_driver import cuda_info
 
     info = cuda_info()
     return (info.chip(0),) if info.available else DEFAULT_CHIPS

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .mlir_text import MlirText
-from .scalar_fn import kind
+from lowering.mlir_text import MlirText
+from lowering.scalar_fn import kind
 
 _WIDTH = {32: "i32", 64: "i64", 16: "i16", 8: "i8", 0: "index"}
 
@@ -78,7 +78,7 @@ def _ops(elem: str) -> tuple[str, str]:
 def applies(c: Any) -> bool:
     """A plain matmul ("ik,kj->ij") whose result has the left operand's format; no scaling, semiring,
     prolog or epilog."""
-    from .kernels import op_name
+    from lowering.kernels.registry import op_name
 
     return (op_name(c) == "matmul" and c.semiring is None and not c.alpha and c.init == "zero"
             and c.prolog is None and c.epilog is None and c.output.sparse and c.output.fmt is not None
@@ -226,9 +226,9 @@ def _build(c: Any, transposed: bool) -> str:
 
 def register() -> None:
     """Register the kernels for CSR x CSR and CSC x CSC (any index widths, float/complex/int values)."""
-    from .kernels import register_kernel
+    from lowering.kernels.registry import register_kernel
 
-    from frontend.named_formats import NamedFormats  # lowering must not import frontend at import time
+    from frontend.format._named import NamedFormats  # lowering must not import frontend at import time
 
     register_kernel("matmul", (NamedFormats.CSR, NamedFormats.CSR), build, name="spgemm-csr", when=applies)
     register_kernel("matmul", (NamedFormats.CSC, NamedFormats.CSC), build_csc, name="spgemm-csc", when=applies)

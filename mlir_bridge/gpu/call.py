@@ -3,7 +3,7 @@
 Arguments are passed as their data pointers (wrapped in NumPy arrays that only carry the address:
 the host never reads them; ``GpuPipeline(resident=True)`` proved at compile time that host code does
 not touch argument buffers). Streams: the module's stream calls are redirected to the caller's stream
-(``stream=`` or the package's current stream; ``gpu_stream_shim.c``), so kernels are queued on it in
+(``stream=`` or the package's current stream; ``stream_shim.c``), so kernels are queued on it in
 order with the caller's other work and the call returns without waiting, like a torch or CuPy op.
 No ``mlir`` import.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from . import toolchain
-from .module import CompiledModule, Function
+from mlir_bridge import toolchain
+from mlir_bridge.module import CompiledModule, Function
 
 _NUMPY = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8,
           "int16": np.int16, "int32": np.int32, "int64": np.int64, "complex64": np.complex64,

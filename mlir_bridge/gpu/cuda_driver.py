@@ -79,7 +79,7 @@ def _cuda_already_live() -> bool:
 
 
 def _probe_child() -> CudaInfo:
-    code = ("import json, dataclasses; from mlir_bridge.cuda_driver import probe_in_process as p; "
+    code = ("import json, dataclasses; from mlir_bridge.gpu.cuda_driver import probe_in_process as p; "
             "print(json.dumps(dataclasses.asdict(p())))")
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from .errors import CompileError
-from .gpu_ir import defining_op, is_owned, owned_values, run_passes, same, walk
+from mlir_bridge.errors import CompileError
+from mlir_bridge.gpu.ir import defining_op, is_owned, owned_values, run_passes, same, walk
 
 _ADD_KINDS = {"arith.addf": 0, "arith.addi": 1}  # arith::AtomicRMWKind addf / addi
 

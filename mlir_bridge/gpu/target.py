@@ -1,6 +1,6 @@
 """The CUDA target: build (and cache) GPU modules without a device, load them only where one exists.
 
-``build_gpu`` lowers MLIR text through a GPU pipeline (``lowering.gpu_pipeline.GpuPipeline``), links
+``build_gpu`` lowers MLIR text through a GPU pipeline (``lowering.gpu.pipeline.GpuPipeline``), links
 the host side against ``libmlir_cuda_runtime.so`` and stores the shared object (which embeds the
 fatbin/cubin/PTX) in the disk cache, keyed additionally by the CUDA driver and toolkit versions
 (``GpuTarget.fingerprint``); the chip is part of the pipeline description. Loading needs
@@ -20,14 +20,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import toolchain
-from .cache import DiskCache, cache_dir
-from .compile import cache_key
-from .cuda_driver import cuda_info, require_cuda_device
-from .module import CompiledModule
-from .signature import Signature
-from .stage import PipelineArg, normalize
-from .target import Target, _run, register_target
+from mlir_bridge import toolchain
+from mlir_bridge.cache import DiskCache, cache_dir
+from mlir_bridge.compile import cache_key
+from mlir_bridge.gpu.cuda_driver import cuda_info, require_cuda_device
+from mlir_bridge.module import CompiledModule
+from mlir_bridge.signature import Signature
+from mlir_bridge.stage import PipelineArg, normalize
+from mlir_bridge.target import Target, _run, register_target
 
 _lock = threading.Lock()
 _builds: dict[str, "GpuBuild"] = {}
@@ -54,7 +54,7 @@ def toolkit_version() -> str:
 
 
 #: Linked into every GPU module: the caller's stream carries its work (see the file).
-STREAM_SHIM = Path(__file__).with_name("gpu_stream_shim.c")
+STREAM_SHIM = Path(__file__).with_name("stream_shim.c")
 
 
 @functools.cache
@@ -78,7 +78,7 @@ class GpuTarget(Target):
         return f"{super().fingerprint()}|{driver}|{toolkit_version()}|shim={_shim_digest()}"
 
     def build(self, llvm_module: Path, out: Path) -> None:
-        """As ``Target.build`` (translate, opt, llc, link), with the stream shim (``gpu_stream_shim.c``)
+        """As ``Target.build`` (translate, opt, llc, link), with the stream shim (``stream_shim.c``)
         linked into the shared object ahead of the runtime."""
         obj, shim = self.compile_object(llvm_module, out), out.with_name("stream_shim.o")
         _run("cc", ["cc", "-c", "-O2", "-fPIC", STREAM_SHIM, "-o", shim])
@@ -103,7 +103,7 @@ def build_gpu(text: str, pipeline: PipelineArg, *, target: GpuTarget = GPU) -> G
 
     Raises CompileError (invalid IR, a failing or crashing pass, no GPU kernel, ptxas errors).
     """
-    from .compile import _build
+    from mlir_bridge.compile import _build
 
     stages, description = normalize(pipeline)
     key = cache_key(text, description, target)
@@ -140,7 +140,7 @@ def load_gpu(build: GpuBuild, device: int = 0) -> CompiledModule:
     is opened, so the runtime's default device is set first, and each further device gets its own copy
     of the shared object (``dlopen`` runs a path's constructors once).
     """
-    from .gpu_call import set_device
+    from mlir_bridge.gpu.call import set_device
 
     require_cuda_device(device)
     with _lock:
@@ -175,7 +175,7 @@ def gpu_assembly(text: str, pipeline: PipelineArg) -> str:
 def gpu_assemblies(text: str, pipeline: PipelineArg) -> list[str]:
     """The PTX of ``text`` lowered with ``pipeline`` switched to ``gpu_format="isa"`` (crash-isolated),
     one text per gpu.module (each assembles on its own with ``ptxas``)."""
-    from .compile import lower_stages
+    from mlir_bridge.compile import lower_stages
 
     if dataclasses.is_dataclass(pipeline) and getattr(pipeline, "gpu_format", "isa") != "isa":
         pipeline = dataclasses.replace(pipeline, gpu_format="isa")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from .errors import CompileError
-from .gpu_ir import defining_op, op_of, run_passes, same, walk
-from .gpu_kernels import atomic_scatter, grid_size, require_kernels
+from mlir_bridge.errors import CompileError
+from mlir_bridge.gpu.ir import defining_op, op_of, run_passes, same, walk
+from mlir_bridge.gpu.kernels import atomic_scatter, grid_size, require_kernels
 
 __all__ = ["atomic_scatter", "device_resident", "grid_size", "output_in_place", "require_kernels"]
 

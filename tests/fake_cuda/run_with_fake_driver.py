@@ -16,8 +16,8 @@ import scipy.sparse as sp
 from frontend import NamedFormats as N
 from frontend.tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
-from lowering.gpu_dispatch import lower_gpu
-from mlir_bridge.cuda_driver import cuda_info
+from lowering.gpu.dispatch import lower_gpu
+from mlir_bridge.gpu.cuda_driver import cuda_info
 from mlir_bridge.gpu import build_gpu, load_gpu
 
 

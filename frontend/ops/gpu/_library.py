@@ -1,7 +1,7 @@
 """SpMV/SpMM through the vendor library: torch.sparse (cuSPARSE on CUDA) or cupyx.scipy.sparse.
 
 The sparse operand's own buffers are wrapped (no conversion) by the interop writers
-(:func:`frontend.interop_torch.to_torch`, :func:`frontend.interop_scipy.to_scipy`): CSR/CSC/BSR as torch
+(:func:`frontend.interop._torch.to_torch`, :func:`frontend.interop._scipy.to_scipy`): CSR/CSC/BSR as torch
 compressed tensors or cupyx CSR/CSC matrices, COO (sorted, unique) as a coalesced torch COO tensor / cupyx
 COO matrix.
 The same code runs torch CPU tensors (MKL / native kernels), which is how it is tested without a GPU.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from .package_formats import Layout
-from .tensor import Tensor
+from frontend.interop._layouts import Layout
+from frontend.tensor._tensor import Tensor
 
 #: Layouts each package's library takes.
 TORCH_LAYOUTS = ("CSR", "CSC", "COO", "BSR")
@@ -48,14 +48,14 @@ def library_matmul(a: Tensor, layout: str, b: Any, package: str, *, alpha: Any =
         if package == "torch":
             import torch
 
-            from .interop_torch import to_torch
+            from frontend.interop._torch import to_torch
 
             m = to_torch(a, _layout(a, layout, package))
             r = torch.mv(m, b) if b.ndim == 1 else torch.mm(m, b)
             if r.layout != torch.strided:
                 r = r.to_dense()
         elif package == "cupy":
-            from .interop_scipy import to_scipy
+            from frontend.interop._scipy import to_scipy
 
             r = to_scipy(a, _layout(a, layout, package), "cupy") @ b
         else:

@@ -2,7 +2,7 @@
 
 Taken when an operand lives on a CUDA device (torch CUDA tensor, CuPy array, a Tensor over them) or
 ``device="cuda"`` is asked for (CPU operands are then copied to the device and the result back).
-Three paths (``lowering.gpu_dispatch``): ``"cusparse"`` (vendor library through torch / CuPy) for
+Three paths (``lowering.gpu.dispatch``): ``"cusparse"`` (vendor library through torch / CuPy) for
 CSR/CSC/COO/BSR SpMV and SpMM, ``"sparsifier-gpu"`` (MLIR's sparsifier lowered to NVVM, kernels reading
 the caller's device buffers zero-copy), ``"emitter-gpu"`` (registered GPU emitter, for range/delta
 formats). Results are dense device arrays of the caller's package, or ``c`` updated in place.
@@ -14,16 +14,16 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from lowering.contraction import Contraction, TensorSpec
-from lowering.gpu_dispatch import gpu_contraction, gpu_path, library_layout, lower_gpu
-from lowering.gpu_pipeline import DEFAULT_CHIPS
-from lowering.types import dtype_name, mlir_type
+from lowering.gpu.dispatch import gpu_contraction, gpu_path, library_layout, lower_gpu
+from lowering.gpu.pipeline import DEFAULT_CHIPS
+from frontend.format._dtypes import dtype_name, mlir_type
 
-from . import buffers as B
-from . import storage
-from .gpu_route import on_cuda, wants_gpu
-from .operands import as_tensor, permuted, result_shape, validate_sparse
-from .plan import row_major, spec_of
-from .tensor import Tensor
+from frontend.storage import _buffers as B
+from frontend.storage import _layout as storage
+from frontend.ops.gpu._route import on_cuda, wants_gpu
+from frontend.ops._operands import as_tensor, permuted, result_shape, validate_sparse
+from frontend.ops._kernel_cache import row_major, spec_of
+from frontend.tensor._tensor import Tensor
 
 __all__ = ["GpuMatmul", "gpu_einsum", "gpu_matmul", "gpu_matmul_plan", "on_cuda", "to_device", "wants_gpu"]
 
@@ -104,10 +104,10 @@ class GpuMatmul:
         self.stream = stream
         sem = None
         if semiring is not None:
-            from .semiring import get_semiring
+            from frontend.ops._semiring import get_semiring
 
             sem = get_semiring(semiring).lowered(elem)
-        from .semiring import trace_unary
+        from frontend.ops._semiring import trace_unary
 
         # alpha and beta are applied around the kernel (device array ops): kernels take no scalars, whose
         # reads would run on the host; the kernel accumulates into the output buffer (init="c").
@@ -132,7 +132,7 @@ class GpuMatmul:
     def plan(self) -> "GpuMatmul":
         """Compile the kernel (cached on disk, keyed by chip and CUDA versions); no GPU needed."""
         if self.path != "cusparse" and self._lowered is None:
-            from mlir_bridge.gpu import build_gpu
+            from mlir_bridge.gpu.target import build_gpu
 
             self._lowered = self.lowered()
             self._build = build_gpu(self._lowered.text, self._lowered.pipeline)
@@ -141,7 +141,7 @@ class GpuMatmul:
     # ----- run ---------------------------------------------------------------------------------------------------
     def execute(self, stream: Any = None) -> Any:
         """Run on the GPU; the result is a device array of the operands' package (or ``c``, in place)."""
-        from mlir_bridge.cuda_driver import require_cuda_device
+        from mlir_bridge.gpu.cuda_driver import require_cuda_device
 
         require_cuda_device(self._device)
         stream = stream if stream is not None else self.stream
@@ -150,7 +150,7 @@ class GpuMatmul:
         if self._host_package is not None:  # CPU operands with device="cuda": copy over
             tensors = [to_device(t, self._device, package) for t in tensors]
             c = None if c is None else _to_device(c, self._device, package)
-        from .gpu_library import stream_context
+        from frontend.ops.gpu._library import stream_context
 
         with stream_context(stream, package):  # every device op of this call is ordered on that stream
             out = self._zeros(package) if c is None else c
@@ -161,7 +161,7 @@ class GpuMatmul:
             if 0 in self.out_shape or any(0 in t.shape for t in tensors):
                 return self._back(out)
             if self.path == "cusparse":
-                from .gpu_library import library_matmul
+                from frontend.ops.gpu._library import library_matmul
 
                 r = library_matmul(tensors[0], library_layout(tensors[0].tensor_format), tensors[1].val, package,
                                    alpha=self.alpha, c=None if c is None else out)
@@ -174,8 +174,8 @@ class GpuMatmul:
 
     def _function(self) -> Any:
         if self._fn is None:
-            from mlir_bridge.gpu import load_gpu
-            from mlir_bridge.gpu_call import GpuFunction
+            from mlir_bridge.gpu.target import load_gpu
+            from mlir_bridge.gpu.call import GpuFunction
 
             self.plan()
             self._fn = GpuFunction(load_gpu(self._build, self._device), self.contraction.name, self._device)
@@ -242,7 +242,7 @@ class GpuMatmul:
         return self.ptx_for(self.chip)
 
     def ptx_for(self, chip: str) -> str:
-        from mlir_bridge.gpu import gpu_assembly
+        from mlir_bridge.gpu.target import gpu_assembly
 
         low = self.lowered(chip, "isa")
         return gpu_assembly(low.text, low.pipeline)
@@ -256,7 +256,7 @@ class GpuMatmul:
 
     def print_mlir(self, stage: str | None = None, file: Any = None) -> None:
         """Print every stage, or one (``linalg``, ``sparsified``, ``gpu``, ``llvm``, ``ptx`` or a stage name)."""
-        from .ops import _print_stages
+        from frontend.ops._api import _print_stages
 
         _print_stages(self.stages(), stage, file, _GPU_STAGE_ALIASES)
 
@@ -277,7 +277,7 @@ def _check_placement(tensors: Sequence[Tensor]) -> None:
 def _check_c(c: Any, shape: tuple[int, ...], elem_name: str, on_device: bool) -> None:
     """``c`` (updated in place) is a dense contiguous array of the result's shape and dtype, where the
     operands are."""
-    from mlir_bridge.gpu_call import package_of
+    from mlir_bridge.gpu.call import package_of
 
     if on_device and package_of(c) is None:
         raise TypeError(f"c must be a torch CUDA tensor or a CuPy array like the operands, got {type(c).__name__}")
@@ -293,7 +293,7 @@ def _check_c(c: Any, shape: tuple[int, ...], elem_name: str, on_device: bool) ->
 
 def _flatten(tensors: Sequence[Tensor], extra: Sequence[Any]) -> list[Any]:
     """Kernel arguments: each encoded operand's pos/crd/values in level order, dense values, then extra."""
-    from .plan import buffer_parts
+    from frontend.ops._kernel_cache import buffer_parts
 
     args: list[Any] = []
     for t in tensors:
@@ -307,7 +307,7 @@ def _flatten(tensors: Sequence[Tensor], extra: Sequence[Any]) -> list[Any]:
 
 
 def _chip() -> str:
-    from lowering.gpu_pipeline import default_chips
+    from lowering.gpu.pipeline import default_chips
 
     chips = default_chips()
     return chips[0] if chips else DEFAULT_CHIPS[0]
@@ -350,7 +350,7 @@ def gpu_einsum(subscripts: str, *operands: Any, out_format: Any = None, semiring
                prolog: Callable | None = None, epilog: Callable | None = None, device: Any = None,
                path: str = "auto", chip: str | None = None, stream: Any = None, **_: Any) -> Any:
     """``frontend.einsum`` on the GPU (dense result)."""
-    from .ops import parse_subscripts
+    from frontend.ops._api import parse_subscripts
 
     ins, out = parse_subscripts(subscripts, len(operands))
     plan = GpuMatmul(ins, operands, out, semiring=semiring, prolog=prolog, epilog=epilog, out_format=out_format,

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .buffers import package_of
-from .tensor import Tensor
+from frontend.storage._buffers import package_of
+from frontend.tensor._tensor import Tensor
 
 _GPU_DEVICES = ("cuda", "gpu")
 

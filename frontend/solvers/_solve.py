@@ -22,13 +22,13 @@ import numpy as np
 
 from lowering.solve import KrylovSpec, TriangularSpec, compile_solver, ilu0_function, krylov_module, \
     triangular_module
-from lowering.types import index_width, mlir_type
+from frontend.format._dtypes import index_width, mlir_type
 
-from .buffers import is_torch
-from .linear_solve_operands import CsrOperands, Structure, analyze, as_matrix, csr_operands, \
+from frontend.storage._buffers import is_torch
+from frontend.solvers._operands import CsrOperands, Structure, analyze, as_matrix, csr_operands, \
     triangular_operands, working_dtype
-from .operands import result_package, to_package
-from .tensor import Tensor
+from frontend.ops._operands import result_package, to_package
+from frontend.tensor._tensor import Tensor
 
 METHODS = ("auto", "triangular", "cg", "bicgstab", "gmres")
 PRECONDITIONERS = (None, "jacobi", "ilu0", "ic0")

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from .buffers import package_of
-from .named_formats import NamedFormats
-from .tensor import Tensor
+from frontend.storage._buffers import package_of
+from frontend.format._named import NamedFormats
+from frontend.tensor._tensor import Tensor
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -20,7 +20,7 @@ FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def as_matrix(a: Any) -> Tensor:
     """``a`` (Tensor, scipy.sparse, numpy or torch) as a square 2-D CPU Tensor, checked."""
     if isinstance(a, Tensor):
-        from .validate import validate
+        from frontend.storage._validate import validate
 
         t = validate(a)  # kernels index with these buffers: never let a bad one through (cached)
     else:
@@ -79,7 +79,7 @@ class Structure:
 
 
 def _coo(t: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from .convert import coordinates
+    from frontend.storage._convert import coordinates
 
     dims, vals = coordinates(t)
     vals = np.asarray(vals)

@@ -1,0 +1,2 @@
+"""GPU lowering: which path (``dispatch``), the NVVM pipeline (``pipeline``), the emitter's GPU loops
+(``emitter``, ``dia``)."""
