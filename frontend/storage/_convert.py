@@ -55,6 +55,17 @@ def level_coordinates(t: StoredTensor) -> tuple[list[np.ndarray], np.ndarray]:
             np.concatenate([p[1] for p in parts]))
 
 
+def inside_shape(fmt: TensorFormat, dims: Sequence[np.ndarray], shape: Sequence[int]) -> np.ndarray | None:
+    """Mask of the entries whose dimension coordinates ``dims`` (from ``fmt.lvl2dim``) fall inside ``shape``;
+    None when every level is a plain dimension (then all do; blocks and diagonals may overhang)."""
+    if all(is_dimension(lv.expr) for lv in fmt.levels):
+        return None
+    keep = np.ones(len(dims[0]) if dims else 0, dtype=bool)
+    for d, size in zip(dims, shape):
+        keep &= (d >= 0) & (d < size)
+    return keep
+
+
 def entries(t: StoredTensor, drop_zeros: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
     """Dimension coordinates (one int64 array per dimension) and values of the tensor's entries after
     the zeros rules (padding outside the shape is always dropped)."""
@@ -62,11 +73,7 @@ def entries(t: StoredTensor, drop_zeros: bool = False) -> tuple[list[np.ndarray]
     lvl, vals = level_coordinates(t)
     n = len(vals)
     dims = [np.broadcast_to(np.asarray(d, dtype=np.int64), (n,)) for d in fmt.lvl2dim(lvl)]
-    keep = None
-    if not all(is_dimension(lv.expr) for lv in fmt.levels):  # blocks and diagonals may overhang
-        keep = np.ones(n, dtype=bool)
-        for d, size in zip(dims, t.shape):
-            keep &= (d >= 0) & (d < size)
+    keep = inside_shape(fmt, dims, t.shape)
     if drop_zeros or (is_padded(fmt) and not fmt.is_dense):
         keep = vals != 0 if keep is None else keep & (vals != 0)
     if keep is None or keep.all():

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from frontend.storage._convert import coordinates, level_coordinates
+from frontend.storage._convert import coordinates, inside_shape, level_coordinates
 from frontend.storage._layout import is_padded, to_host
 from frontend.storage._protocol import StoredTensor
 
@@ -57,11 +57,9 @@ def _contents(t: StoredTensor) -> tuple[np.ndarray, np.ndarray]:
         stored[...] = True
         return dense, stored
     lvl, _ = level_coordinates(t)
-    dims = t.tensor_format.lvl2dim(lvl)
-    keep = np.ones(len(dims[0]) if dims else 0, dtype=bool)
-    for d, size in zip(dims, t.shape):
-        keep &= (d >= 0) & (d < size)
-    stored[tuple(np.asarray(d)[keep] for d in dims)] = True
+    dims = [np.asarray(d) for d in t.tensor_format.lvl2dim(lvl)]
+    keep = inside_shape(t.tensor_format, dims, t.shape)
+    stored[tuple(d if keep is None else d[keep] for d in dims)] = True
     return dense, stored
 
 
