@@ -43,6 +43,12 @@ class Layout:
             return 2
         return self.nbatch + 2 + self.ndense
 
+    @property
+    def level_of_dimension(self) -> list[int]:
+        """Dense layouts: the level holding each dimension (the inverse of ``perm``), to transpose the values
+        back into dimension order."""
+        return [self.perm.index(d) for d in range(len(self.perm))]
+
     def tensor_format(self) -> TensorFormat:
         """The format of this layout."""
         if self.kind == "dense":

@@ -16,9 +16,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from frontend.storage import _buffers as B
-from frontend.interop._layouts import Layout, match_layout
-from frontend.tensor._tensor import Tensor
+from frontend.storage._protocol import StoredTensor, TensorT
 from frontend.storage._validate import validate
+
+from ._layouts import Layout, match_layout
+from ._scipy import from_scipy, source_buffers as scipy_buffers, to_scipy
+from ._torch import from_torch_sparse, source_buffers as torch_buffers, to_torch
+from ._view_cache import cached_view
 
 PACKAGES = ("numpy", "scipy", "torch", "cupy")
 
@@ -34,7 +38,7 @@ def _strided_order(shape: tuple[int, ...], strides: tuple[int, ...], c_contiguou
     return tuple(sorted(range(n), key=lambda d: (-strides[d] if shape[d] > 1 else 0, d)))
 
 
-def _from_strided(x: Any, package: str) -> Tensor:
+def _from_strided(x: Any, package: str, cls: type[TensorT]) -> TensorT:
     if package == "torch":
         if x.is_conj() or x.is_neg():
             raise ValueError("torch tensor has a lazy conjugate/negative bit; call .resolve_conj() first")
@@ -43,10 +47,8 @@ def _from_strided(x: Any, package: str) -> Tensor:
         item = x.dtype.itemsize
         strides, contiguous = tuple(s // item for s in x.strides), bool(x.flags.c_contiguous)
     perm = _strided_order(tuple(int(e) for e in x.shape), strides, contiguous)
-    view = None
-    if perm is not None:
-        view = x.permute(perm) if package == "torch" else x.transpose(perm)
-    if view is None or not B.is_contiguous(view):
+    view = None if perm is None else x.permute(perm) if package == "torch" else x.transpose(perm)
+    if perm is None or not B.is_contiguous(view):
         raise ValueError(f"{package} array with shape {tuple(x.shape)} and strides {strides} is not a "
                          "permutation of a contiguous array (a slice?); make it contiguous first (a copy)")
     if package == "torch":
@@ -56,24 +58,24 @@ def _from_strided(x: Any, package: str) -> Tensor:
         device = "cpu" if package == "numpy" else f"cuda:{x.device.id}"
         val = view
     lay = Layout("dense", perm=perm)
-    return Tensor(lay.tensor_format(), tuple(x.shape), [None] * len(perm), [None] * len(perm), val,
-                  index_type=None, package=package, device=device, source=x)
+    return cls(lay.tensor_format(), tuple(x.shape), [None] * len(perm), [None] * len(perm), val,
+               index_type=None, package=package, device=device, source=x)
 
 
-def _reader(x: Any) -> tuple[str, Callable[[], Tensor], list[Any] | None, str]:
-    """``(package, build, source buffers to cache on or None, hint for invalid buffers)`` for ``x``."""
-    package = B.package_of(x)
+def _reader(x: Any, cls: type[TensorT]) -> tuple[str, Callable[[], TensorT], list[Any] | None, str]:
+    """``(package, build, source buffers to cache on or None, hint for invalid buffers)`` for ``x``; ``build``
+    makes a ``cls``."""
+    package = B.package_of(x) or ""
     if package == "numpy" and hasattr(x, "strides"):
         import numpy as np
         arr = np.asarray(x) if isinstance(x, np.generic) else x  # NumPy scalars are immutable: 0-d array
-        return package, lambda: _from_strided(arr, "numpy"), None, ""
+        return package, lambda: _from_strided(arr, "numpy", cls), None, ""
     if package == "torch":
         import torch
         if isinstance(x, torch.Tensor):
             if x.layout == torch.strided:
-                return package, lambda: _from_strided(x, "torch"), None, ""
-            from frontend.interop._torch import from_torch_sparse, source_buffers
-            return (package, lambda: from_torch_sparse(x), source_buffers(x),
+                return package, lambda: _from_strided(x, "torch", cls), None, ""
+            return (package, lambda: from_torch_sparse(x, cls), torch_buffers(x),
                     "torch checks compressed indices only with check_invariants=True")
     sparse = False
     if package == "scipy":
@@ -82,24 +84,23 @@ def _reader(x: Any) -> tuple[str, Callable[[], Tensor], list[Any] | None, str]:
     elif package == "cupy":
         import cupy
         if isinstance(x, cupy.ndarray):
-            return package, lambda: _from_strided(x, "cupy"), None, ""
+            return package, lambda: _from_strided(x, "cupy", cls), None, ""
         import cupyx.scipy.sparse as csp
         sparse = csp.issparse(x)
     if sparse:
-        from frontend.interop._scipy import from_scipy, source_buffers as scipy_buffers
-        return (package, lambda: from_scipy(x, package), scipy_buffers(x),  # type: ignore[arg-type]
+        return (package, lambda: from_scipy(x, cls, package), scipy_buffers(x),
                 "call .sum_duplicates() first (it sorts and deduplicates)")
     raise TypeError(f"cannot view a {type(x).__module__}.{type(x).__name__} as a Tensor (supported: NumPy "
                     "and CuPy arrays, SciPy/cupyx sparse arrays and matrices, torch tensors)")
 
 
-def from_package(x: Any) -> Tensor:
-    """A :class:`Tensor` sharing ``x``'s buffers (NumPy/CuPy arrays, SciPy/cupyx sparse arrays and
-    matrices, torch strided and sparse tensors), validated; viewing the same sparse object again reuses
-    the checked views (:mod:`frontend.interop._view_cache`)."""
-    package, build, buffers, hint = _reader(x)
+def from_package(x: Any, cls: type[TensorT]) -> TensorT:
+    """A ``cls`` (:class:`Tensor` or a subclass) sharing ``x``'s buffers (NumPy/CuPy arrays, SciPy/cupyx
+    sparse arrays and matrices, torch strided and sparse tensors), validated; viewing the same sparse object
+    again reuses the checked views (:mod:`frontend.interop._view_cache`)."""
+    package, build, buffers, hint = _reader(x, cls)
 
-    def checked() -> Tensor:
+    def checked() -> TensorT:
         t = build()
         try:
             validate(t)
@@ -111,13 +112,12 @@ def from_package(x: Any) -> Tensor:
     if buffers is None:
         t = checked()
     else:
-        from frontend.interop._view_cache import cached_view
-        t = cached_view(x, buffers, checked)
-    t._source_key = t.buffer_key()  # type: ignore[attr-defined]  # to_package: is the source still current?
+        t = cached_view(x, buffers, checked, cls)
+    t._source_key = t.buffer_key()  # to_package: is the source still current?
     return t
 
 
-def to_package(t: Tensor, package: str | None = None) -> Any:
+def to_package(t: StoredTensor, package: str | None = None) -> Any:
     """An object of ``package`` (default: the one ``t`` came from) holding ``t``'s buffers.
 
     Returns the source object itself when ``t`` was viewed from it and still holds those buffers
@@ -128,9 +128,8 @@ def to_package(t: Tensor, package: str | None = None) -> Any:
     target = package or t.package
     if target not in PACKAGES:
         raise ValueError(f"unknown package {target!r}; expected one of {', '.join(PACKAGES)}")
-    source = getattr(t, "_source", None)
-    if source is not None and target == t.package and getattr(t, "_source_key", None) == t.buffer_key():
-        return source  # the buffers are still the ones viewed from it
+    if t._source is not None and target == t.package and t._source_key == t.buffer_key():
+        return t._source  # the buffers are still the ones viewed from it
     layout = match_layout(t.tensor_format)
     if layout is None:
         raise TypeError(f"{target} has no object for format {t.tensor_format}"
@@ -139,19 +138,16 @@ def to_package(t: Tensor, package: str | None = None) -> Any:
     _check_lengths(t, layout)
     validate(t)
     if target == "torch":
-        from frontend.interop._torch import to_torch
         return to_torch(t, layout)
     if target in ("scipy", "cupy") and layout.kind != "dense":
-        from frontend.interop._scipy import to_scipy
         return to_scipy(t, layout, target)
     if layout.kind != "dense":
         raise TypeError(f"numpy has no sparse arrays for format {t.tensor_format}; use package='scipy' or "
                         "'torch', or t.to_dense()")
-    from frontend.interop._scipy import to_scipy
     return to_scipy(t, layout, "cupy" if target == "cupy" else "numpy")
 
 
-def _check_lengths(t: Tensor, layout: Layout) -> None:
+def _check_lengths(t: StoredTensor, layout: Layout) -> None:
     """Buffer lengths agree with the shape (cheap O(1) checks before a package sees them)."""
     fmt = t.tensor_format
     if layout.kind == "dense":

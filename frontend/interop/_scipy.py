@@ -26,15 +26,16 @@ from __future__ import annotations
 from typing import Any
 
 from frontend.storage import _buffers as B
-from frontend.interop._layouts import Layout
-from frontend.tensor._tensor import Tensor
+from frontend.storage._protocol import StoredTensor, TensorT
+
+from ._layouts import Layout
 
 
 def _device(package: str, x: Any) -> str:
     return "cpu" if package == "scipy" else f"cuda:{x.data.device.id}"
 
 
-def _compressed(x: Any, package: str, xp: Any) -> Tensor:
+def _compressed(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
     kind = x.format.upper()
     what = f"{package} {kind} matrix"
     m, n = (int(s) for s in x.shape)
@@ -62,11 +63,11 @@ def _compressed(x: Any, package: str, xp: Any) -> Tensor:
     else:
         layout = Layout(kind)
         pos, crd, val = [None, indptr], [None, indices], data
-    return Tensor(layout.tensor_format(), (m, n), pos, crd, val, index_type=itype, package=package,
-                  device=_device(package, x), source=x)
+    return cls(layout.tensor_format(), (m, n), pos, crd, val, index_type=itype, package=package,
+               device=_device(package, x), source=x)
 
 
-def _coo(x: Any, package: str, xp: Any) -> Tensor:
+def _coo(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
     coords = tuple(x.coords) if hasattr(x, "coords") else (x.row, x.col)
     what = f"{package} COO array"
     itype = B.check_index_buffers(list(coords), what)
@@ -77,11 +78,11 @@ def _coo(x: Any, package: str, xp: Any) -> Tensor:
         raise ValueError(f"{what}: data is not contiguous")
     n = len(coords)
     pos: list[Any] = [xp.asarray([0, nnz], dtype=itype)] + [None] * (n - 1)
-    return Tensor(Layout("coo", nsparse=n).tensor_format(), x.shape, pos, list(coords), x.data,
-                  index_type=itype, package=package, device=_device(package, x), source=x)
+    return cls(Layout("coo", nsparse=n).tensor_format(), x.shape, pos, list(coords), x.data,
+               index_type=itype, package=package, device=_device(package, x), source=x)
 
 
-def _dia(x: Any, package: str, xp: Any) -> Tensor:
+def _dia(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
     m, n = (int(s) for s in x.shape)
     offsets, data = x.offsets, x.data
     what = f"{package} DIA matrix"
@@ -102,8 +103,8 @@ def _dia(x: Any, package: str, xp: Any) -> Tensor:
         padded[:, :width] = data[order, :width]
         data, ndiag, source = padded, int(order.shape[0]), None
     pos = [xp.asarray([0, ndiag], dtype=itype), None]
-    return Tensor(Layout("dia").tensor_format(), (m, n), pos, [offsets, None], data.reshape(-1),
-                  index_type=itype, package=package, device=_device(package, x), source=source)
+    return cls(Layout("dia").tensor_format(), (m, n), pos, [offsets, None], data.reshape(-1),
+               index_type=itype, package=package, device=_device(package, x), source=source)
 
 
 _READERS = {"csr": _compressed, "csc": _compressed, "bsr": _compressed, "coo": _coo, "dia": _dia}
@@ -115,8 +116,8 @@ def source_buffers(x: Any) -> list[Any]:
     return [getattr(x, n) for n in ("indptr", "indices", "offsets", "data") if hasattr(x, n)] + coords
 
 
-def from_scipy(x: Any, package: str = "scipy") -> Tensor:
-    """A Tensor viewing a SciPy (``package="scipy"``) or cupyx (``"cupy"``) sparse array/matrix."""
+def from_scipy(x: Any, cls: type[TensorT], package: str = "scipy") -> TensorT:
+    """A ``cls`` viewing a SciPy (``package="scipy"``) or cupyx (``"cupy"``) sparse array/matrix."""
     reader = _READERS.get(x.format)
     if reader is None:
         raise TypeError(f"{package} sparse format {x.format!r} has no Tensor view; convert it with "
@@ -125,7 +126,7 @@ def from_scipy(x: Any, package: str = "scipy") -> Tensor:
         import cupy as xp
     else:
         import numpy as xp
-    return reader(x, package, xp)
+    return reader(x, cls, package, xp)
 
 
 def _module(package: str) -> Any:
@@ -136,13 +137,12 @@ def _module(package: str) -> Any:
     return sp
 
 
-def to_scipy(t: Tensor, layout: Layout, package: str = "scipy") -> Any:
+def to_scipy(t: StoredTensor, layout: Layout, package: str = "scipy") -> Any:
     """The SciPy (or cupyx) sparse array with ``t``'s buffers (dense layouts: the ndarray itself)."""
     conv = B.as_cupy if package == "cupy" else B.as_numpy
     val = conv(t.val, "values")
     if layout.kind == "dense":
-        inverse = [layout.perm.index(d) for d in range(len(layout.perm))]
-        return val.transpose(inverse)
+        return val.transpose(layout.level_of_dimension)
     sp = _module(package)
     flat = not layout.nbatch and not layout.ndense
     if not flat or layout.kind == "BSC":
@@ -172,7 +172,7 @@ def to_scipy(t: Tensor, layout: Layout, package: str = "scipy") -> Any:
     return obj
 
 
-def _to_cupyx(sp: Any, t: Tensor, layout: Layout, shape: tuple, conv: Any) -> Any:
+def _to_cupyx(sp: Any, t: StoredTensor, layout: Layout, shape: tuple, conv: Any) -> Any:
     val = conv(t.val, "values")
     if layout.kind in ("CSR", "CSC"):
         cls = sp.csr_matrix if layout.kind == "CSR" else sp.csc_matrix

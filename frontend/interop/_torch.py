@@ -23,8 +23,9 @@ import warnings
 from typing import Any
 
 from frontend.storage import _buffers as B
-from frontend.interop._layouts import Layout
-from frontend.tensor._tensor import Tensor
+from frontend.storage._protocol import StoredTensor, TensorT
+
+from ._layouts import Layout
 
 
 def _flat_values(values: Any, nbatch: int, what: str) -> Any:
@@ -33,7 +34,7 @@ def _flat_values(values: Any, nbatch: int, what: str) -> Any:
     return values.reshape(tuple(values.shape[:nbatch]) + (-1,))
 
 
-def _from_coo(x: Any) -> Tensor:
+def _from_coo(x: Any, cls: type[TensorT]) -> TensorT:
     import torch
     if not x.is_coalesced():
         raise ValueError("torch sparse COO tensor is not coalesced (unsorted or duplicate indices); "
@@ -44,10 +45,10 @@ def _from_coo(x: Any) -> Tensor:
     nnz = int(idx.shape[1])
     pos0 = torch.tensor([0, nnz], dtype=idx.dtype, device=idx.device)
     lay = Layout("coo", nsparse=s, ndense=nd)
-    return Tensor(lay.tensor_format(), tuple(x.shape), [B.torch_buffer(pos0)] + [None] * (s - 1 + nd),
-                  [B.torch_buffer(idx[k]) for k in range(s)] + [None] * nd,
-                  B.torch_buffer(_flat_values(values, 0, "torch COO tensor")), index_type=itype, package="torch",
-                  device=str(x.device), source=x)
+    return cls(lay.tensor_format(), tuple(x.shape), [B.torch_buffer(pos0)] + [None] * (s - 1 + nd),
+               [B.torch_buffer(idx[k]) for k in range(s)] + [None] * nd,
+               B.torch_buffer(_flat_values(values, 0, "torch COO tensor")), index_type=itype, package="torch",
+               device=str(x.device), source=x)
 
 
 def _compressed_kinds() -> dict:
@@ -58,7 +59,7 @@ def _compressed_kinds() -> dict:
             torch.sparse_bsc: ("BSC", "ccol_indices", "row_indices")}
 
 
-def _from_compressed(x: Any) -> Tensor:
+def _from_compressed(x: Any, cls: type[TensorT]) -> TensorT:
     kind, comp_name, plain_name = _compressed_kinds()[x.layout]
     what = f"torch {kind} tensor"
     nd = x.dense_dim()
@@ -71,8 +72,8 @@ def _from_compressed(x: Any) -> Tensor:
     pos: list[Any] = [None] * fmt.num_levels
     crd: list[Any] = [None] * fmt.num_levels
     pos[nb + 1], crd[nb + 1] = B.torch_buffer(comp), B.torch_buffer(plain)
-    return Tensor(fmt, tuple(x.shape), pos, crd, B.torch_buffer(_flat_values(values, nb, what)), index_type=itype,
-                  package="torch", device=str(x.device), source=x)
+    return cls(fmt, tuple(x.shape), pos, crd, B.torch_buffer(_flat_values(values, nb, what)), index_type=itype,
+               package="torch", device=str(x.device), source=x)
 
 
 def source_buffers(x: Any) -> list[Any]:
@@ -84,24 +85,23 @@ def source_buffers(x: Any) -> list[Any]:
     return [getattr(x, comp)(), getattr(x, plain)(), x.values()]
 
 
-def from_torch_sparse(x: Any) -> Tensor:
-    """A Tensor viewing a torch sparse tensor (COO or compressed layouts)."""
+def from_torch_sparse(x: Any, cls: type[TensorT]) -> TensorT:
+    """A ``cls`` viewing a torch sparse tensor (COO or compressed layouts)."""
     import torch
     if x.layout == torch.sparse_coo:
-        return _from_coo(x)
+        return _from_coo(x, cls)
     if x.layout in _compressed_kinds():
-        return _from_compressed(x)
+        return _from_compressed(x, cls)
     raise TypeError(f"torch layout {x.layout} has no Tensor view")
 
 
-def to_torch(t: Tensor, layout: Layout) -> Any:
+def to_torch(t: StoredTensor, layout: Layout) -> Any:
     """The torch tensor (strided or sparse) with ``t``'s buffers; COO indices are stacked into one
     int64 ``(sparse_dim, nnz)`` tensor (a copy: torch keeps them in one block)."""
     import torch
     val = B.as_torch(t.val, "values")
     if layout.kind == "dense":
-        inverse = [layout.perm.index(d) for d in range(len(layout.perm))]
-        return val.permute(inverse)
+        return val.permute(layout.level_of_dimension)
     shape = tuple(t.shape)
     if layout.kind == "coo":
         crds = [B.as_torch(t.crd(k), "coordinates") for k in range(layout.nsparse)]

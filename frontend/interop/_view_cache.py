@@ -14,7 +14,7 @@ import weakref
 from typing import Any, Callable
 
 from frontend.storage._buffers import data_pointer
-from frontend.tensor._tensor import Tensor
+from frontend.storage._protocol import TensorT
 
 _ENTRIES: dict[int, tuple[tuple, dict]] = {}
 _LOCK = threading.Lock()
@@ -29,15 +29,15 @@ def _forget(key: int) -> None:
         _ENTRIES.pop(key, None)
 
 
-def cached_view(x: Any, source_buffers: list[Any], build: Callable[[], Tensor]) -> Tensor:
-    """``build()``'s Tensor, or a Tensor over the buffers of the last view of ``x`` if they still alias it."""
+def cached_view(x: Any, source_buffers: list[Any], build: Callable[[], TensorT], cls: type[TensorT]) -> TensorT:
+    """``build()``'s tensor, or a ``cls`` over the buffers of the last view of ``x`` if they still alias it."""
     sig = _signature(source_buffers) + (tuple(x.shape),)
     with _LOCK:
         hit = _ENTRIES.get(id(x))
     if hit is not None and hit[0] == sig:
         state = hit[1]
-        t = Tensor(state["fmt"], state["shape"], state["pos"], state["crd"], state["val"],
-                   index_type=state["index_type"], package=state["package"], device=state["device"], source=x)
+        t = cls(state["fmt"], state["shape"], state["pos"], state["crd"], state["val"],
+                index_type=state["index_type"], package=state["package"], device=state["device"], source=x)
         t._validated = state["validated"]
         return t
     t = build()

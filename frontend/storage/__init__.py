@@ -2,8 +2,8 @@
 :mod:`frontend.tensor`), read, written, validated, converted and looked up with vectorized NumPy.
 
 Functions here take any object with the ``Tensor`` attributes (``tensor_format``, ``shape``, ``_pos``,
-``_crd``, ``_val``, ...) and build new tensors with ``type(t)``: they never import the ``Tensor`` class,
-which sits above them and delegates to them.
+``_crd``, ``_val``, ...: the protocol ``_protocol.StoredTensor``) and build new tensors with ``type(t)``:
+they never import the ``Tensor`` class, which sits above them and delegates to them.
 """
 from ._buffers import data_pointer, nbytes, numpy_dtype, package_of
 from ._convert import convert, coordinates, entries

@@ -12,7 +12,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from frontend.format._formats import Level, LevelFormat
-from frontend.storage._layout import delta_crd_dtype, structured_groups
+
+from ._layout import delta_crd_dtype, structured_groups
 
 
 def _changes(c: np.ndarray) -> np.ndarray:

@@ -8,22 +8,21 @@ formats and builds the levels (:mod:`frontend.storage._assemble`).  Leading batc
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from frontend.storage._assemble import assemble_levels
-from frontend.storage._buffers import numpy_dtype
 from frontend.format._expressions import is_block, is_dimension
 from frontend.format._formats import TensorFormat
-from frontend.storage._layout import index_dtype, is_padded, num_batch_levels, to_device, to_host
-from frontend.storage._read import walk_levels
 
-if TYPE_CHECKING:
-    from frontend.tensor._tensor import Tensor
+from ._assemble import assemble_levels
+from ._buffers import numpy_dtype
+from ._layout import index_dtype, is_padded, num_batch_levels, to_device, to_host
+from ._protocol import StoredTensor, TensorT
+from ._read import walk_levels
 
 
-def level_coordinates(t: "Tensor") -> tuple[list[np.ndarray], np.ndarray]:
+def level_coordinates(t: StoredTensor) -> tuple[list[np.ndarray], np.ndarray]:
     """Level coordinates and values of every stored entry (padding included), in storage order; for
     all-dense formats only the nonzeros (a dense source stores only its nonzeros)."""
     fmt = t.tensor_format
@@ -56,18 +55,25 @@ def level_coordinates(t: "Tensor") -> tuple[list[np.ndarray], np.ndarray]:
             np.concatenate([p[1] for p in parts]))
 
 
-def entries(t: "Tensor", drop_zeros: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
+def inside_shape(fmt: TensorFormat, dims: Sequence[np.ndarray], shape: Sequence[int]) -> np.ndarray | None:
+    """Mask of the entries whose dimension coordinates ``dims`` (from ``fmt.lvl2dim``) fall inside ``shape``;
+    None when every level is a plain dimension (then all do; blocks and diagonals may overhang)."""
+    if all(is_dimension(lv.expr) for lv in fmt.levels):
+        return None
+    keep = np.ones(len(dims[0]) if dims else 0, dtype=bool)
+    for d, size in zip(dims, shape):
+        keep &= (d >= 0) & (d < size)
+    return keep
+
+
+def entries(t: StoredTensor, drop_zeros: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
     """Dimension coordinates (one int64 array per dimension) and values of the tensor's entries after
     the zeros rules (padding outside the shape is always dropped)."""
     fmt = t.tensor_format
     lvl, vals = level_coordinates(t)
     n = len(vals)
     dims = [np.broadcast_to(np.asarray(d, dtype=np.int64), (n,)) for d in fmt.lvl2dim(lvl)]
-    keep = None
-    if not all(is_dimension(lv.expr) for lv in fmt.levels):  # blocks and diagonals may overhang
-        keep = np.ones(n, dtype=bool)
-        for d, size in zip(dims, t.shape):
-            keep &= (d >= 0) & (d < size)
+    keep = inside_shape(fmt, dims, t.shape)
     if drop_zeros or (is_padded(fmt) and not fmt.is_dense):
         keep = vals != 0 if keep is None else keep & (vals != 0)
     if keep is None or keep.all():
@@ -75,7 +81,7 @@ def entries(t: "Tensor", drop_zeros: bool = False) -> tuple[list[np.ndarray], np
     return [d[keep] for d in dims], vals[keep]
 
 
-def coordinates(t: "Tensor", drop_zeros: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def coordinates(t: StoredTensor, drop_zeros: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(dims, values)``: an ``(ndim, n)`` int64 array of dimension coordinates and the values of the
     tensor's entries after the zeros rules (padding outside the shape is always dropped)."""
     dims, vals = entries(t, drop_zeros)
@@ -244,11 +250,10 @@ def value_dtype(source: np.dtype, dtype: Any) -> np.dtype:
     return dt
 
 
-def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: Any = None,
-            dtype: Any = None, drop_zeros: bool = False) -> "Tensor":
+def convert(t: TensorT, tensor_format: TensorFormat | None = None, index_type: Any = None,
+            dtype: Any = None, drop_zeros: bool = False) -> TensorT:
     """``t`` in another format, index type and/or value type: a new tensor of the same package and device
-    (computed on the host; GPU results are copied back to the device)."""
-    from frontend.tensor._tensor import Tensor
+    (computed on the host; GPU results are copied back to the device), of ``t``'s class."""
     fmt = t.tensor_format if tensor_format is None else tensor_format
     if not isinstance(fmt, TensorFormat):
         raise TypeError(f"tensor_format must be a TensorFormat, got {type(fmt).__name__}")
@@ -264,6 +269,6 @@ def convert(t: "Tensor", tensor_format: TensorFormat | None = None, index_type: 
     def place(b: np.ndarray | None) -> Any:
         return to_device(b, t.package, t.device)
     pos, crd, out = [place(b) for b in pos], [place(b) for b in crd], place(out)
-    result = Tensor(fmt, t.shape, pos, crd, out, index_type=it, package=t.package, device=t.device)
+    result = type(t)(fmt, t.shape, pos, crd, out, index_type=it, package=t.package, device=t.device)
     result._validated = result.buffer_key()  # built here: valid by construction
     return result

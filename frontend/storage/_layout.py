@@ -6,9 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from frontend.storage._buffers import device_ordinal
 from frontend.format._expressions import is_block
 from frontend.format._formats import Level, LevelFormat, TensorFormat
+
+from ._buffers import device_ordinal
 
 INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 VALUE_KINDS = "biufc"  # bool, signed, unsigned, float, complex

@@ -5,19 +5,18 @@ one only under nonunique levels); a segment is scanned only for the parents on t
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from frontend.format._formats import LevelFormat
-from frontend.storage._layout import num_batch_levels, structured_groups, to_host
-from frontend.storage._read import Positions, delta_coordinates, ranges, segment_bounds
 
-if TYPE_CHECKING:
-    from frontend.tensor._tensor import Tensor
+from ._layout import num_batch_levels, structured_groups, to_host
+from ._protocol import StoredTensor
+from ._read import Positions, delta_coordinates, ranges, segment_bounds
 
 
-def _check_index(t: "Tensor", index: Sequence[int]) -> list[int]:
+def _check_index(t: StoredTensor, index: Sequence[int]) -> list[int]:
     idx = [index] if isinstance(index, (int, np.integer)) else list(index)
     if len(idx) != t.ndim:
         raise ValueError(f"get_value needs {t.ndim} coordinates, got {len(idx)}")
@@ -31,7 +30,7 @@ def _check_index(t: "Tensor", index: Sequence[int]) -> list[int]:
     return out
 
 
-def get_value(t: "Tensor", index: Sequence[int]) -> Any:
+def get_value(t: StoredTensor, index: Sequence[int]) -> Any:
     """The value stored at ``index`` (a Python scalar; padding zeros count as stored) or ``None``."""
     fmt = t.tensor_format
     lvl = [int(c) for c in fmt.dim2lvl(_check_index(t, index))]

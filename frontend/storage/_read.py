@@ -12,7 +12,8 @@ from typing import Sequence
 import numpy as np
 
 from frontend.format._formats import Level, LevelFormat
-from frontend.storage._layout import structured_groups
+
+from ._layout import structured_groups
 
 _SEGMENTED = (LevelFormat.COMPRESSED, LevelFormat.LOOSE_COMPRESSED, LevelFormat.DELTA)
 

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from frontend.storage._buffers import is_contiguous, numpy_dtype
 from frontend.format._formats import Level, LevelFormat
-from frontend.storage._layout import (INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, index_dtype, num_batch_levels, structured_groups,
-                      to_host, value_count)
-from frontend.storage._read import delta_coordinates, ranges
 
-if TYPE_CHECKING:
-    from frontend.tensor._tensor import Tensor
+from ._buffers import is_contiguous, numpy_dtype
+from ._layout import (INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, index_dtype, num_batch_levels, structured_groups,
+                      to_host, value_count)
+from ._protocol import StoredTensor, TensorT
+from ._read import delta_coordinates, ranges
 
 _VALIDATED: dict[tuple, int] = {}  # buffer_key -> number of live buffers
 _LOCK = threading.Lock()
@@ -42,13 +41,13 @@ def _remember(key: tuple, buffers: list[Any]) -> None:
         _VALIDATED[key] = len(buffers)
 
 
-def is_validated(t: "Tensor") -> bool:
+def is_validated(t: StoredTensor) -> bool:
     """Whether ``t``'s current buffer set was validated already."""
     key = t.buffer_key()
     return t._validated == key or key in _VALIDATED
 
 
-def validate(t: "Tensor") -> "Tensor":
+def validate(t: TensorT) -> TensorT:
     """Checks ``t``'s buffers (once per buffer set) and returns ``t``."""
     key = t.buffer_key()
     if t._validated == key or key in _VALIDATED:
@@ -64,7 +63,7 @@ def _where(k: int, lv: Level) -> str:
     return f"level {k} ({lv.render()})"
 
 
-def _check_types(t: "Tensor", nb: int) -> None:
+def _check_types(t: StoredTensor, nb: int) -> None:
     """Buffer presence, dtypes, contiguity and batch axes."""
     fmt = t.tensor_format
     if any(s < 0 for s in t.shape):
@@ -105,7 +104,7 @@ def _check_types(t: "Tensor", nb: int) -> None:
         raise ValueError(f"values must have shape (*{list(bshape)}, n, ...), got {tuple(t.val.shape)}")
 
 
-def _check(t: "Tensor") -> None:
+def _check(t: StoredTensor) -> None:
     fmt = t.tensor_format
     nb = num_batch_levels(fmt)
     _check_types(t, nb)

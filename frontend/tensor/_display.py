@@ -1,15 +1,13 @@
 """The text form of a tensor (``repr``): types, format, extents, level buffers, bytes and sparsity."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from frontend.storage._buffers import nbytes
 from frontend.storage._layout import to_host
-
-if TYPE_CHECKING:
-    from frontend.tensor._tensor import Tensor
+from frontend.storage._protocol import StoredTensor
 
 FULL_ITEMS = 32  # arrays up to this length are shown whole
 EDGE_ITEMS = 8   # longer ones as the first and last EDGE_ITEMS items
@@ -39,7 +37,7 @@ def _line(label: str, text: str) -> str:
     return f"{label:<9}: {text}"
 
 
-def describe(t: "Tensor") -> str:
+def describe(t: StoredTensor) -> str:
     """The multi-line description shown by ``repr(t)``."""
     fmt = t.tensor_format
     bufs = t.buffers()

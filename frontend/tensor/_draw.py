@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from frontend.storage._convert import coordinates, inside_shape, level_coordinates
+from frontend.storage._layout import is_padded, to_host
+from frontend.storage._protocol import StoredTensor
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-    from frontend.tensor._tensor import Tensor
 
 MAX_GRID = 64 * 64      # draw(): most cells per panel
 MAX_VALUES = 24 * 24    # draw(): values printed up to this many cells per panel
@@ -47,20 +49,17 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def _contents(t: "Tensor") -> tuple[np.ndarray, np.ndarray]:
+def _contents(t: StoredTensor) -> tuple[np.ndarray, np.ndarray]:
     """Dense values and the mask of stored positions (padding inside the shape counts as stored)."""
-    from frontend.storage._convert import level_coordinates
     dense = t.to_dense()
     stored = np.zeros(t.shape, dtype=bool)
     if t.tensor_format.is_dense:
         stored[...] = True
         return dense, stored
     lvl, _ = level_coordinates(t)
-    dims = t.tensor_format.lvl2dim(lvl)
-    keep = np.ones(len(dims[0]) if dims else 0, dtype=bool)
-    for d, size in zip(dims, t.shape):
-        keep &= (d >= 0) & (d < size)
-    stored[tuple(np.asarray(d)[keep] for d in dims)] = True
+    dims = [np.asarray(d) for d in t.tensor_format.lvl2dim(lvl)]
+    keep = inside_shape(t.tensor_format, dims, t.shape)
+    stored[tuple(d if keep is None else d[keep] for d in dims)] = True
     return dense, stored
 
 
@@ -93,7 +92,7 @@ def _hatch(x: float, y: float) -> Any:
     return Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, hatch="///", edgecolor="#7f8fa6", linewidth=0)
 
 
-def draw(t: "Tensor", path: Any, title: str | None = None) -> Path:
+def draw(t: StoredTensor, path: Any, title: str | None = None) -> Path:
     """The tensor's contents as a grid of cells (1-D to 3-D), stored entries shaded."""
     if not 1 <= t.ndim <= 3:
         raise ValueError(f"draw() shows 1-D to 3-D tensors, this one has {t.ndim} dimensions")
@@ -117,8 +116,7 @@ def draw(t: "Tensor", path: Any, title: str | None = None) -> Path:
     return _save(fig, path)
 
 
-def _buffer_rows(t: "Tensor") -> list[tuple[str, np.ndarray]]:
-    from frontend.storage._layout import to_host
+def _buffer_rows(t: StoredTensor) -> list[tuple[str, np.ndarray]]:
     rows = []
     for k in range(t.tensor_format.num_levels):
         for name, buf in (("pos", t.pos(k)), ("crd", t.crd(k))):
@@ -136,11 +134,9 @@ def _cells(buf: np.ndarray) -> list[Any]:
     return list(buf[:half]) + [None] + list(buf[-half:])
 
 
-def draw_storage(t: "Tensor", path: Any, title: str | None = None) -> Path:
+def draw_storage(t: StoredTensor, path: Any, title: str | None = None) -> Path:
     """The level buffers as rows of cells; zeros that a padded format stores are hatched."""
     from matplotlib.patches import Rectangle
-
-    from frontend.storage._layout import is_padded
     rows = _buffer_rows(t)
     padded = is_padded(t.tensor_format)
     width = max([len(_cells(b)) for _, b in rows] + [1])
@@ -172,11 +168,9 @@ def _density(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], bins: i
     return np.bincount(r * bn + c, minlength=bm * bn).reshape(bm, bn)
 
 
-def draw_raw(t: "Tensor", path: Any, bins: int = 512, title: str | None = None) -> Path:
+def draw_raw(t: StoredTensor, path: Any, bins: int = 512, title: str | None = None) -> Path:
     """The nonzero pattern of a 2-D or 3-D tensor as a density image (3-D: the three projections)."""
     from matplotlib.colors import LogNorm
-
-    from frontend.storage._convert import coordinates
     if t.ndim not in (2, 3):
         raise ValueError(f"draw_raw() shows 2-D or 3-D tensors, this one has {t.ndim} dimensions")
     dims, vals = coordinates(t, drop_zeros=True)

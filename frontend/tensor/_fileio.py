@@ -23,7 +23,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from frontend.format._named import NamedFormats
-from frontend.tensor._tensor import Tensor
+from frontend.storage._convert import coordinates
+from frontend.storage._protocol import StoredTensor, TensorT
+from frontend.storage._validate import validate
 
 FIELDS = ("real", "integer", "complex", "pattern")
 SYMMETRIES = ("general", "symmetric", "skew-symmetric", "hermitian")
@@ -109,9 +111,9 @@ def _indices(body: _Body, col: np.ndarray, extent: int | None, name: str) -> np.
     return idx - 1
 
 
-def _coo_tensor(body: _Body, shape: Sequence[int], coords: list[np.ndarray], values: np.ndarray,
-                entry_of: np.ndarray, sum_duplicates: bool, index_type: Any) -> Tensor:
-    """Sorted, duplicate-checked COO tensor; ``entry_of`` maps each entry to its data line index."""
+def _coo_tensor(body: _Body, cls: type[TensorT], shape: Sequence[int], coords: list[np.ndarray], values: np.ndarray,
+                entry_of: np.ndarray, sum_duplicates: bool, index_type: Any) -> TensorT:
+    """Sorted, duplicate-checked COO ``cls``, validated; ``entry_of`` maps each entry to its data line index."""
     n = len(shape)
     order = np.lexsort(coords[::-1]) if coords and len(values) else np.arange(len(values))
     coords = [c[order] for c in coords]
@@ -133,7 +135,7 @@ def _coo_tensor(body: _Body, shape: Sequence[int], coords: list[np.ndarray], val
     itype = np.dtype(index_type)
     crd = [c.astype(itype) for c in coords]
     pos = [np.array([0, len(values)], dtype=itype)] + [None] * (n - 1)
-    return Tensor.from_buffers(NamedFormats.COO(n), shape, pos=pos, crd=crd, values=values, index_type=itype)
+    return validate(cls(NamedFormats.COO(n), shape, pos, crd, values, index_type=itype))
 
 
 # ----- Matrix Market ---------------------------------------------------------------------------------------
@@ -163,7 +165,7 @@ def _mtx_header(path: Path, text: str) -> tuple[list[str], list[int], int]:
     raise ValueError(f"{path}:{number}: missing size line")
 
 
-def _read_mtx(path: Path, text: str, sum_duplicates: bool, index_type: Any) -> Tensor:
+def _read_mtx(path: Path, text: str, cls: type[TensorT], sum_duplicates: bool, index_type: Any) -> TensorT:
     banner, sizes, offset = _mtx_header(path, text)
     obj, layout, field, symmetry = banner
     size_line = sizes.pop()
@@ -202,7 +204,7 @@ def _read_mtx(path: Path, text: str, sum_duplicates: bool, index_type: Any) -> T
     entry = np.arange(count)
     if symmetry != "general":
         rows, cols, values, entry = _expand(body, rows, cols, values, entry, symmetry)
-    return _coo_tensor(body, (m, n), [rows, cols], values, entry, sum_duplicates, index_type)
+    return _coo_tensor(body, cls, (m, n), [rows, cols], values, entry, sum_duplicates, index_type)
 
 
 def _array_positions(m: int, n: int, symmetry: str) -> tuple[np.ndarray, np.ndarray]:
@@ -246,8 +248,8 @@ def _expand(body: _Body, rows: np.ndarray, cols: np.ndarray, values: np.ndarray,
 
 
 # ----- FROSTT ------------------------------------------------------------------------------------------
-def _read_tns(path: Path, text: str, sum_duplicates: bool, index_type: Any,
-              shape: Sequence[int] | None) -> Tensor:
+def _read_tns(path: Path, text: str, cls: type[TensorT], sum_duplicates: bool, index_type: Any,
+              shape: Sequence[int] | None) -> TensorT:
     body = _Body(path, text, 1, "#")
     table = body.table(None if shape is None else len(shape) + 1)
     if table.shape[0] == 0 and shape is None:
@@ -258,27 +260,27 @@ def _read_tns(path: Path, text: str, sum_duplicates: bool, index_type: Any,
     coords = [_indices(body, table[:, k], None if shape is None else int(shape[k]), f"mode-{k + 1}")
               for k in range(order)]
     extents = tuple(int(c.max()) + 1 if len(c) else 0 for c in coords) if shape is None else tuple(shape)
-    return _coo_tensor(body, extents, coords, table[:, order].copy(), np.arange(table.shape[0]),
+    return _coo_tensor(body, cls, extents, coords, table[:, order].copy(), np.arange(table.shape[0]),
                        sum_duplicates, index_type)
 
 
-def read(path: Any, *, sum_duplicates: bool = False, index_type: Any = np.int64,
-         shape: Sequence[int] | None = None) -> Tensor:
-    """A COO tensor from a ``.mtx`` or ``.tns`` file (``shape`` only for ``.tns``)."""
+def read(path: Any, cls: type[TensorT], *, sum_duplicates: bool = False, index_type: Any = np.int64,
+         shape: Sequence[int] | None = None) -> TensorT:
+    """A COO ``cls`` (:class:`Tensor` or a subclass) from a ``.mtx`` or ``.tns`` file (``shape`` only for
+    ``.tns``)."""
     p = Path(path)
     ext = _kind(p)
     text = _read_text(p)
     if ext == ".mtx":
         if shape is not None:
             raise ValueError("shape= applies to .tns files (Matrix Market files state their size)")
-        return _read_mtx(p, text, sum_duplicates, index_type)
-    return _read_tns(p, text, sum_duplicates, index_type, shape)
+        return _read_mtx(p, text, cls, sum_duplicates, index_type)
+    return _read_tns(p, text, cls, sum_duplicates, index_type, shape)
 
 
 # ----- writing -----------------------------------------------------------------------------------------
-def _entries(t: Tensor) -> tuple[np.ndarray, np.ndarray]:
+def _entries(t: StoredTensor) -> tuple[np.ndarray, np.ndarray]:
     """Dimension coordinates ``(ndim, n)`` sorted row-major and values of ``t``'s entries."""
-    from frontend.storage._convert import coordinates
     dims, vals = coordinates(t)
     if dims.shape[1] > 1:
         order = np.lexsort(dims[::-1])
@@ -340,7 +342,7 @@ def _check_symmetry(dims: np.ndarray, vals: np.ndarray, symmetry: str) -> np.nda
     return i >= j
 
 
-def _write_mtx(t: Tensor, field: str | None, symmetry: str, layout: str | None) -> str:
+def _write_mtx(t: StoredTensor, field: str | None, symmetry: str, layout: str | None) -> str:
     if t.ndim != 2:
         raise ValueError(f"Matrix Market holds matrices; this tensor has {t.ndim} dimensions (use .tns)")
     if symmetry not in SYMMETRIES:
@@ -379,7 +381,7 @@ def _write_mtx(t: Tensor, field: str | None, symmetry: str, layout: str | None) 
     return head + _format_table([dims[0] + 1, dims[1] + 1] + cols, ["%d", "%d"] + fmts)
 
 
-def _write_tns(t: Tensor) -> str:
+def _write_tns(t: StoredTensor) -> str:
     if t.ndim < 1:
         raise ValueError("FROSTT files hold tensors of order 1 or more")
     dims, vals = _entries(t)
@@ -389,7 +391,7 @@ def _write_tns(t: Tensor) -> str:
     return _format_table([d + 1 for d in dims] + cols, ["%d"] * t.ndim + fmts)
 
 
-def write(t: Tensor, path: Any, *, field: str | None = None, symmetry: str = "general",
+def write(t: StoredTensor, path: Any, *, field: str | None = None, symmetry: str = "general",
           layout: str | None = None) -> None:
     """Writes ``t`` (any format; padding zeros are not written) as ``.mtx`` or ``.tns``.
 

@@ -48,16 +48,28 @@ Storage layout (the contract every module relies on):
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from frontend.storage._buffers import data_pointer, numpy_dtype
 from frontend.format._formats import LevelFormat, TensorFormat
+from frontend.format._named import NamedFormats
+from frontend.interop import _package as interop
+from frontend.storage import _convert, _lookup
+from frontend.storage._buffers import data_pointer, numpy_dtype
+from frontend.storage._layout import to_host, value_count
+from frontend.storage._validate import validate
+
+from . import _draw, _fileio
+from ._display import describe
 
 
 class Tensor:
-    """A tensor in any format the DSL describes; see the module docstring for the storage layout."""
+    """A tensor in any format the DSL describes; see the module docstring for the storage layout.
+
+    The methods delegate to :mod:`frontend.storage` (validation, conversion, lookup), :mod:`frontend.interop`
+    (package objects), and ``_fileio``, ``_draw``, ``_display``; those never import this class."""
 
     def __init__(self, tensor_format: TensorFormat, shape: Sequence[int], pos: Sequence[Any],
                  crd: Sequence[Any], values: Any, *, index_type: Any = None, package: str = "numpy",
@@ -80,6 +92,7 @@ class Tensor:
         self.package = package
         self.device = device
         self._source = source  # keeps the package object alive and lets to_package() return it
+        self._source_key: tuple | None = None  # buffer_key() when viewed from source (from_package)
         self._validated: tuple | None = None  # buffer_key() of the last successful validation
 
     def _infer_index_type(self) -> np.dtype:
@@ -102,18 +115,27 @@ class Tensor:
         t = cls(tensor_format, shape, [_as_buffer(b) for b in _per_level(pos, n, "pos")],
                 [_as_buffer(b) for b in _per_level(crd, n, "crd")], _as_buffer(values),
                 index_type=index_type, **kwargs)
-        from frontend.storage._validate import validate
         validate(t)
         return t
 
     @classmethod
     def from_dense(cls, array: Any, tensor_format: TensorFormat | None = None, **convert_args: Any) -> "Tensor":
         """A dense tensor holding a copy of ``array`` (C order), converted to ``tensor_format`` if given."""
-        from frontend.format._named import NamedFormats
         arr = np.array(array, order="C", copy=True)
         t = cls(NamedFormats.Dense(arr.ndim) if arr.ndim else NamedFormats.Scalar, arr.shape,
                 [None] * arr.ndim, [None] * arr.ndim, arr)
         return t if tensor_format is None else t.convert(tensor_format, **convert_args)
+
+    @classmethod
+    def from_package(cls, x: Any) -> "Tensor":
+        """A tensor sharing the buffers of a NumPy/SciPy/torch/CuPy object (see :mod:`frontend.interop`)."""
+        return interop.from_package(x, cls)
+
+    @classmethod
+    def from_file(cls, path: Any, **kwargs: Any) -> "Tensor":
+        """A COO tensor read from a Matrix Market ``.mtx`` or FROSTT ``.tns`` file (keywords
+        ``sum_duplicates``, ``index_type``, ``shape``: :func:`frontend.tensor._fileio.read`)."""
+        return _fileio.read(path, cls, **kwargs)
 
     # ----- accessors ---------------------------------------------------------------------------------
     def pos(self, level: int) -> Any:
@@ -144,10 +166,7 @@ class Tensor:
     @property
     def nse(self) -> int:
         """Number of stored values (padding and unused batch slots included)."""
-        size = 1
-        for s in self._val.shape:
-            size *= int(s)
-        return size
+        return value_count(self._val, 0)
 
     @property
     def is_sparse(self) -> bool:
@@ -169,13 +188,11 @@ class Tensor:
     def convert(self, tensor_format: TensorFormat | None = None, index_type: Any = None, dtype: Any = None,
                 drop_zeros: bool = False) -> "Tensor":
         """This tensor in another format / index type / value type (a new tensor, same package and device)."""
-        from frontend.storage._convert import convert
-        return convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros)
+        return _convert.convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros)
 
     def to_dense(self) -> np.ndarray:
         """A NumPy dense array (C order) of the tensor's contents."""
-        from frontend.storage._convert import entries
-        dims, vals = entries(self)
+        dims, vals = _convert.entries(self)
         out = np.zeros(self.shape, dtype=numpy_dtype(self._val))
         if self.ndim == 0:
             return np.asarray(vals.sum(), dtype=out.dtype) if len(vals) else out
@@ -187,8 +204,7 @@ class Tensor:
 
     def get_value(self, index: Sequence[int]) -> Any:
         """The value stored at dimension coordinates ``index`` (padding zeros count as stored), or None."""
-        from frontend.storage._lookup import get_value
-        return get_value(self, index)
+        return _lookup.get_value(self, index)
 
     def clone(self) -> "Tensor":
         """A deep copy (same format, package and device; every buffer copied)."""
@@ -209,15 +225,35 @@ class Tensor:
             (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
             for a, b in zip(new._pos + new._crd, self._pos + self._crd)))
         if same:
-            from frontend.storage._layout import to_host
             to_host(self._val)[...] = new.val.reshape(self._val.shape)
         else:
             self._pos, self._crd, self._val = new._pos, new._crd, new._val
             self._validated = new._validated
         return self
 
+    # ----- package objects, files and pictures ---------------------------------------------------------
+    def to_package(self, package: str | None = None) -> Any:
+        """An object of ``package`` (default: the source's) sharing this tensor's buffers."""
+        return interop.to_package(self, package)
+
+    def to_file(self, path: Any, **kwargs: Any) -> None:
+        """Writes the tensor as Matrix Market ``.mtx`` or FROSTT ``.tns`` (by extension; keywords ``field``,
+        ``symmetry``, ``layout``: :func:`frontend.tensor._fileio.write`)."""
+        _fileio.write(self, path, **kwargs)
+
+    def draw(self, path: Any, **kwargs: Any) -> Path:
+        """Draws the contents (1-D to 3-D) as a grid, stored entries shaded (:mod:`frontend.tensor._draw`)."""
+        return _draw.draw(self, path, **kwargs)
+
+    def draw_storage(self, path: Any, **kwargs: Any) -> Path:
+        """Draws the level buffers as rows of cells, padding zeros marked."""
+        return _draw.draw_storage(self, path, **kwargs)
+
+    def draw_raw(self, path: Any, **kwargs: Any) -> Path:
+        """Draws the nonzero pattern of a large 2-D/3-D tensor as a density image."""
+        return _draw.draw_raw(self, path, **kwargs)
+
     def __repr__(self) -> str:
-        from frontend.tensor._display import describe
         return describe(self)
 
 
@@ -240,55 +276,3 @@ def _per_level(bufs: Any, n: int, name: str) -> list[Any]:
         raise ValueError(f"{name}: expected {n} entries (one per level, None where a level has none), "
                          f"got {len(bufs)}")
     return bufs
-
-
-# ----- interop, files and drawing: thin delegations (frontend.interop / fileio / draw own the logic) -----
-def _from_package(cls: type, x: Any) -> Tensor:
-    """A Tensor sharing the buffers of a NumPy/SciPy/torch/CuPy object (see :mod:`frontend.interop`)."""
-    from frontend.interop._package import from_package
-    return from_package(x)
-
-
-def _to_package(self: Tensor, package: str | None = None) -> Any:
-    """An object of ``package`` (default: the source's) sharing this tensor's buffers."""
-    from frontend.interop._package import to_package
-    return to_package(self, package)
-
-
-def _from_file(cls: type, path: Any, **kwargs: Any) -> Tensor:
-    """A COO tensor read from a Matrix Market ``.mtx`` or FROSTT ``.tns`` file (:mod:`frontend.tensor._fileio`)."""
-    from frontend.tensor._fileio import read
-    return read(path, **kwargs)
-
-
-def _to_file(self: Tensor, path: Any, **kwargs: Any) -> None:
-    """Writes the tensor as Matrix Market ``.mtx`` or FROSTT ``.tns`` (by extension)."""
-    from frontend.tensor._fileio import write
-    write(self, path, **kwargs)
-
-
-def _draw(self: Tensor, path: Any, **kwargs: Any) -> Any:
-    """Draws the contents (1-D to 3-D) as a grid, stored entries shaded (:mod:`frontend.tensor._draw`)."""
-    from frontend.tensor._draw import draw
-    return draw(self, path, **kwargs)
-
-
-def _draw_storage(self: Tensor, path: Any, **kwargs: Any) -> Any:
-    """Draws the level buffers as rows of cells, padding zeros marked."""
-    from frontend.tensor._draw import draw_storage
-    return draw_storage(self, path, **kwargs)
-
-
-def _draw_raw(self: Tensor, path: Any, **kwargs: Any) -> Any:
-    """Draws the nonzero pattern of a large 2-D/3-D tensor as a density image."""
-    from frontend.tensor._draw import draw_raw
-    return draw_raw(self, path, **kwargs)
-
-
-Tensor.from_package = classmethod(_from_package)  # type: ignore[attr-defined]
-Tensor.to_package = _to_package  # type: ignore[attr-defined]
-Tensor.from_file = classmethod(_from_file)  # type: ignore[attr-defined]
-Tensor.to_file = _to_file  # type: ignore[attr-defined]
-Tensor.draw = _draw  # type: ignore[attr-defined]
-Tensor.draw_storage = _draw_storage  # type: ignore[attr-defined]
-Tensor.draw_raw = _draw_raw  # type: ignore[attr-defined]
