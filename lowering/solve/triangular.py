@@ -18,8 +18,9 @@ diagonal (a multiply, not a divide, on the critical path), for blocks the dense 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from lowering.solve.builder import FuncBuilder
 from lowering.solve.values import Block, IndexBuf, check_choice, vec
