@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV
 
-.PHONY: setup demo test test-gpu bench clean
+.PHONY: setup demo lint test test-gpu bench clean
 
 setup:
 	@bash scripts/install.sh
@@ -10,7 +10,11 @@ setup:
 demo: setup
 	$(PY) examples/quickstart.py
 
-test: setup
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: lint
 	$(PY) -m pytest -q
 
 test-gpu: setup
@@ -20,4 +24,4 @@ bench: setup
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from frontend import NamedFormats as N, Tensor  # noqa: E402
-
 
 REPEATS = 3
 

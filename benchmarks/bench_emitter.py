@@ -17,7 +17,8 @@ import os
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # single-core comparison: our kernels run on one core
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -91,7 +92,8 @@ def bench_delta(size: int, sparsities: list[float], bits_list: list[int]) -> lis
     x = rng.standard_normal(size).astype(np.float32)
     rows = []
     print(f"\nDELTA SpMV float32, {size} x {size}, uniformly random nonzeros (times in ms; ratio = dense / ours)")
-    head = f"{'sparsity':>8} {'dense':>8} {'scipyCSR':>9} {'oursCSR':>8}" + "".join(f" {'DELTA' + str(b):>8}" for b in bits_list)
+    head = (f"{'sparsity':>8} {'dense':>8} {'scipyCSR':>9} {'oursCSR':>8}"
+            + "".join(f" {'DELTA' + str(b):>8}" for b in bits_list))
     print(head + "   speedup vs dense (DELTA" + ",".join(map(str, bits_list)) + ")   vs ours CSR")
     for s in sparsities:
         dense = rng.standard_normal((size, size)).astype(np.float32)

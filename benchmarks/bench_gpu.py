@@ -18,7 +18,8 @@ import argparse
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,8 +49,8 @@ def stencil(rows: int, dtype: Any = np.float32) -> sp.dia_matrix:
 
 def bench_stencil(rows: int, torch: Any) -> None:
     from frontend import NamedFormats as NF, Tensor
-    from frontend.storage._convert import convert
     from frontend.ops.gpu._matmul import gpu_matmul_plan, to_device
+    from frontend.storage._convert import convert
 
     A = stencil(rows)
     csr = A.tocsr()
@@ -91,8 +92,8 @@ def bench_stencil(rows: int, torch: Any) -> None:
 
 def bench_delta(size: int, sparsities: list[float], torch: Any) -> None:
     from frontend import NamedFormats as NF, Tensor
-    from frontend.storage._convert import convert
     from frontend.ops.gpu._matmul import gpu_matmul_plan, to_device
+    from frontend.storage._convert import convert
 
     sync = torch.cuda.synchronize
     rng = np.random.default_rng(1)

@@ -20,8 +20,9 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 # Our kernels run on one thread; so does scipy's BLAS here (threaded BLAS on a busy machine made
 # scipy's vector updates ~10x slower, which would flatter the ratios). Override from the environment.

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from mlir_bridge import toolchain
 from mlir_bridge.cache import DiskCache, cache_dir
-from mlir_bridge.errors import CompileError
 from mlir_bridge.module import CompiledModule
 from mlir_bridge.signature import Signature
 from mlir_bridge.stage import PipelineArg, normalize
@@ -51,7 +50,7 @@ def cache_key(text: str, description: str, target: Target) -> str:
     return h.hexdigest()
 
 
-def compile_module(text: str, pipeline: PipelineArg, *, target: "str | Target" = "cpu") -> CompiledModule:
+def compile_module(text: str, pipeline: PipelineArg, *, target: str | Target = "cpu") -> CompiledModule:
     """Compile MLIR ``text`` with ``pipeline`` for ``target`` and load it.
 
     ``pipeline``: an object with ``stages()``/``describe()`` (``lowering.pipelines.Pipeline``),
@@ -75,7 +74,7 @@ def compile_module(text: str, pipeline: PipelineArg, *, target: "str | Target" =
             return mod
         fut = _inflight.get(key)
         owner = fut is None
-        if owner:
+        if fut is None:
             fut = _inflight[key] = Future()
         else:  # another thread is compiling this key: share its result
             _stats["memory_hits"] += 1

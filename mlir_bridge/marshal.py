@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -121,7 +121,8 @@ class Layout:
         self.args_format = args_fmt
         self.buffer_type = ctypes.c_int64 * max(1, (size + 7) // 8)
 
-    def bind_symbol(self, fn: Callable) -> Callable:
+    def bind_symbol(self, fn: Any) -> Any:
+        """Sets the ctypes prototype of the kernel symbol ``fn`` (a ctypes function pointer)."""
         fn.argtypes = self.argtypes
         fn.restype = self.restype
         return fn
@@ -219,7 +220,8 @@ class Marshaller:
         if not self.layout.by_pointer:
             return ret
         vals = struct.unpack_from(self.layout.result_format, buf, 0)
-        out, pos, owners = [], 0, {}
+        out, pos = [], 0
+        owners: dict[int, Any] = {}
         for spec in specs:
             if spec.kind == "scalar":
                 out.append(vals[pos])

@@ -20,7 +20,7 @@ class Function:
     Returns None, one value or a tuple; memref results are numpy arrays. Thread-safe.
     """
 
-    def __init__(self, module: "CompiledModule", sig: Signature, symbol: Any, device: str) -> None:
+    def __init__(self, module: CompiledModule, sig: Signature, symbol: Any, device: str) -> None:
         self.module = module  # keeps the shared object loaded
         self.signature = sig
         self._m = Marshaller(sig, device)
@@ -57,7 +57,7 @@ class Function:
         ret = self._cfn(*cargs)
         return m.results(buf, ret, inputs)
 
-    def bind(self, *args: Any) -> "BoundCall":
+    def bind(self, *args: Any) -> BoundCall:
         """Prepare a call once (checks, descriptors); ``bound()`` then only runs the kernel."""
         return BoundCall(self, args)
 

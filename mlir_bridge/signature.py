@@ -43,7 +43,7 @@ class ValueSpec:
         return {"kind": self.kind, "elem": self.elem, "shape": list(self.shape)}
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "ValueSpec":
+    def from_json(d: dict[str, Any]) -> ValueSpec:
         spec = ValueSpec(str(d["kind"]), str(d["elem"]), tuple(int(x) for x in d["shape"]))
         spec.check()
         return spec
@@ -74,6 +74,6 @@ class Signature:
                 "results": [r.to_json() for r in self.results]}
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "Signature":
+    def from_json(d: dict[str, Any]) -> Signature:
         return Signature(str(d["name"]), tuple(ValueSpec.from_json(a) for a in d["args"]),
                          tuple(ValueSpec.from_json(r) for r in d["results"]))

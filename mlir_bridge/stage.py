@@ -1,8 +1,9 @@
 """Pipeline stages: a pass-pipeline string or a named Python rewrite."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence, Union
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Stage:
             raise ValueError(f"stage {self.name!r}: passes must be 'builtin.module(...)', got {self.passes!r}")
 
     @staticmethod
-    def of(name: str, what: "str | Callable[[str], str] | Stage") -> "Stage":
+    def of(name: str, what: str | Callable[[str], str] | Stage) -> Stage:
         """A Stage from a pipeline string or a text callback (a Stage is returned as is)."""
         if isinstance(what, Stage):
             return what
@@ -65,7 +66,7 @@ class PipelineLike(Protocol):
     def describe(self) -> str: ...
 
 
-PipelineArg = Union[PipelineLike, str, Sequence[Stage]]
+PipelineArg = PipelineLike | str | Sequence[Stage]
 
 
 def normalize(pipeline: PipelineArg) -> tuple[tuple[Stage, ...], str]:

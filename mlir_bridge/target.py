@@ -90,7 +90,7 @@ def register_target(target: Target) -> None:
     _TARGETS[target.name] = target
 
 
-def get_target(target: "str | Target") -> Target:
+def get_target(target: str | Target) -> Target:
     """The Target named ``target`` (a Target is returned as is)."""
     if isinstance(target, Target):
         return target

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlir_bridge.errors import CompileError
+from mlir_bridge.signature import Signature
 from mlir_bridge.stage import Stage
 
 
@@ -37,7 +38,8 @@ def execute(job: Job, outdir: Path) -> None:
     module = C.parse(job.text, C.new_context())
     C.mark_c_interface(module)
     snapshots = [("input", str(module))] if job.mode == "stages" else []
-    sigs, sig_error = {}, None
+    sigs: dict[str, Signature] = {}
+    sig_error: CompileError | None = None
     for stage in job.stages:
         _progress(outdir, stage.name)
         module = C.run_stage(module, stage)

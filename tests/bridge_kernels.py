@@ -44,7 +44,8 @@ def spgemm(m: int, k: int, n: int, dtype=np.float64, width: int = 0, name: str =
 }}
 func.func @{name}(%A: tensor<{m}x{k}x{t}, #CSR>, %B: tensor<{k}x{n}x{t}, #CSR>) -> tensor<{m}x{n}x{t}, #CSR> {{
   %e = tensor.empty() : tensor<{m}x{n}x{t}, #CSR>
-  %0 = linalg.generic #trait ins(%A, %B : tensor<{m}x{k}x{t}, #CSR>, tensor<{k}x{n}x{t}, #CSR>) outs(%e : tensor<{m}x{n}x{t}, #CSR>) {{
+  %0 = linalg.generic #trait ins(%A, %B : tensor<{m}x{k}x{t}, #CSR>, tensor<{k}x{n}x{t}, #CSR>)
+                            outs(%e : tensor<{m}x{n}x{t}, #CSR>) {{
     ^bb0(%a: {t}, %b: {t}, %c: {t}):
       %p = arith.mulf %a, %b : {t}
       %s = arith.addf %c, %p : {t}

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def run_on_threads(worker: Callable[[int], Any], count: int) -> list[BaseException]:

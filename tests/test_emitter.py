@@ -220,7 +220,8 @@ def test_lowering_level_use_without_frontend_ops(A):
     from mlir_bridge import compile_module
 
     t = Tensor.from_dense(A, NF.DELTA(3), index_type=np.int32)
-    c = Contraction(("ij", "j"), (TensorSpec(NF.DELTA(3), A.shape, "f64", 32, 32), TensorSpec(None, (A.shape[1],), "f64")),
+    c = Contraction(("ij", "j"),
+                    (TensorSpec(NF.DELTA(3), A.shape, "f64", 32, 32), TensorSpec(None, (A.shape[1],), "f64")),
                     "i", TensorSpec(None, (A.shape[0],), "f64"))
     fn = compile_module(emit_contraction(c), Pipeline()).function("main")
     x = np.linspace(0, 1, A.shape[1])

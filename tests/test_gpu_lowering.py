@@ -22,8 +22,8 @@ from lowering.contraction import Contraction, TensorSpec
 from lowering.gpu.dispatch import gpu_path, library_layout, lower_gpu
 from lowering.gpu.pipeline import DEFAULT_CHIPS, GpuPipeline
 from mlir_bridge import CompileError, lower_stages
-from mlir_bridge.gpu.cuda_driver import cuda_info
 from mlir_bridge.gpu import GPU, MODULE_SEPARATOR, build_gpu, gpu_assembly
+from mlir_bridge.gpu.cuda_driver import cuda_info
 
 ROOT = Path(__file__).resolve().parent.parent
 PTXAS = shutil.which("ptxas")
@@ -590,7 +590,8 @@ def test_dia_row_kernel_runs_correctly_on_the_cpu(spmm: bool) -> None:
         d = np.triu(np.tril(rng.random((m, n)), 2), -3).astype(np.float32)
         t = Tensor.from_dense(d, N.DIAI, index_type=np.int32)
         b = rng.random((n, 3) if spmm else n).astype(np.float32)
-        c = Contraction(("ik", "kj") if spmm else ("ik", "k"), (_spec(N.DIAI, (m, n), "f32"), _spec(None, b.shape, "f32")),
+        c = Contraction(("ik", "kj") if spmm else ("ik", "k"),
+                        (_spec(N.DIAI, (m, n), "f32"), _spec(None, b.shape, "f32")),
                         "ij" if spmm else "i", TensorSpec(None, (m, 3) if spmm else (m,), "f32"), init="c")
         assert applies(c)
         out = np.ones((m, 3) if spmm else m, np.float32)
@@ -604,8 +605,8 @@ def test_dia_row_kernel_runs_correctly_on_the_cpu(spmm: bool) -> None:
 def test_compile_module_for_the_gpu_target_without_a_device_raises_clearly():
     """``compile_module(..., target="gpu")`` checks for a driver before loading anything."""
     import mlir_bridge as mb
-    from mlir_bridge.gpu.cuda_driver import cuda_info
     import mlir_bridge.gpu  # noqa: F401 - registers the "gpu" target
+    from mlir_bridge.gpu.cuda_driver import cuda_info
 
     if cuda_info().available:
         pytest.skip("a CUDA device is present")

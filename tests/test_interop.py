@@ -7,8 +7,8 @@ import scipy.sparse as sp
 import torch
 
 from frontend import NamedFormats
-from frontend.storage._buffers import data_pointer
 from frontend.interop._layouts import compressed_format, coo_format, dense_format
+from frontend.storage._buffers import data_pointer
 from frontend.tensor import Tensor
 
 SHAPES = [(5, 7), (1, 1), (0, 0), (6, 4), (4, 6)]

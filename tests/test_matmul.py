@@ -11,10 +11,10 @@ import pytest
 import scipy.sparse as sp
 
 import frontend as F
+from concurrency import run_on_threads
 from frontend import NamedFormats as N, Tensor, TensorFormat
 from lowering.pipelines import Pipeline
 from mlir_bridge import CompileError, Stage
-from concurrency import run_on_threads
 from ops_util import close, dense, rand, tensor
 
 FORMATS_2D = {

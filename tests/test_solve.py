@@ -9,8 +9,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 import frontend
-from frontend import NamedFormats as NF
-from frontend import Tensor
+from frontend import NamedFormats as NF, Tensor
 from frontend.solvers._solve import ConvergenceError, ConvergenceWarning
 
 pyamg = pytest.importorskip("pyamg")

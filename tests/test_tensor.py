@@ -161,7 +161,8 @@ def test_coo_order_and_uniqueness() -> None:
         return Tensor.from_buffers(fmt, (3, 3), pos=[np.array([0, len(rows)]), None],
                                    crd=[np.array(rows), np.array(cols)], values=np.ones(len(rows)))
     coo([0, 0, 2], [0, 2, 1])
-    with pytest.raises(ValueError, match=r"level 0 \(i : compressed\(nonunique\)\): coordinates must be non-decreasing"):
+    with pytest.raises(ValueError,
+                       match=r"level 0 \(i : compressed\(nonunique\)\): coordinates must be non-decreasing"):
         coo([0, 2, 1], [0, 0, 0])
     with pytest.raises(ValueError, match=r"level 1 \(j : singleton\(soa\)\): coordinates must be strictly increasing"):
         coo([0, 0, 1], [2, 1, 0])
@@ -171,7 +172,8 @@ def test_coo_order_and_uniqueness() -> None:
         Tensor.from_buffers(N.COO, (3, 3), pos=[np.array([0, 3]), None], crd=[np.array([0, 1, 2]), np.array([0, 1])],
                             values=np.ones(3))
     unordered = TensorFormat([I, J], [(I, F.DENSE), (J, (F.COMPRESSED, P.UNORDERED))])
-    Tensor.from_buffers(unordered, (1, 3), pos=[None, np.array([0, 2])], crd=[None, np.array([2, 0])], values=np.ones(2))
+    Tensor.from_buffers(unordered, (1, 3), pos=[None, np.array([0, 2])], crd=[None, np.array([2, 0])],
+                        values=np.ones(2))
     with pytest.raises(ValueError, match="coordinate 2 stored twice"):
         Tensor.from_buffers(unordered, (1, 3), pos=[None, np.array([0, 2])], crd=[None, np.array([2, 2])],
                             values=np.ones(2))

@@ -1,14 +1,13 @@
 """Multi-threaded row-range kernels (``matmul(..., threads=n)``) against numpy and the one-thread path."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 import frontend as F
+from concurrency import run_on_threads
 from frontend import NamedFormats as N, Tensor
 from frontend.ops._threads import chunk_bounds, resolve_threads
-from concurrency import run_on_threads
 from ops_util import dense, rand
 
 FORMATS = {"CSR": N.CSR, "BSR": N.BSR((2, 2)), "DELTA": N.DELTA(4), "DIAI": N.DIAI}

@@ -1,8 +1,6 @@
 """TorchUST: intercepted torch ops vs dense torch, autograd, refusal/fallback, aliasing."""
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 import torch.nn.functional as F

@@ -7,7 +7,8 @@ Formats are read by duck typing (``levels``, ``map_text``), so this module does 
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from frontend.format._dtypes import mlir_type
 

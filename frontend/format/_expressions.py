@@ -6,8 +6,9 @@ combinations are allowed in a format is checked by :class:`frontend.format._form
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
 # Operators in the DSL's own spelling; the MLIR spelling is used by ``to_mlir``.
 OPERATORS = ("+", "-", "//", "%", "*")
@@ -19,34 +20,34 @@ Operand = Union["Expr", int]
 class Expr:
     """Base of level expressions; Python operators build :class:`BinaryExpr` nodes."""
 
-    def __add__(self, other: Operand) -> "BinaryExpr":
+    def __add__(self, other: Operand) -> BinaryExpr:
         return BinaryExpr("+", self, _operand(other))
 
-    def __radd__(self, other: Operand) -> "BinaryExpr":
+    def __radd__(self, other: Operand) -> BinaryExpr:
         return BinaryExpr("+", _operand(other), self)
 
-    def __sub__(self, other: Operand) -> "BinaryExpr":
+    def __sub__(self, other: Operand) -> BinaryExpr:
         return BinaryExpr("-", self, _operand(other))
 
-    def __rsub__(self, other: Operand) -> "BinaryExpr":
+    def __rsub__(self, other: Operand) -> BinaryExpr:
         return BinaryExpr("-", _operand(other), self)
 
-    def __floordiv__(self, other: Operand) -> "BinaryExpr":
+    def __floordiv__(self, other: Operand) -> BinaryExpr:
         return BinaryExpr("//", self, _operand(other))
 
-    def __mod__(self, other: Operand) -> "BinaryExpr":
+    def __mod__(self, other: Operand) -> BinaryExpr:
         return BinaryExpr("%", self, _operand(other))
 
-    def __mul__(self, other: Operand) -> "BinaryExpr":
+    def __mul__(self, other: Operand) -> BinaryExpr:
         return BinaryExpr("*", self, _operand(other))
 
     __rmul__ = __mul__
 
-    def dimensions(self) -> tuple["Dimension", ...]:
+    def dimensions(self) -> tuple[Dimension, ...]:
         """The dimensions this expression reads, in order of appearance."""
         raise TypeError(f"not a level expression: {self!r}")
 
-    def evaluate(self, values: Mapping["Dimension", Any]) -> Any:
+    def evaluate(self, values: Mapping[Dimension, Any]) -> Any:
         """Evaluates on ints or NumPy arrays (vectorized)."""
         raise TypeError(f"not a level expression: {self!r}")
 
@@ -67,10 +68,10 @@ class Dimension(Expr):
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"dimension name must be an identifier, got {self.name!r}")
 
-    def dimensions(self) -> tuple["Dimension", ...]:
+    def dimensions(self) -> tuple[Dimension, ...]:
         return (self,)
 
-    def evaluate(self, values: Mapping["Dimension", Any]) -> Any:
+    def evaluate(self, values: Mapping[Dimension, Any]) -> Any:
         return values[self]
 
     def render(self, mlir: bool = False) -> str:

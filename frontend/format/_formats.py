@@ -14,8 +14,9 @@ and a level format (dense, compressed, singleton, range, delta, ...) with proper
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any
 
 from frontend.format._expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
 
@@ -106,7 +107,7 @@ class Level:
         return f"{self.expr.render(mlir)} : {self.type_text(mlir)}"
 
 
-LevelSpec = Union[LevelFormat, tuple, Level]
+LevelSpec = LevelFormat | tuple | Level
 
 
 def make_level(expr: Expr, spec: LevelSpec) -> Level:
@@ -192,7 +193,7 @@ class TensorFormat:
 
     # ----- parsing and printing --------------------------------------------------------------
     @classmethod
-    def parse(cls, text: str, name: str | None = None) -> "TensorFormat":
+    def parse(cls, text: str, name: str | None = None) -> TensorFormat:
         """Reads the textual DSL, e.g. ``"(i, j) -> (i : dense, j : compressed)"`` (MLIR spellings
         ``floordiv``/``mod``/``nonordered`` and a full ``#sparse_tensor.encoding<{map = ...}>`` too)."""
         from frontend.format._parser import parse_format
@@ -212,7 +213,7 @@ class TensorFormat:
         label = f", name={self.name!r}" if self.name else ""
         return f"TensorFormat.parse({str(self)!r}{label})"
 
-    def renamed(self, name: str) -> "TensorFormat":
+    def renamed(self, name: str) -> TensorFormat:
         return TensorFormat(self.dimensions, self.levels, name=name)
 
     # ----- structure ----------------------------------------------------------------------------

@@ -6,10 +6,10 @@ Plain attributes are 2-D formats (``NamedFormats.CSR``); families take their par
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from frontend.format._expressions import Dimension
-from frontend.format._formats import Level, LevelFormat as F, LevelProperty as P, TensorFormat
+from frontend.format._expressions import Dimension, Expr
+from frontend.format._formats import Level, LevelFormat as F, LevelProperty as P, LevelSpec, TensorFormat
 
 _NAMES = "ijklmnopqrstuvwxyz"
 
@@ -59,8 +59,8 @@ def _delta(bits: int) -> TensorFormat:
 
 def _nm(n: int, m: int) -> TensorFormat:
     i, j = _dims(2)
-    return TensorFormat([i, j], [(i, F.DENSE), (j // m, F.DENSE), (j % m, (F.STRUCTURED, (n, m)))],
-                        name=f"NM{n}:{m}")
+    levels: list[tuple[Expr, LevelSpec]] = [(i, F.DENSE), (j // m, F.DENSE), (j % m, (F.STRUCTURED, (n, m)))]
+    return TensorFormat([i, j], levels, name=f"NM{n}:{m}")
 
 
 class _COOFamily(TensorFormat):
@@ -80,21 +80,21 @@ class NamedFormats:
     Scalar = TensorFormat([], [], name="Scalar")
     DenseVector = _dense(1)
     SparseVector = _named("(i) -> (i : compressed)", "SparseVector")
-    Dense: Callable[[int], TensorFormat] = staticmethod(_dense)  # type: ignore[assignment]
+    Dense: Callable[[int], TensorFormat] = staticmethod(_dense)
     COO = _COOFamily(_coo(2).dimensions, _coo(2).levels, name="COO")
     CSR = _named("(i, j) -> (i : dense, j : compressed)", "CSR")
     CSC = _named("(i, j) -> (j : dense, i : compressed)", "CSC")
     DCSR = _named("(i, j) -> (i : compressed, j : compressed)", "DCSR")
     DCSC = _named("(i, j) -> (j : compressed, i : compressed)", "DCSC")
-    CSF: Callable[[int], TensorFormat] = staticmethod(_csf)  # type: ignore[assignment]
-    BSR: Callable[[tuple[int, int]], TensorFormat] = staticmethod(lambda shape: _block(shape, False))  # type: ignore[assignment]
-    BSC: Callable[[tuple[int, int]], TensorFormat] = staticmethod(lambda shape: _block(shape, True))  # type: ignore[assignment]
+    CSF: Callable[[int], TensorFormat] = staticmethod(_csf)
+    BSR: Callable[[tuple[int, int]], TensorFormat] = staticmethod(lambda shape: _block(shape, False))
+    BSC: Callable[[tuple[int, int]], TensorFormat] = staticmethod(lambda shape: _block(shape, True))
     DIAI = _named("(i, j) -> (j - i : compressed, i : range)", "DIAI")
     DIAJ = _named("(i, j) -> (j - i : compressed, j : range)", "DIAJ")
     SkewDIAI = _named("(i, j) -> (i + j : compressed, i : range)", "SkewDIAI")
     SkewDIAJ = _named("(i, j) -> (i + j : compressed, j : range)", "SkewDIAJ")
-    DELTA: Callable[[int], TensorFormat] = staticmethod(_delta)  # type: ignore[assignment]
-    NM: Callable[[int, int], TensorFormat] = staticmethod(_nm)  # type: ignore[assignment]
+    DELTA: Callable[[int], TensorFormat] = staticmethod(_delta)
+    NM: Callable[[int, int], TensorFormat] = staticmethod(_nm)
     BatchedCSR = _named("(b, i, j) -> (b : batch, i : dense, j : compressed)", "BatchedCSR")
 
     @classmethod

@@ -20,15 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from lowering.solve import KrylovSpec, TriangularSpec, compile_solver, ilu0_function, krylov_module, \
-    triangular_module
 from frontend.format._dtypes import index_width, mlir_type
-
-from frontend.storage._buffers import is_torch
-from frontend.solvers._operands import CsrOperands, Structure, analyze, as_matrix, csr_operands, \
-    triangular_operands, working_dtype
 from frontend.ops._operands import result_package, to_package
+from frontend.solvers._operands import (
+    CsrOperands,
+    Structure,
+    analyze,
+    as_matrix,
+    csr_operands,
+    triangular_operands,
+    working_dtype,
+)
+from frontend.storage._buffers import is_torch
 from frontend.tensor._tensor import Tensor
+from lowering.solve import KrylovSpec, TriangularSpec, compile_solver, ilu0_function, krylov_module, triangular_module
 
 METHODS = ("auto", "triangular", "cg", "bicgstab", "gmres")
 PRECONDITIONERS = (None, "jacobi", "ilu0", "ic0")
@@ -75,6 +80,9 @@ def _dense(b: Any, what: str) -> np.ndarray:
 class Solve:
     """A planned solver for one matrix; ``execute(b)`` solves for any number of right-hand sides."""
 
+    _dt: np.dtype  # working dtype and its MLIR element type, set by plan()
+    _elem: str
+
     def __init__(self, a: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: int | None = None,
                  preconditioner: str | None = None, lower: bool | None = None, upper: bool | None = None,
                  unit_diagonal: bool = False, on_failure: str = "raise", restart: int = 30,
@@ -120,7 +128,7 @@ class Solve:
         return self._info
 
     # ----- planning ------------------------------------------------------------------------------------
-    def plan(self, dtype: Any = None) -> "Solve":
+    def plan(self, dtype: Any = None) -> Solve:
         """Analyse ``a``, pick the method, convert, factorize and compile (once per value dtype)."""
         dt = working_dtype(self._matrix.dtype, dtype if dtype is not None else (self._dtype or self._matrix.dtype))
         if self._planned and dt == self._dt:

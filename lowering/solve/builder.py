@@ -11,9 +11,9 @@ the solver emitters (pure string building, no ``mlir`` import)::
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 from lowering.mlir_text import MlirText
 
@@ -110,14 +110,14 @@ class FuncBuilder(MlirText):
         lp.yielded = True
 
     @contextmanager
-    def while_(self, inits: Sequence[tuple[str, str]]) -> Iterator["_While"]:
+    def while_(self, inits: Sequence[tuple[str, str]]) -> Iterator[_While]:
         """``scf.while`` over ``inits``: call ``w.cond(flag)`` in the before-region, then the body."""
         w = _While(self, inits)
         yield w
         w.close()
 
     @contextmanager
-    def if_(self, cond: str, types: Sequence[str] = ()) -> Iterator["_If"]:
+    def if_(self, cond: str, types: Sequence[str] = ()) -> Iterator[_If]:
         """``scf.if``; with result ``types`` both branches must yield (``br.else_()`` switches)."""
         br = _If(self, cond, list(types))
         yield br

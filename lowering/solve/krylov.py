@@ -13,8 +13,8 @@ Vectors have the matrix element type; dot products, norms and Krylov coefficient
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from lowering.solve.builder import FuncBuilder
 from lowering.solve.precond import Preconditioner
@@ -137,7 +137,7 @@ def _cg(c: _Ctx, it0: str) -> tuple[str, list[str]]:
 
 def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
     """Right-preconditioned BiCGSTAB from residual ``r``."""
-    f, E = c.f, c.E
+    f = c.f
     zero, one = f.c(0.0, "f64"), f.c(1.0, "f64")
     rhat, p, v, t = c.vector(), c.vector(), c.vector(), c.vector()
     phat0 = shat0 = None
@@ -197,7 +197,7 @@ def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
         rr2, rho2 = c.sweep(update, 2)
         good = f.andi(f.andi(nonzero(rho), nonzero(rv)), nonzero(omega64))
         w.yield_(f.add(it, f.c(1), "index"), rho, alpha64, omega64, rr2, good, rho2)
-    bufs = [rhat, p, v, t] + ([phat0, shat0] if phat0 else [])
+    bufs = [rhat, p, v, t] + ([phat0, shat0] if phat0 and shat0 else [])
     return w.results[0], bufs
 
 

@@ -1,7 +1,7 @@
 """Compiling solver modules: loop-level cleanups, then the project's CPU pipeline, via mlir_bridge."""
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from mlir_bridge import CompiledModule, Stage, compile_module
 
@@ -10,7 +10,7 @@ CLEANUP = Stage("solve-cleanup", passes="builtin.module(canonicalize,cse,loop-in
                                         "canonicalize,cse)")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stages(target: str) -> tuple[Stage, ...]:
     from lowering.pipelines import Pipeline
 

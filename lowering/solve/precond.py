@@ -11,6 +11,7 @@ A preconditioner adds arguments to the solver function and emits ``dst = M^-1 sr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from lowering.solve.builder import FuncBuilder
 from lowering.solve.triangular import emit_rows
@@ -62,7 +63,7 @@ class Preconditioner:
             def upper_range(f: FuncBuilder, i: str) -> tuple[str, str]:
                 return f.add(idx.load(f, "%dptr", i), c1, "index"), idx.load(f, A.pos, f.add(i, c1, "index"))
 
-            common = dict(block=1, blk=blk, idx=idx, pos=A.pos, crd=A.crd, val="%lu", diag="%uinv",
+            common: dict[str, Any] = dict(block=1, blk=blk, idx=idx, pos=A.pos, crd=A.crd, val="%lu", diag="%uinv",
                           nb=n, filtered=False)
             emit_rows(f, lower=True, unit=True, b=src, x=dst, bounds=lower_range, **common)
             emit_rows(f, lower=False, unit=False, b=dst, x=dst, bounds=upper_range, **common)

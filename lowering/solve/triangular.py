@@ -18,8 +18,9 @@ diagonal (a multiply, not a divide, on the critical path), for blocks the dense 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
 from lowering.solve.builder import FuncBuilder
 from lowering.solve.values import Block, IndexBuf, check_choice, vec
@@ -180,7 +181,7 @@ def triangular_function(spec: TriangularSpec) -> str:
     args = [("p", idx.memref), ("q", idx.memref), ("val", vec(spec.elem)), ("diag", vec(spec.elem)),
             ("b", blk.memref), ("x", blk.memref)]
     f = FuncBuilder(spec.name, args)
-    common = dict(lower=spec.lower, unit=spec.unit, blk=blk, idx=idx, val="%val", diag="%diag",
+    common: dict[str, Any] = dict(lower=spec.lower, unit=spec.unit, blk=blk, idx=idx, val="%val", diag="%diag",
                   b="%b", x="%x")
     if spec.layout == "rows":
         nb = f.sub(f.dim("%p", idx.memref), f.c(1), "index")

@@ -1,8 +1,8 @@
 """Inline loop emitters for dense vectors and a CSR matrix: fused sweeps, SpMV rows, norms."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from lowering.solve.builder import FuncBuilder
 from lowering.solve.values import IndexBuf, Lanes, vec

@@ -30,7 +30,7 @@ from mlir_bridge.stage import PipelineArg, normalize
 from mlir_bridge.target import Target, _run, register_target
 
 _lock = threading.Lock()
-_builds: dict[str, "GpuBuild"] = {}
+_builds: dict[str, GpuBuild] = {}
 _loaded: dict[tuple[str, int], CompiledModule] = {}
 _ptx: dict[str, tuple[str, ...]] = {}
 

@@ -152,7 +152,8 @@ def output_in_place(module: ir.Module) -> None:
                     user = op_of(use.owner)
                     if user.name == "memref.store" and use.operand_number == 1:
                         src = defining_op(user.operands[0])
-                        if src is not None and src.name == "memref.load" and isinstance(src.operands[0].owner, ir.Block):
+                        if (src is not None and src.name == "memref.load"
+                                and isinstance(src.operands[0].owner, ir.Block)):
                             sources.add(src.operands[0])
                 c = [s for s in sources if s.type == v.type]
                 if len(c) != 1:

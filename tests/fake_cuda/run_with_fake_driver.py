@@ -17,8 +17,8 @@ from frontend import NamedFormats as N
 from frontend.tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.gpu.dispatch import lower_gpu
-from mlir_bridge.gpu.cuda_driver import cuda_info
 from mlir_bridge.gpu import build_gpu, load_gpu
+from mlir_bridge.gpu.cuda_driver import cuda_info
 
 
 def main() -> None:
