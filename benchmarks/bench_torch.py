@@ -22,7 +22,7 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import frontend  # noqa: E402
-from frontend.format._named import NamedFormats as N  # noqa: E402
+from frontend.format import NamedFormats as N  # noqa: E402
 from frontend.torch_interface import TorchUST, choose_format, prune_model, reformat_model  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from frontend.format._named import NamedFormats
+from frontend.format import NamedFormats
 from frontend.torch_interface import TorchUST, prune_model, reformat_model
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")

@@ -12,8 +12,8 @@ import argparse
 import sys
 from typing import Sequence
 
-from frontend.format._formats import TensorFormat
-from frontend.format._named import NamedFormats
+from frontend.format import TensorFormat
+from frontend.format import NamedFormats
 
 
 def resolve_format(text: str) -> TensorFormat:
@@ -37,7 +37,7 @@ def _encoding(args: argparse.Namespace) -> str:
     fmt = resolve_format(args.format)
     lines = [f"format   : {fmt}", f"path     : {fmt.mlir_support()}"]
     if fmt.mlir_support() == "emitter":
-        from frontend.format._encoding import unsupported_reason
+        from frontend.format import unsupported_reason
         lines.append(f"encoding : none ({unsupported_reason(fmt)}; lowered by ust-mlir's own code generator)")
         return "\n".join(lines)
     if fmt.num_levels:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from frontend.format._encoding import encoding_text
+from frontend.format import encoding_text
 from lowering.scalar_fn import ScalarFn, constant_op, kind
 
 INIT_KINDS = ("zero", "c", "beta_c")

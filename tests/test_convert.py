@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from frontend import LevelFormat as F, LevelProperty as P, NamedFormats as N, Tensor, TensorFormat
-from frontend.format._expressions import Dimension
+from frontend.format import Dimension
 from frontend.storage._validate import validate
 
 I, J = Dimension("i"), Dimension("j")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from frontend import NamedFormats as N
-from frontend.format._formats import TensorFormat
+from frontend.format import TensorFormat
 from lowering.contraction import Contraction, TensorSpec
 from lowering.gpu.dispatch import gpu_path, library_layout, lower_gpu
 from lowering.gpu.pipeline import DEFAULT_CHIPS, GpuPipeline

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 import frontend
-from frontend.format._named import NamedFormats as N
+from frontend.format import NamedFormats as N
 from frontend.torch_interface import TorchUST, prune_model, reformat_model
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")

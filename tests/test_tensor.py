@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from frontend import LevelFormat as F, LevelProperty as P, NamedFormats as N, Tensor, TensorFormat
-from frontend.format._expressions import Dimension
+from frontend.format import Dimension
 from frontend.storage._validate import _VALIDATED, is_validated, validate
 
 I, J = Dimension("i"), Dimension("j")

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 from torch.nn.utils import prune
 
-from frontend.format._named import NamedFormats as N
+from frontend.format import NamedFormats as N
 from frontend.torch_interface import TorchUST, choose_format, prune_model, reformat_model
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from frontend.format._named import NamedFormats as N
+from frontend.format import NamedFormats as N
 from frontend.torch_interface import DenseFallbackWarning, TorchUST, allow_dense_fallback
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")

@@ -7,10 +7,11 @@ vocabulary of the two layers); it imports nothing else from ``frontend``.
 from ._dtypes import dtype_name, index_width, mlir_type
 from ._encoding import encoding_text, tensor_type, unsupported_reason
 from ._expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
-from ._formats import Level, LevelFormat, LevelProperty, TensorFormat
-from ._named import NamedFormats
+from ._formats import TensorFormat
+from ._levels import Level, LevelFormat, LevelProperty
+from ._named import NamedFormats, dimensions
 from ._parser import FormatSyntaxError
 
 __all__ = ["BinaryExpr", "Constant", "Dimension", "Expr", "FormatSyntaxError", "Level", "LevelFormat",
-           "LevelProperty", "NamedFormats", "TensorFormat", "dtype_name", "encoding_text", "index_width",
+           "LevelProperty", "NamedFormats", "TensorFormat", "dimensions", "dtype_name", "encoding_text", "index_width",
            "is_block", "is_diagonal", "is_dimension", "mlir_type", "tensor_type", "unsupported_reason"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from frontend.format._dtypes import mlir_type
+from ._dtypes import mlir_type
 
 _MLIR_LEVELS = {"dense", "batch", "compressed", "loose_compressed", "singleton", "structured"}
 _WIDTHS = (0, 8, 16, 32, 64)

@@ -8,27 +8,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from frontend.format._expressions import Dimension, Expr
-from frontend.format._formats import Level, LevelFormat as F, LevelProperty as P, LevelSpec, TensorFormat
+from ._expressions import Dimension, Expr
+from ._formats import TensorFormat
+from ._levels import Level, LevelFormat as F, LevelProperty as P, LevelSpec
 
 _NAMES = "ijklmnopqrstuvwxyz"
 
 
-def _dims(n: int) -> list[Dimension]:
+def dimensions(n: int) -> list[Dimension]:
+    """``n`` dimensions named as the named formats name them (i, j; d0, d1, ... from rank 3)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n > len(_NAMES):
         raise ValueError(f"rank must be an int in 0..{len(_NAMES)}, got {n!r}")
     return [Dimension(c) for c in _NAMES[:n]] if n <= 2 else [Dimension(f"d{k}") for k in range(n)]
 
 
 def _dense(n: int) -> TensorFormat:
-    d = _dims(n)
+    d = dimensions(n)
     return TensorFormat(d, {x: F.DENSE for x in d}, name="Dense" if n != 1 else "DenseVector")
 
 
 def _coo(n: int) -> TensorFormat:
     if n < 1:
         raise ValueError("COO needs at least one dimension")
-    d = _dims(n)
+    d = dimensions(n)
     levels: list[tuple] = [(d[0], (F.COMPRESSED, P.NONUNIQUE) if n > 1 else F.COMPRESSED)]
     for k in range(1, n):
         props = (P.NONUNIQUE, P.SOA) if k < n - 1 else P.SOA
@@ -37,7 +39,7 @@ def _coo(n: int) -> TensorFormat:
 
 
 def _csf(n: int) -> TensorFormat:
-    d = _dims(n)
+    d = dimensions(n)
     return TensorFormat(d, {x: F.COMPRESSED for x in d}, name="CSF")
 
 
@@ -45,7 +47,7 @@ def _block(shape: tuple[int, int], by_columns: bool) -> TensorFormat:
     if (not isinstance(shape, tuple) or len(shape) != 2
             or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape)):
         raise ValueError(f"block shape must be a pair of positive ints, got {shape!r}")
-    i, j = _dims(2)
+    i, j = dimensions(2)
     m, n = shape
     outer = [(j // n, F.DENSE), (i // m, F.COMPRESSED)] if by_columns else [(i // m, F.DENSE), (j // n, F.COMPRESSED)]
     return TensorFormat([i, j], outer + [(i % m, F.DENSE), (j % n, F.DENSE)],
@@ -53,12 +55,12 @@ def _block(shape: tuple[int, int], by_columns: bool) -> TensorFormat:
 
 
 def _delta(bits: int) -> TensorFormat:
-    i, j = _dims(2)
+    i, j = dimensions(2)
     return TensorFormat([i, j], {i: F.DENSE, j: (F.DELTA, bits)}, name=f"DELTA{bits}")
 
 
 def _nm(n: int, m: int) -> TensorFormat:
-    i, j = _dims(2)
+    i, j = dimensions(2)
     levels: list[tuple[Expr, LevelSpec]] = [(i, F.DENSE), (j // m, F.DENSE), (j % m, (F.STRUCTURED, (n, m)))]
     return TensorFormat([i, j], levels, name=f"NM{n}:{m}")
 

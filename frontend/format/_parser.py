@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from frontend.format._expressions import BinaryExpr, Constant, Dimension, Expr
-from frontend.format._formats import Level, LevelFormat, LevelProperty, make_level
+from ._expressions import BinaryExpr, Constant, Dimension, Expr
+from ._levels import Level, LevelFormat, LevelProperty, make_level
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>\d+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>->|//|[()\[\],:+\-%*]))")
 _ENCODING = re.compile(r"^\s*#sparse_tensor\.encoding\s*<\s*\{(?P<body>.*)\}\s*>\s*$", re.S)

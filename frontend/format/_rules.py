@@ -2,16 +2,22 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from frontend.format._expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
-from frontend.format._formats import RESERVED_NAMES, LevelFormat
-
-if TYPE_CHECKING:
-    from frontend.format._formats import TensorFormat
+from ._expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
+from ._levels import RESERVED_NAMES, Level, LevelFormat
 
 
-def check_format(fmt: TensorFormat) -> None:
+class Described(Protocol):
+    """What the rules read of a format under construction: its dimensions and levels."""
+
+    @property
+    def dimensions(self) -> tuple[Dimension, ...]: ...
+    @property
+    def levels(self) -> tuple[Level, ...]: ...
+
+
+def check_format(fmt: Described) -> None:
     """Raises ``ValueError`` if ``fmt`` does not describe a storage scheme."""
     _check_dimensions(fmt)
     for lv in fmt.levels:
@@ -22,7 +28,7 @@ def check_format(fmt: TensorFormat) -> None:
     _check_coverage(fmt)
 
 
-def _check_dimensions(fmt: TensorFormat) -> None:
+def _check_dimensions(fmt: Described) -> None:
     counts = Counter(d.name for d in fmt.dimensions)
     for name, n in counts.items():
         if n > 1:
@@ -59,7 +65,7 @@ def _check_expression(e: Expr, dims: set[Dimension]) -> None:
         raise ValueError(f"{e}: '{e.op}' needs two different dimensions")
 
 
-def _check_levels(fmt: TensorFormat) -> None:
+def _check_levels(fmt: Described) -> None:
     seen: set = set()
     batch_done = False
     for k, lv in enumerate(fmt.levels):
@@ -89,7 +95,7 @@ def _check_levels(fmt: TensorFormat) -> None:
                 raise ValueError(f"structured level {lv.expr} must be a dimension or 'i % m'")
 
 
-def _check_blocks(fmt: TensorFormat) -> None:
+def _check_blocks(fmt: Described) -> None:
     div: dict[Dimension, int] = {}
     mod: dict[Dimension, int] = {}
     for lv in fmt.levels:
@@ -109,7 +115,7 @@ def _check_blocks(fmt: TensorFormat) -> None:
             raise ValueError(f"{d} % {c} has no matching {d} // {c} level")
 
 
-def _check_diagonals(fmt: TensorFormat) -> None:
+def _check_diagonals(fmt: Described) -> None:
     ranges = {lv.expr: k for k, lv in enumerate(fmt.levels) if lv.format is LevelFormat.RANGE}
     used: set = set()
     for k, lv in enumerate(fmt.levels):
@@ -129,7 +135,7 @@ def _check_diagonals(fmt: TensorFormat) -> None:
             raise ValueError(f"range level {d} has no diagonal level (i + j, j - i) before it")
 
 
-def _check_coverage(fmt: TensorFormat) -> None:
+def _check_coverage(fmt: Described) -> None:
     """Every dimension is recovered from the levels exactly once."""
     sources: Counter = Counter()
     for lv in fmt.levels:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from frontend.format._formats import LevelFormat as F, LevelProperty as P, TensorFormat
-from frontend.format._named import NamedFormats, _dims
+from frontend.format import LevelFormat as F, LevelProperty as P, TensorFormat
+from frontend.format import NamedFormats, dimensions
 from frontend.storage._layout import block_sizes
 
 COMPRESSED_KINDS = ("CSR", "CSC", "BSR", "BSC")
@@ -65,7 +65,7 @@ def dense_format(perm: Sequence[int]) -> TensorFormat:
     perm = tuple(int(p) for p in perm)
     if sorted(perm) != list(range(len(perm))):
         raise ValueError(f"{perm} is not a permutation of the dimensions")
-    d = _dims(len(perm))
+    d = dimensions(len(perm))
     if perm == tuple(range(len(perm))):
         return NamedFormats.Scalar if not perm else NamedFormats.Dense(len(perm))
     return TensorFormat(d, [(d[p], F.DENSE) for p in perm], name=f"Dense{list(perm)}")
@@ -75,7 +75,7 @@ def coo_format(nsparse: int, ndense: int = 0) -> TensorFormat:
     """COO over the first ``nsparse`` dims (as ``NamedFormats.COO(n)``), then dense levels."""
     if nsparse < 1:
         raise ValueError("COO needs at least one sparse dimension")
-    d = _dims(nsparse + ndense)
+    d = dimensions(nsparse + ndense)
     levels: list[tuple] = [(d[0], (F.COMPRESSED, P.NONUNIQUE) if nsparse > 1 else F.COMPRESSED)]
     for k in range(1, nsparse):
         levels.append((d[k], (F.SINGLETON, (P.NONUNIQUE, P.SOA) if k < nsparse - 1 else P.SOA)))
@@ -89,7 +89,7 @@ def compressed_format(kind: str, nbatch: int = 0, ndense: int = 0,
     ``ndense`` dense levels (torch's compressed layouts)."""
     if kind not in COMPRESSED_KINDS:
         raise ValueError(f"unknown compressed layout {kind!r}")
-    d = _dims(nbatch + 2 + ndense)
+    d = dimensions(nbatch + 2 + ndense)
     i, j = d[nbatch], d[nbatch + 1]
     if kind == "CSR":
         core: list[tuple] = [(i, F.DENSE), (j, F.COMPRESSED)]

@@ -20,7 +20,7 @@ from lowering.dispatch import registry_state
 
 from frontend.ops import _kernel_cache as P
 from frontend.ops._prepared import PlannedOp, default_sparse_format
-from frontend.format._formats import TensorFormat
+from frontend.format import TensorFormat
 from frontend.ops.gpu._route import wants_gpu as _wants_gpu
 from frontend.ops._operands import (as_tensor, operand, operand_key, permuted, result_package, squeezed,  # noqa: F401
                        to_package)

@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from frontend.format._expressions import Dimension, is_block
-from frontend.format._formats import TensorFormat
+from frontend.format import Dimension, is_block
+from frontend.format import TensorFormat
 from frontend.ops._kernel_cache import dense_tensor, row_major
 from frontend.storage._layout import block_sizes
 from frontend.tensor._tensor import Tensor

@@ -14,7 +14,7 @@ import numpy as np
 
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
-from frontend.format._dtypes import index_width
+from frontend.format import index_width
 from mlir_bridge.errors import CompileError
 
 from frontend.tensor._tensor import Tensor
@@ -177,7 +177,7 @@ def dense_format(rank: int) -> Any:
     """The row-major dense format of ``rank`` (built once per rank)."""
     fmt = _DENSE_FORMATS.get(rank)
     if fmt is None:
-        from frontend.format._named import NamedFormats
+        from frontend.format import NamedFormats
         fmt = (NamedFormats.Dense(rank) if rank != 1 else NamedFormats.DenseVector) if rank else NamedFormats.Scalar
         _DENSE_FORMATS[rank] = fmt
     return fmt

@@ -9,12 +9,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from frontend.format._dtypes import index_width, mlir_type
+from frontend.format import index_width, mlir_type
 
 from frontend.ops import _kernel_cache as P
 from frontend.storage._buffers import package_of_type
-from frontend.format._formats import TensorFormat
-from frontend.format._named import NamedFormats
+from frontend.format import TensorFormat
+from frontend.format import NamedFormats
 from frontend.ops._kernel_cache import row_major
 from frontend.tensor._tensor import Tensor
 

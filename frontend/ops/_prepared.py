@@ -13,8 +13,8 @@ from mlir_bridge.errors import CompileError
 
 from frontend.ops import _blocks as blocks
 from frontend.ops import _kernel_cache as P
-from frontend.format._formats import TensorFormat
-from frontend.format._named import NamedFormats
+from frontend.format import TensorFormat
+from frontend.format import NamedFormats
 from frontend.ops._operands import check_cpu, elem_of, operand, operand_key, out_width, result_shape
 from frontend.ops._semiring import Semiring, trace_unary
 from frontend.tensor._tensor import Tensor
@@ -32,8 +32,8 @@ def default_sparse_format(like: TensorFormat, rank: int) -> TensorFormat:
         return NamedFormats.SparseVector
     if rank == 2:
         return NamedFormats.CSR
-    from frontend.format._expressions import Dimension
-    from frontend.format._formats import LevelFormat as F
+    from frontend.format import Dimension
+    from frontend.format import LevelFormat as F
     dims = [Dimension(f"d{k}") for k in range(rank)]
     return TensorFormat(dims, [(dims[0], F.DENSE)] + [(d, F.COMPRESSED) for d in dims[1:]])
 

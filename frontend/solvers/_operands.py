@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format._named import NamedFormats
+from frontend.format import NamedFormats
 from frontend.storage._buffers import package_of
 from frontend.tensor._tensor import Tensor
 

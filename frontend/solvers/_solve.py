@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format._dtypes import index_width, mlir_type
+from frontend.format import index_width, mlir_type
 from frontend.ops._operands import result_package, to_package
 from frontend.solvers._operands import (
     CsrOperands,

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from frontend.format._formats import Level, LevelFormat
+from frontend.format import Level, LevelFormat
 
 from ._layout import delta_crd_dtype, structured_groups
 

@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from frontend.format._expressions import is_block, is_dimension
-from frontend.format._formats import TensorFormat
+from frontend.format import is_block, is_dimension
+from frontend.format import TensorFormat
 
 from ._assemble import assemble_levels
 from ._buffers import numpy_dtype

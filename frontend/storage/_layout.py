@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format._expressions import is_block
-from frontend.format._formats import Level, LevelFormat, TensorFormat
+from frontend.format import is_block
+from frontend.format import Level, LevelFormat, TensorFormat
 
 from ._buffers import device_ordinal
 

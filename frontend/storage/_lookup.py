@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from frontend.format._formats import LevelFormat
+from frontend.format import LevelFormat
 
 from ._layout import num_batch_levels, structured_groups, to_host
 from ._protocol import StoredTensor

@@ -10,7 +10,7 @@ from typing import Any, Protocol, Sequence, TypeVar
 
 import numpy as np
 
-from frontend.format._formats import TensorFormat
+from frontend.format import TensorFormat
 
 
 class StoredTensor(Protocol):

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from frontend.format._formats import Level, LevelFormat
+from frontend.format import Level, LevelFormat
 
 from ._layout import structured_groups
 

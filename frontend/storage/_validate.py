@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format._formats import Level, LevelFormat
+from frontend.format import Level, LevelFormat
 
 from ._buffers import is_contiguous, numpy_dtype
 from ._layout import (INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, index_dtype, num_batch_levels, structured_groups,

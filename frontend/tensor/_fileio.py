@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from frontend.format._named import NamedFormats
+from frontend.format import NamedFormats
 from frontend.storage._convert import coordinates
 from frontend.storage._protocol import StoredTensor, TensorT
 from frontend.storage._validate import validate

@@ -53,8 +53,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from frontend.format._formats import LevelFormat, TensorFormat
-from frontend.format._named import NamedFormats
+from frontend.format import LevelFormat, TensorFormat
+from frontend.format import NamedFormats
 from frontend.interop import _package as interop
 from frontend.storage import _convert, _lookup
 from frontend.storage._buffers import data_pointer, numpy_dtype

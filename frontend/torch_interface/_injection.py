@@ -15,8 +15,8 @@ import torch
 import torch.nn as nn
 from torch.nn.utils import prune
 
-from frontend.format._formats import TensorFormat
-from frontend.format._named import NamedFormats
+from frontend.format import TensorFormat
+from frontend.format import NamedFormats
 from frontend.torch_interface._subclass import TorchUST
 
 FormatFunc = Callable[[torch.Tensor], "TorchUST | torch.Tensor | None"]

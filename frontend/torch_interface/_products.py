@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from frontend.format._named import NamedFormats
+from frontend.format import NamedFormats
 from frontend.tensor._tensor import Tensor
 from frontend.torch_interface import _storage as S
 from frontend.torch_interface._subclass import TorchUST

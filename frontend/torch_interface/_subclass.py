@@ -16,7 +16,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from frontend.storage._buffers import torch_buffer
-from frontend.format._formats import TensorFormat
+from frontend.format import TensorFormat
 from frontend.tensor._tensor import Tensor
 from frontend.torch_interface import _storage as S
 from frontend.torch_interface._fallback import refuse_or_warn

@@ -18,7 +18,7 @@ _OPS = {(("ik", "k"), "i"), (("ik", "kj"), "ij")}
 
 def applies(c: Contraction) -> bool:
     """Whether ``c`` is SpMV/SpMM of a DIA-I operand with a dense row-major one, plain arithmetic."""
-    from frontend.format._named import NamedFormats  # lazily: lowering never imports frontend eagerly
+    from frontend.format import NamedFormats  # lazily: lowering never imports frontend eagerly
 
     if (c.subscripts, c.output_subscripts) not in _OPS or c.semiring is not None or c.alpha:
         return False

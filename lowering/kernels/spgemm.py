@@ -228,7 +228,7 @@ def register() -> None:
     """Register the kernels for CSR x CSR and CSC x CSC (any index widths, float/complex/int values)."""
     from lowering.kernels.registry import register_kernel
 
-    from frontend.format._named import NamedFormats  # lowering must not import frontend at import time
+    from frontend.format import NamedFormats  # lowering must not import frontend at import time
 
     register_kernel("matmul", (NamedFormats.CSR, NamedFormats.CSR), build, name="spgemm-csr", when=applies)
     register_kernel("matmul", (NamedFormats.CSC, NamedFormats.CSC), build_csc, name="spgemm-csc", when=applies)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 from lowering.contraction import Contraction, TensorSpec
 from lowering.gpu.dispatch import gpu_contraction, gpu_path, library_layout, lower_gpu
 from lowering.gpu.pipeline import DEFAULT_CHIPS
-from frontend.format._dtypes import dtype_name, mlir_type
+from frontend.format import dtype_name, mlir_type
 
 from frontend.storage import _buffers as B
 from frontend.storage import _layout as storage
