@@ -17,7 +17,8 @@ _LAZY: dict[str, str] = {
 
 _LAZY.update({"Tensor": ".tensor", "validate": ".storage"})  # tensors and their storage
 _LAZY.update({"solve": ".solvers", "Solve": ".solvers"})  # linear systems (frontend.solvers)
-_LAZY.update({"compile": ".torch_interface._compile", "CompiledModel": ".torch_interface._compile"})  # whole torch models
+# whole torch models
+_LAZY.update({"compile": ".torch_interface._compile", "CompiledModel": ".torch_interface._compile"})
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)

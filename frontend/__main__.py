@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
-from frontend.format import TensorFormat
-from frontend.format import NamedFormats
+from frontend.format import NamedFormats, TensorFormat
 
 
 def resolve_format(text: str) -> TensorFormat:

@@ -7,11 +7,10 @@ objects share one table.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
-from frontend.format import LevelFormat as F, LevelProperty as P, TensorFormat
-from frontend.format import NamedFormats, dimensions
+from frontend.format import LevelFormat as F, LevelProperty as P, NamedFormats, TensorFormat, dimensions
 from frontend.storage._layout import block_sizes
 
 COMPRESSED_KINDS = ("CSR", "CSC", "BSR", "BSC")
@@ -112,7 +111,7 @@ def match_layout(fmt: TensorFormat) -> Layout | None:
     """The package layout whose format equals ``fmt`` (structurally), or ``None``."""
     n = fmt.num_dimensions
     if fmt.is_dense and all(lv.expr in fmt.dimensions for lv in fmt.levels) and fmt.num_levels == n:
-        perm = tuple(fmt.dimensions.index(lv.expr) for lv in fmt.levels)  # type: ignore[arg-type]
+        perm = tuple(fmt.dimensions.index(lv.expr) for lv in fmt.levels)
         return Layout("dense", perm=perm)
     if fmt == NamedFormats.DIAJ:
         return Layout("dia")

@@ -13,7 +13,8 @@ contiguous block, uncoalesced/unsorted/duplicate coordinates, length mismatches)
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from frontend.storage import _buffers as B
 from frontend.storage._protocol import StoredTensor, TensorT

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from frontend.storage._buffers import data_pointer
 from frontend.storage._protocol import TensorT

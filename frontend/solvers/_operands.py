@@ -44,7 +44,7 @@ def as_matrix(a: Any) -> Tensor:
 def _from_package(a: Any) -> Tensor:
     """A view of ``a``; non-canonical scipy matrices (unsorted, duplicates) are canonicalized on a copy."""
     try:
-        return Tensor.from_package(a)  # type: ignore[attr-defined]  # TODO(arch): patched on in tensor._tensor
+        return Tensor.from_package(a)
     except ValueError:
         if package_of(a) != "scipy":
             raise
@@ -53,7 +53,7 @@ def _from_package(a: Any) -> Tensor:
         c = sp.csr_matrix(a)
         c.sum_duplicates()
         c.sort_indices()
-        return Tensor.from_package(c)  # type: ignore[attr-defined]  # TODO(arch): patched on in tensor._tensor
+        return Tensor.from_package(c)
 
 
 def working_dtype(a_dtype: Any, b_dtype: Any) -> np.dtype:

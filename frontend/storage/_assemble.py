@@ -7,7 +7,8 @@ positions no entry lands on: the values buffer starts as zeros.  Batch levels ar
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -116,7 +117,8 @@ def _delta(lv: Level, par: np.ndarray, nparents: int, c: np.ndarray, starts: np.
            ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """A delta level: gaps to the previous stored coordinate of the parent (minus one), with zero
     padding entries inserted where a gap exceeds ``2**bits - 1``."""
-    bits = lv.bits  # type: ignore[assignment]
+    bits = lv.bits
+    assert bits is not None  # a delta level always has a width
     sp, sc = par[starts], c[starts]
     prev = np.empty_like(sc)
     if len(sc):

@@ -6,7 +6,8 @@ helpers move between the three *without copying* where the memory allows it and 
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

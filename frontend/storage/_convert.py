@@ -8,12 +8,12 @@ formats and builds the levels (:mod:`frontend.storage._assemble`).  Leading batc
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from frontend.format import is_block, is_dimension
-from frontend.format import TensorFormat
+from frontend.format import TensorFormat, is_block, is_dimension
 
 from ._assemble import assemble_levels
 from ._buffers import numpy_dtype
@@ -177,7 +177,7 @@ def sort_entries(lvl: list[np.ndarray], values: np.ndarray, ext: Sequence[int], 
     return lvl, values
 
 
-def _stack(rows: list[np.ndarray], batch_shape: Sequence[int], edge: bool) -> np.ndarray:
+def _stack(rows: Sequence[Any], batch_shape: Sequence[int], edge: bool) -> np.ndarray:
     """Per-batch 1-D buffers as one ``(*batch_shape, n)`` array; shorter rows are padded with their
     last value (positions, ``edge``) or zeros (coordinates, values)."""
     width = max(len(r) for r in rows)

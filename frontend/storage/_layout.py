@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import is_block
-from frontend.format import Level, LevelFormat, TensorFormat
+from frontend.format import Level, LevelFormat, TensorFormat, is_block
 
 from ._buffers import device_ordinal
 
@@ -98,7 +97,7 @@ def to_device(x: np.ndarray | None, package: str, device: str) -> Any:
     if x is None or device == "cpu":
         return x
     if package == "cupy":
-        import cupy  # type: ignore[import-not-found]
+        import cupy
         with cupy.cuda.Device(device_ordinal(device)):
             return cupy.asarray(x)
     import torch

@@ -5,7 +5,8 @@ one only under nonunique levels); a segment is scanned only for the parents on t
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

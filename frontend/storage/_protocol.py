@@ -6,7 +6,8 @@ new tensors with the class they are given (``type(t)`` or a ``cls`` argument).
 """
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 

@@ -6,8 +6,8 @@ its parent level into its own positions and coordinates.  Batch levels are handl
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -30,12 +30,12 @@ ROW_CELLS = 32          # draw_storage(): longer buffers show the first/last ROW
 STORED, ZERO = "#4c72b0", "#c6d4ea"  # stored nonzero, stored zero; unstored cells are white
 
 
-def _figure(width: float, height: float) -> "Figure":
+def _figure(width: float, height: float) -> Figure:
     from matplotlib.figure import Figure
     return Figure(figsize=(min(max(width, 2.0), 40.0), min(max(height, 1.5), 40.0)), dpi=100)
 
 
-def _save(fig: "Figure", path: Any) -> Path:
+def _save(fig: Figure, path: Any) -> Path:
     p = Path(path)
     fig.savefig(p, bbox_inches="tight")
     return p

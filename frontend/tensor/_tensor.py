@@ -48,13 +48,13 @@ Storage layout (the contract every module relies on):
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from frontend.format import LevelFormat, TensorFormat
-from frontend.format import NamedFormats
+from frontend.format import LevelFormat, NamedFormats, TensorFormat
 from frontend.interop import _package as interop
 from frontend.storage import _convert, _lookup
 from frontend.storage._buffers import data_pointer, numpy_dtype
@@ -105,7 +105,7 @@ class Tensor:
     # ----- construction -----------------------------------------------------------------------------
     @classmethod
     def from_buffers(cls, tensor_format: TensorFormat, shape: Sequence[int], pos: Any = None,
-                     crd: Any = None, values: Any = None, index_type: Any = None, **kwargs: Any) -> "Tensor":
+                     crd: Any = None, values: Any = None, index_type: Any = None, **kwargs: Any) -> Tensor:
         """A tensor over raw level buffers, validated (``ValueError``/``TypeError`` naming the level and
         problem).  ``pos``/``crd``: per-level lists with ``None`` where a level has none, or dicts
         ``level -> array``.  Arrays are used as given (no copy); lists become NumPy arrays."""
@@ -119,7 +119,7 @@ class Tensor:
         return t
 
     @classmethod
-    def from_dense(cls, array: Any, tensor_format: TensorFormat | None = None, **convert_args: Any) -> "Tensor":
+    def from_dense(cls, array: Any, tensor_format: TensorFormat | None = None, **convert_args: Any) -> Tensor:
         """A dense tensor holding a copy of ``array`` (C order), converted to ``tensor_format`` if given."""
         arr = np.array(array, order="C", copy=True)
         t = cls(NamedFormats.Dense(arr.ndim) if arr.ndim else NamedFormats.Scalar, arr.shape,
@@ -127,12 +127,12 @@ class Tensor:
         return t if tensor_format is None else t.convert(tensor_format, **convert_args)
 
     @classmethod
-    def from_package(cls, x: Any) -> "Tensor":
+    def from_package(cls, x: Any) -> Tensor:
         """A tensor sharing the buffers of a NumPy/SciPy/torch/CuPy object (see :mod:`frontend.interop`)."""
         return interop.from_package(x, cls)
 
     @classmethod
-    def from_file(cls, path: Any, **kwargs: Any) -> "Tensor":
+    def from_file(cls, path: Any, **kwargs: Any) -> Tensor:
         """A COO tensor read from a Matrix Market ``.mtx`` or FROSTT ``.tns`` file (keywords
         ``sum_duplicates``, ``index_type``, ``shape``: :func:`frontend.tensor._fileio.read`)."""
         return _fileio.read(path, cls, **kwargs)
@@ -186,7 +186,7 @@ class Tensor:
 
     # ----- conversion ----------------------------------------------------------------------------------
     def convert(self, tensor_format: TensorFormat | None = None, index_type: Any = None, dtype: Any = None,
-                drop_zeros: bool = False) -> "Tensor":
+                drop_zeros: bool = False) -> Tensor:
         """This tensor in another format / index type / value type (a new tensor, same package and device)."""
         return _convert.convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros)
 
@@ -206,7 +206,7 @@ class Tensor:
         """The value stored at dimension coordinates ``index`` (padding zeros count as stored), or None."""
         return _lookup.get_value(self, index)
 
-    def clone(self) -> "Tensor":
+    def clone(self) -> Tensor:
         """A deep copy (same format, package and device; every buffer copied)."""
         def cp(b: Any) -> Any:
             return None if b is None else b.clone() if hasattr(b, "clone") else b.copy()
@@ -215,7 +215,7 @@ class Tensor:
         t._validated = t.buffer_key() if self._validated is not None else None
         return t
 
-    def copy_(self, src: "Tensor") -> "Tensor":
+    def copy_(self, src: Tensor) -> Tensor:
         """Copies ``src``'s contents into this tensor (its format, index and value types are kept).  Values
         are written in place when the sparsity structure is unchanged; otherwise the buffers are replaced."""
         if tuple(src.shape) != self.shape:
