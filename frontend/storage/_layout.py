@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from frontend.storage._buffers import device_ordinal
-from frontend.format._expressions import is_block
 from frontend.format._formats import Level, LevelFormat, TensorFormat
+from frontend.format._formats import block_sizes, num_batch_levels  # noqa: F401 (re-exported for storage's users)
 
 INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 VALUE_KINDS = "biufc"  # bool, signed, unsigned, float, complex
@@ -36,26 +36,6 @@ def crd_dtype(level: Level, index_type: Any) -> np.dtype:
     if level.format is LevelFormat.DELTA:
         return delta_crd_dtype(level.bits)  # type: ignore[arg-type]
     return np.dtype(index_type)
-
-
-def num_batch_levels(fmt: TensorFormat) -> int:
-    """How many leading batch levels the format has."""
-    n = 0
-    for lv in fmt.levels:
-        if lv.format is not LevelFormat.BATCH:
-            break
-        n += 1
-    return n
-
-
-def block_sizes(fmt: TensorFormat) -> dict[int, int]:
-    """{dimension index: block size} of the format's ``d // b`` levels (empty without blocks)."""
-    out: dict[int, int] = {}
-    for lv in fmt.levels:
-        e = lv.expr
-        if is_block(e) and e.op == "//":  # type: ignore[attr-defined]
-            out[fmt.dimensions.index(e.lhs)] = int(e.rhs.value)  # type: ignore[attr-defined]
-    return out
 
 
 def is_padded(fmt: TensorFormat) -> bool:

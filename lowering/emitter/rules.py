@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-from lowering.emitter.builder import Carry, Value
+from .builder import Carry, Value
 
 Inner = Callable[[Value, Value, Carry, int], Carry]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from lowering.solve.builder import FuncBuilder
-from lowering.solve.values import Block, IndexBuf, check_choice, vec
+from .builder import FuncBuilder
+from .values import Block, IndexBuf, check_choice, vec
 
 LAYOUTS = ("rows", "ranges", "cols", "coo")
 
