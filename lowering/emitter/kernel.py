@@ -15,6 +15,7 @@ from typing import Any, Callable
 from .arith import Arith, vtype
 from .builder import Builder, Carry, Value
 from .operand import WalkedOperand
+from .resolution import known_after, resolution_plan
 from .walker import NO_CARRY, VECTOR_LANES, row_mode, walk
 
 
@@ -229,7 +230,6 @@ def row_parallel(c: Any) -> bool:
     t = c.inputs[w]
     walked = WalkedOperand(t.fmt, tuple(t.shape), t.elem, t.pos_width, t.crd_width)
     visitor = _Visitor(None, c, w, [], None, None, None, None)  # type: ignore[arg-type]
-    from .resolution import known_after, resolution_plan
     try:
         carry = visitor.carry_level(known_after(resolution_plan(t.fmt, walked.shape)))
     except ValueError:
