@@ -20,7 +20,8 @@ from typing import Callable
 
 import pytest
 
-from frontend.format import NamedFormats as N, TensorFormat
+from frontend.format import NamedFormats as N
+from frontend.format import TensorFormat
 from lowering.contraction import Contraction, SemiringOps, TensorSpec
 from lowering.dispatch import Lowered, choose_path, lower
 from lowering.emitter.path import lower_emitter, lower_emitter_rows

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
+from . import rules as _rules
 from .builder import Builder, Carry, Value
 from .operand import LevelArgs, WalkedOperand
 from .resolution import Resolve, diagonal_parts, known_after, last_level_strides, resolution_plan
-from . import rules as _rules
 from .rules import CONTIGUOUS, GATHER, rule_for
 
 #: Lanes of a vectorized innermost loop (a remainder loop handles the rest).

@@ -59,7 +59,7 @@ def dia_rows_module(c: Contraction) -> str:
             *("  " + ln for ln in column),
             "  scf.if %in {",
             *("    " + ln for ln in entry),
-            f"    scf.for %n = %c0 to %ncols step %c1 {{",
+            "    scf.for %n = %c0 to %ncols step %c1 {",
             f"      %acc = memref.load %c[%i, %n] : {otype}",
             *("      " + ln for ln in product("%j, %n", "%acc")),
             f"      memref.store %s, %c[%i, %n] : {otype}",

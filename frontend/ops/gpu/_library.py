@@ -11,10 +11,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from lowering.gpu.library import LIBRARY_LAYOUTS
-
 from frontend.interop._layouts import Layout
 from frontend.tensor._tensor import Tensor
+from lowering.gpu.library import LIBRARY_LAYOUTS
 
 
 def _layout(t: Tensor, layout: str, package: str) -> Layout:
