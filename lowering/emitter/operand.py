@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frontend.format._dtypes import INDEX_WIDTH_TYPES
-from frontend.format._formats import num_batch_levels
+from frontend.format._formats import TensorFormat, num_batch_levels
 
 from ..contraction import TensorSpec
 from .builder import Value
@@ -44,6 +44,8 @@ class LevelArgs:
 class WalkedOperand(TensorSpec):
     """A stored (non row-major) operand: format, static shape, element type, index widths."""
 
+    fmt: TensorFormat
+
     def params(self, prefix: str) -> tuple[list[Value], list[LevelArgs], Value]:
         """Function parameters (in order), per-level buffer arguments and the values argument."""
         for label, w in (("pos_width", self.pos_width), ("crd_width", self.crd_width)):
@@ -59,7 +61,8 @@ class WalkedOperand(TensorSpec):
                 params.append(pos)
             unsigned = lv.format.value == "delta"
             if lv.has_coordinates:
-                elem = delta_gap_type(lv.bits) if unsigned else INDEX_WIDTH_TYPES[self.crd_width]
+                width = INDEX_WIDTH_TYPES[self.crd_width]
+                elem = delta_gap_type(lv.bits) if unsigned else width  # type: ignore[arg-type]  # delta: bits set
                 crd = Value(f"%{prefix}_crd{k}", f"memref<{lead}?x{elem}>")
                 params.append(crd)
             levels.append(LevelArgs(pos, crd, unsigned))
