@@ -8,13 +8,16 @@ Public extension points (docs/extending.md):
   template) used for an operation on operands matching a format pattern; dispatch consults it first.
 - ``register_level_rule(level_format, rule)``: how the emitter walks one level format.
 
-Importing ``lowering`` registers the ``"emitter"`` path with :mod:`lowering.dispatch`.
+Importing ``lowering`` registers the built-in paths, kernels and passes (:mod:`lowering.builtins`).
 """
-from lowering.emitter import path as _emitter_path  # noqa: F401  (registers the "emitter" lowering path)
-from lowering.dispatch import lower, path_of
-from lowering.emitter.rules import register_level_rule
-from lowering.kernels.registry import op_name, register_kernel, registered_kernels, unregister_kernel
-from lowering.pipelines import HOOK_POINTS, Pipeline, register_pass, registered_passes, unregister_pass
+from . import builtins
+from .dispatch import choose_path, lower, path_of
+from .emitter.rules import register_level_rule
+from .kernels.registry import op_name, register_kernel, registered_kernels, unregister_kernel
+from .pipelines import HOOK_POINTS, Pipeline, register_pass, registered_passes, unregister_pass
 
-__all__ = ["HOOK_POINTS", "Pipeline", "lower", "op_name", "path_of", "register_kernel", "register_level_rule",
-           "register_pass", "registered_kernels", "registered_passes", "unregister_kernel", "unregister_pass"]
+builtins.register_all()
+
+__all__ = ["HOOK_POINTS", "Pipeline", "choose_path", "lower", "op_name", "path_of", "register_kernel",
+           "register_level_rule", "register_pass", "registered_kernels", "registered_passes", "unregister_kernel",
+           "unregister_pass"]

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence, Union
 
 from mlir_bridge import Stage
 
-from lowering.pipelines import HOOK_POINTS, Pipeline
+from .pipelines import HOOK_POINTS, Pipeline
 
 StageLike = Union[str, Callable[[str], str], Stage]
 #: Where each hook point sits: (anchor stage name, insert before it?).

@@ -7,7 +7,7 @@ and cut into stages::
     prepare   sparse-assembler, linalg-generalize-named-ops, linalg-fuse-elementwise-ops
       [before_sparsification]
     sparsify  sparsification-and-bufferization{...}
-      [after_bufferization]     <- the i1 workaround (widen-i1) is registered here
+      [after_bufferization]     <- the i1 workaround (widen-i1) is registered here (lowering.builtins)
     lower     storage specifiers, loops, vector/math/complex lowering (to LLVM-ready IR)
       [before_llvm]
     to-llvm   convert-to-llvm, reconcile-unrealized-casts
@@ -92,7 +92,7 @@ class Pipeline:
     ``vl``: vector length (0 = no vectorization); ``enable_index_optimizations``: 32-bit
     vector indices; ``parallelization_strategy``: see PARALLELIZATION_STRATEGIES (loops
     stay sequential on CPU). A GPU variant adds its own target and options (triple, chip,
-    format) and a stage builder in ``_BUILDERS``.
+    format) and a stage builder (``register_stages``).
     """
 
     target: str = "cpu"
@@ -155,12 +155,18 @@ def _cpu_stages(p: Pipeline) -> tuple[Stage, ...]:
 _BUILDERS: dict[str, Callable[[Pipeline], tuple[Stage, ...]]] = {"cpu": _cpu_stages}
 
 
+def register_stages(target: str, builder: Callable[[Pipeline], tuple[Stage, ...]]) -> None:
+    """Make ``builder(pipeline) -> stages`` the stages of ``Pipeline(target=target)`` (the GPU's:
+    :mod:`lowering.builtins`)."""
+    _BUILDERS[target] = builder
+
+
 def _widen_i1(module) -> None:  # noqa: ANN001 - an mlir.ir.Module, imported lazily
     from mlir_bridge.transforms import widen_i1_allocs
 
     widen_i1_allocs(module)
 
 
-#: The i1 workaround (MemRefToLLVM asserts on memref.store of i1; SpGEMM's workspace has one).
+#: The i1 workaround (MemRefToLLVM asserts on memref.store of i1; SpGEMM's workspace has one), registered
+#: at ``after_bufferization`` by :mod:`lowering.builtins`.
 WIDEN_I1 = Stage("widen-i1", module_fn=_widen_i1)
-register_pass("after_bufferization", WIDEN_I1)

@@ -27,6 +27,16 @@ def kind(elem: str) -> str:
     raise TypeError(f"unsupported element type {elem!r} for scalar functions")
 
 
+def arith_ops(elem: str) -> dict[str, str]:
+    """The ``"add"`` and ``"mul"`` operations of plus-times arithmetic on ``elem`` (``arith``/``complex``)."""
+    k = kind(elem)
+    if k == "complex":
+        return {"add": "complex.add", "mul": "complex.mul"}
+    if k == "float":
+        return {"add": "arith.addf", "mul": "arith.mulf"}
+    return {"add": "arith.addi", "mul": "arith.muli"}
+
+
 def float_literal(value: float, elem: str) -> str:
     """An MLIR float literal (hex for inf/nan)."""
     if math.isnan(value):

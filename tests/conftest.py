@@ -14,3 +14,9 @@ def _mlir_cache_dir(tmp_path_factory):
         os.environ.pop("UST_MLIR_CACHE_DIR", None)
     else:
         os.environ["UST_MLIR_CACHE_DIR"] = old
+
+
+def pytest_addoption(parser):
+    """``--update-golden``: rewrite tests/golden/*.mlir from the lowering paths (tests/test_golden_ir.py)."""
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="regenerate the golden IR files of tests/test_golden_ir.py")

@@ -4,14 +4,15 @@
 Standard library only, and the one part of ``frontend`` that ``lowering`` may import (the shared
 vocabulary of the two layers); it imports nothing else from ``frontend``.
 """
-from ._dtypes import dtype_name, index_width, mlir_type
+from ._dtypes import INDEX_WIDTH_TYPES, dtype_name, index_width, mlir_type
 from ._encoding import encoding_text, tensor_type, unsupported_reason
 from ._expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
-from ._formats import TensorFormat
+from ._formats import TensorFormat, block_sizes, num_batch_levels
 from ._levels import Level, LevelFormat, LevelProperty
 from ._named import NamedFormats, dimensions
 from ._parser import FormatSyntaxError
 
-__all__ = ["BinaryExpr", "Constant", "Dimension", "Expr", "FormatSyntaxError", "Level", "LevelFormat",
-           "LevelProperty", "NamedFormats", "TensorFormat", "dimensions", "dtype_name", "encoding_text", "index_width",
-           "is_block", "is_diagonal", "is_dimension", "mlir_type", "tensor_type", "unsupported_reason"]
+__all__ = ["INDEX_WIDTH_TYPES", "BinaryExpr", "Constant", "Dimension", "Expr", "FormatSyntaxError", "Level",
+           "LevelFormat", "LevelProperty", "NamedFormats", "TensorFormat", "block_sizes", "dimensions", "dtype_name",
+           "encoding_text", "index_width", "is_block", "is_diagonal", "is_dimension", "mlir_type", "num_batch_levels",
+           "tensor_type", "unsupported_reason"]

@@ -9,6 +9,8 @@ _MLIR_TYPES = {
     "uint8": "i8", "complex64": "complex<f32>", "complex128": "complex<f64>",
 }
 _ALIASES = {v: v for v in _MLIR_TYPES.values()}
+#: MLIR element type of position/coordinate buffers by index width (0 = ``index``).
+INDEX_WIDTH_TYPES = {0: "index", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
 
 
 def dtype_name(dtype: Any) -> str:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._dtypes import mlir_type
+from ._dtypes import INDEX_WIDTH_TYPES, mlir_type
 
 _MLIR_LEVELS = {"dense", "batch", "compressed", "loose_compressed", "singleton", "structured"}
-_WIDTHS = (0, 8, 16, 32, 64)
+_WIDTHS = tuple(INDEX_WIDTH_TYPES)
 
 
 def unsupported_reason(fmt: Any) -> str | None:

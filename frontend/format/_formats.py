@@ -235,3 +235,23 @@ class TensorFormat:
                   crd_width: int = 64) -> str:
         """The full tensor type, e.g. ``tensor<8x8xf64, #sparse_tensor.encoding<{...}>>``."""
         return tensor_type(self, shape, dtype, pos_width=pos_width, crd_width=crd_width)
+
+
+def num_batch_levels(fmt: TensorFormat) -> int:
+    """How many leading batch levels the format has."""
+    n = 0
+    for lv in fmt.levels:
+        if lv.format is not LevelFormat.BATCH:
+            break
+        n += 1
+    return n
+
+
+def block_sizes(fmt: TensorFormat) -> dict[int, int]:
+    """{dimension index: block size} of the format's ``d // b`` levels (empty without blocks)."""
+    out: dict[int, int] = {}
+    for lv in fmt.levels:
+        e = lv.expr
+        if is_block(e) and e.op == "//":  # type: ignore[attr-defined]
+            out[fmt.dimensions.index(e.lhs)] = int(e.rhs.value)  # type: ignore[attr-defined]
+    return out

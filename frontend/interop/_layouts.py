@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frontend.format import LevelFormat as F, LevelProperty as P, NamedFormats, TensorFormat, dimensions
-from frontend.storage._layout import block_sizes
+from frontend.format import LevelFormat as F, LevelProperty as P, NamedFormats, TensorFormat, block_sizes, dimensions
 
 COMPRESSED_KINDS = ("CSR", "CSC", "BSR", "BSC")
 

@@ -15,7 +15,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from lowering.kernels import spgemm
 from lowering.dispatch import registry_state
 
 from frontend.ops import _kernel_cache as P
@@ -134,8 +133,6 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
         return c
     return to_package(out, result_package((a, b)))
 
-
-spgemm.register()  # CSR x CSR -> CSR and CSC x CSC -> CSC through the hand-written SpGEMM kernel
 
 #: matmul's per-signature templates (structure of the operands + options -> planned PlannedOp).
 _RECIPES: dict[tuple, PlannedOp] = {}

@@ -19,9 +19,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from frontend.format import Dimension, is_block
-from frontend.format import TensorFormat
+from frontend.format import TensorFormat, block_sizes
 from frontend.ops._kernel_cache import dense_tensor, row_major
-from frontend.storage._layout import block_sizes
 from frontend.tensor._tensor import Tensor
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from lowering.contraction import Semiring as LoweredSemiring
+from lowering.contraction import SemiringOps
 from lowering.scalar_fn import ScalarFn, kind, logical_and, logical_or, maximum, minimum, trace
 
 __all__ = ["Semiring", "PREDEFINED", "get_semiring", "maximum", "minimum", "logical_and", "logical_or",
@@ -48,11 +48,11 @@ class Semiring:
             return (1 << (bits - 1)) - 1 if ident > 0 else -(1 << (bits - 1))
         return ident
 
-    def lowered(self, elem: str) -> LoweredSemiring:
+    def lowered(self, elem: str) -> SemiringOps:
         """The traced regions for element type ``elem`` (cached per type)."""
         got = self._traced.get(elem)
         if got is None:
-            got = LoweredSemiring(self.name, trace(self.add, 2, elem), trace(self.mul, 2, elem),
+            got = SemiringOps(self.name, trace(self.add, 2, elem), trace(self.mul, 2, elem),
                                   self.identity_for(elem))
             self._traced[elem] = got
         return got

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import TensorFormat, is_block, is_dimension
+from frontend.format import TensorFormat, is_block, is_dimension, num_batch_levels
 
 from ._assemble import assemble_levels
 from ._buffers import numpy_dtype
-from ._layout import index_dtype, is_padded, num_batch_levels, to_device, to_host
+from ._layout import index_dtype, is_padded, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import Level, LevelFormat, TensorFormat, is_block
+from frontend.format import Level, LevelFormat, TensorFormat
 
 from ._buffers import device_ordinal
 
@@ -36,26 +36,6 @@ def crd_dtype(level: Level, index_type: Any) -> np.dtype:
     if level.format is LevelFormat.DELTA:
         return delta_crd_dtype(level.bits)  # type: ignore[arg-type]
     return np.dtype(index_type)
-
-
-def num_batch_levels(fmt: TensorFormat) -> int:
-    """How many leading batch levels the format has."""
-    n = 0
-    for lv in fmt.levels:
-        if lv.format is not LevelFormat.BATCH:
-            break
-        n += 1
-    return n
-
-
-def block_sizes(fmt: TensorFormat) -> dict[int, int]:
-    """{dimension index: block size} of the format's ``d // b`` levels (empty without blocks)."""
-    out: dict[int, int] = {}
-    for lv in fmt.levels:
-        e = lv.expr
-        if is_block(e) and e.op == "//":  # type: ignore[attr-defined]
-            out[fmt.dimensions.index(e.lhs)] = int(e.rhs.value)  # type: ignore[attr-defined]
-    return out
 
 
 def is_padded(fmt: TensorFormat) -> bool:

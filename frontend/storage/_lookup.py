@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import LevelFormat
+from frontend.format import LevelFormat, num_batch_levels
 
-from ._layout import num_batch_levels, structured_groups, to_host
+from ._layout import structured_groups, to_host
 from ._protocol import StoredTensor
 from ._read import Positions, delta_coordinates, ranges, segment_bounds
 

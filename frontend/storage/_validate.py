@@ -13,19 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import Level, LevelFormat
+from frontend.format import Level, LevelFormat, num_batch_levels
 
 from ._buffers import is_contiguous, numpy_dtype
-from ._layout import (
-    INDEX_TYPES,
-    VALUE_KINDS,
-    delta_crd_dtype,
-    index_dtype,
-    num_batch_levels,
-    structured_groups,
-    to_host,
-    value_count,
-)
+from ._layout import INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, index_dtype, structured_groups, to_host, value_count
 from ._protocol import StoredTensor, TensorT
 from ._read import delta_coordinates, ranges
 

@@ -222,7 +222,7 @@ def compile(module: Callable, *example_inputs: Any, pipeline: Any = None) -> Com
     MLIR encoding and :class:`lowering.torch_import.TorchImportError` when torch-mlir cannot lower the
     model.  ``pipeline``: a ``lowering.pipelines.Pipeline`` (default: the one generated contractions use,
     8-wide vectors with reassociated reductions)."""
-    from lowering.dispatch import sparsifier_pipeline
+    from lowering.sparsifier.path import sparsifier_pipeline
     from lowering.torch_import import decompositions, model_stages, program_to_linalg
     from mlir_bridge import compile_module
 

@@ -4,11 +4,11 @@ For formats MLIR's sparsifier cannot encode (range and delta levels, diagonal ma
 cross-checking, any other format. ``emit_contraction`` builds the module; ``operand_buffers`` gives a
 tensor's arguments; ``register_level_rule`` extends the walker (docs/extending.md).
 """
-from lowering.emitter.builder import Builder, Value
-from lowering.emitter.kernel import emit_contraction, row_parallel, walked_index
-from lowering.emitter.operand import WalkedOperand, delta_gap_type, operand_buffers
-from lowering.emitter.rules import DELTA_START, DELTA_STEP, generation, register_level_rule, rule_for
-from lowering.emitter.walker import VECTOR_LANES, walk
+from .builder import Builder, Value
+from .kernel import emit_contraction, row_parallel, walked_index
+from .operand import WalkedOperand, delta_gap_type, operand_buffers
+from .rules import DELTA_START, DELTA_STEP, generation, register_level_rule, rule_for
+from .walker import VECTOR_LANES, walk
 
 __all__ = ["Builder", "DELTA_START", "DELTA_STEP", "VECTOR_LANES", "Value", "WalkedOperand",
            "delta_gap_type", "emit_contraction", "operand_buffers", "row_parallel", "register_level_rule", "rule_for",

@@ -1,11 +1,11 @@
 """Element-wise arithmetic for emitted kernels: plus-times (``arith``/``complex``) or a semiring's traced
-``add``/``mul`` (:class:`lowering.contraction.Semiring`), on scalars or ``vector<lanes x T>``."""
+``add``/``mul`` (:class:`lowering.contraction.SemiringOps`), on scalars or ``vector<lanes x T>``."""
 from __future__ import annotations
 
 from typing import Any
 
-from lowering.scalar_fn import ScalarFn, constant_op, kind
-from lowering.emitter.builder import Builder, Value
+from ..scalar_fn import ScalarFn, constant_op, kind
+from .builder import Builder, Value
 
 
 def vtype(elem: str, lanes: int) -> str:

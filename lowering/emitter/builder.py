@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from lowering.mlir_text import MlirText
+from ..mlir_text import MlirText
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from lowering.emitter.arith import Arith, vtype
-from lowering.emitter.builder import Builder, Carry, Value
-from lowering.emitter.operand import WalkedOperand
-from lowering.emitter.walker import NO_CARRY, VECTOR_LANES, row_mode, walk
+from .arith import Arith, vtype
+from .builder import Builder, Carry, Value
+from .operand import WalkedOperand
+from .resolution import known_after, resolution_plan
+from .walker import NO_CARRY, VECTOR_LANES, row_mode, walk
 
 
 def memref_type(shape: tuple[int, ...], elem: str) -> str:
@@ -229,7 +230,6 @@ def row_parallel(c: Any) -> bool:
     t = c.inputs[w]
     walked = WalkedOperand(t.fmt, tuple(t.shape), t.elem, t.pos_width, t.crd_width)
     visitor = _Visitor(None, c, w, [], None, None, None, None)  # type: ignore[arg-type]
-    from lowering.emitter.resolution import known_after, resolution_plan
     try:
         carry = visitor.carry_level(known_after(resolution_plan(t.fmt, walked.shape)))
     except ValueError:

@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lowering.contraction import TensorSpec
-from lowering.emitter.builder import Value
+from frontend.format import INDEX_WIDTH_TYPES
+from frontend.format import TensorFormat, num_batch_levels
 
-_WIDTH_TYPES = {0: "index", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
+from ..contraction import TensorSpec
+from .builder import Value
 
 
 def delta_gap_type(bits: int) -> str:
@@ -43,22 +44,25 @@ class LevelArgs:
 class WalkedOperand(TensorSpec):
     """A stored (non row-major) operand: format, static shape, element type, index widths."""
 
+    fmt: TensorFormat
+
     def params(self, prefix: str) -> tuple[list[Value], list[LevelArgs], Value]:
         """Function parameters (in order), per-level buffer arguments and the values argument."""
         for label, w in (("pos_width", self.pos_width), ("crd_width", self.crd_width)):
-            if w not in _WIDTH_TYPES:
-                raise ValueError(f"{label} must be one of {sorted(_WIDTH_TYPES)}, got {w!r}")
+            if w not in INDEX_WIDTH_TYPES:
+                raise ValueError(f"{label} must be one of {sorted(INDEX_WIDTH_TYPES)}, got {w!r}")
         params: list[Value] = []
         levels: list[LevelArgs] = []
         lead = "?x" * self.num_batch
         for k, lv in enumerate(self.fmt.levels):
             pos = crd = None
             if lv.has_positions:
-                pos = Value(f"%{prefix}_pos{k}", f"memref<{lead}?x{_WIDTH_TYPES[self.pos_width]}>")
+                pos = Value(f"%{prefix}_pos{k}", f"memref<{lead}?x{INDEX_WIDTH_TYPES[self.pos_width]}>")
                 params.append(pos)
             unsigned = lv.format.value == "delta"
             if lv.has_coordinates:
-                elem = delta_gap_type(lv.bits) if unsigned else _WIDTH_TYPES[self.crd_width]
+                width = INDEX_WIDTH_TYPES[self.crd_width]
+                elem = delta_gap_type(lv.bits) if unsigned else width  # type: ignore[arg-type]  # delta: bits set
                 crd = Value(f"%{prefix}_crd{k}", f"memref<{lead}?x{elem}>")
                 params.append(crd)
             levels.append(LevelArgs(pos, crd, unsigned))
@@ -73,15 +77,6 @@ class WalkedOperand(TensorSpec):
 
     def key(self) -> tuple:
         return (self.fmt.structure_key(), self.shape, self.elem, self.pos_width, self.crd_width)
-
-
-def num_batch_levels(fmt: Any) -> int:
-    n = 0
-    for lv in fmt.levels:
-        if lv.format.value != "batch":
-            break
-        n += 1
-    return n
 
 
 def operand_buffers(tensor: Any) -> list[Any]:

@@ -5,14 +5,15 @@ of level ``k`` under the parent position ``parent`` and call ``inner(pos, coord,
 each, where ``pos`` is the entry's position (index into the next level's buffers or the values) and
 ``coord`` its level coordinate. Buffers are read at ``ctx.at(p)`` (which adds the batch index under
 batch levels). A rule in ``GATHER`` also accepts ``lanes > 1`` from ``ctx.loop``: then ``pos`` is the
-first of ``lanes`` consecutive positions and ``coord`` a ``vector<lanes x index>``. Loops go through ``ctx.loop`` so the walker can make them parallel or
-vectorized. ``register_level_rule`` adds or replaces a rule (see docs/extending.md).
+first of ``lanes`` consecutive positions and ``coord`` a ``vector<lanes x index>``. Loops go through
+``ctx.loop`` so the walker can make them parallel or vectorized. ``register_level_rule`` adds or replaces a
+rule (see docs/extending.md).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-from lowering.emitter.builder import Carry, Value
+from .builder import Carry, Value
 
 Inner = Callable[[Value, Value, Carry, int], Carry]
 

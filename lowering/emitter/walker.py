@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-from lowering.emitter.builder import Builder, Carry, Value
-from lowering.emitter.operand import LevelArgs, WalkedOperand
-from lowering.emitter.resolution import Resolve, diagonal_parts, known_after, last_level_strides, resolution_plan
-from lowering.emitter import rules as _rules
-from lowering.emitter.rules import CONTIGUOUS, GATHER, rule_for
+from . import rules as _rules
+from .builder import Builder, Carry, Value
+from .operand import LevelArgs, WalkedOperand
+from .resolution import Resolve, diagonal_parts, known_after, last_level_strides, resolution_plan
+from .rules import CONTIGUOUS, GATHER, rule_for
 
 #: Lanes of a vectorized innermost loop (a remainder loop handles the rest).
 VECTOR_LANES = 8

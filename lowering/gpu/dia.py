@@ -9,18 +9,15 @@ the two apart. Plain memref + scf code: it also compiles and runs on the CPU (ho
 """
 from __future__ import annotations
 
-from typing import Any
+from frontend.format import NamedFormats
 
-from lowering.contraction import Contraction, _ops
-
-_OPS = {(("ik", "k"), "i"), (("ik", "kj"), "ij")}
+from ..contraction import Contraction
+from ..scalar_fn import arith_ops
 
 
 def applies(c: Contraction) -> bool:
     """Whether ``c`` is SpMV/SpMM of a DIA-I operand with a dense row-major one, plain arithmetic."""
-    from frontend.format import NamedFormats  # lazily: lowering never imports frontend eagerly
-
-    if (c.subscripts, c.output_subscripts) not in _OPS or c.semiring is not None or c.alpha:
+    if not c.is_spmv_or_spmm or c.semiring is not None or c.alpha:
         return False
     if c.prolog is not None or c.epilog is not None or c.init != "c" or c.output.sparse:
         return False
@@ -33,7 +30,7 @@ def dia_rows_module(c: Contraction) -> str:
     a, b = c.inputs
     rows, cols = (int(s) for s in a.shape)
     elem = c.output.elem
-    ops = _ops(elem)
+    ops = arith_ops(elem)
     ip, ic = f"i{a.pos_width or 64}", f"i{a.crd_width or 64}"  # width 0 (index) is 64-bit
     spmm = len(b.shape) == 2
     btype = f"memref<{cols}x{int(b.shape[1])}x{elem}>" if spmm else f"memref<{cols}x{elem}>"
@@ -62,7 +59,7 @@ def dia_rows_module(c: Contraction) -> str:
             *("  " + ln for ln in column),
             "  scf.if %in {",
             *("    " + ln for ln in entry),
-            f"    scf.for %n = %c0 to %ncols step %c1 {{",
+            "    scf.for %n = %c0 to %ncols step %c1 {",
             f"      %acc = memref.load %c[%i, %n] : {otype}",
             *("      " + ln for ln in product("%j, %n", "%acc")),
             f"      memref.store %s, %c[%i, %n] : {otype}",

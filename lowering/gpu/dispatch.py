@@ -8,51 +8,30 @@ Paths (``GPU_PATHS``):
   operands of torch take the generated kernel, whose scatter is atomic.)
 * ``"sparsifier-gpu"``: MLIR's sparsifier with a parallelization strategy (``GpuPipeline``); the
   result is dense and updated in place (``init="c"``), the kernel reads the caller's device buffers.
-* ``"emitter-gpu"``: ust-mlir's own loop code (``lowering.gpu.emitter``), for formats the sparsifier
-  cannot encode (range/delta levels, diagonal maps) and on request for others with one stored operand.
-
-Formats are read by duck typing; nothing here imports ``frontend``.
+* ``"emitter-gpu"``: ust-mlir's own loop code (``lowering.gpu.emitter``, registered with
+  ``register_gpu_emitter`` by :mod:`lowering.builtins`), for formats the sparsifier cannot encode
+  (range/delta levels, diagonal maps) and on request for others with one stored operand.
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Callable
 
-from lowering.contraction import Contraction, build_module
-from lowering.dispatch import Lowered
-from lowering.gpu.pipeline import GpuPipeline
+from ..contraction import Contraction
+from ..dispatch import Lowered
+from ..sparsifier.generic import build_module
+from .library import direct_layouts, library_layout
+from .pipeline import GpuPipeline
 
 GPU_PATHS = ("cusparse", "sparsifier-gpu", "emitter-gpu")
-#: (subscripts, output subscripts) of the products cuSPARSE computes (SpMV, SpMM).
-_LIBRARY_OPS = {(("ik", "k"), "i"), (("ik", "kj"), "ij")}
 _LIBRARY_ELEMS = ("f16", "f32", "f64")
-#: Layouts each package hands to cuSPARSE as they are (torch converts CSC to CSR on every call).
-LIBRARY_LAYOUTS = {"torch": ("CSR", "COO", "BSR"), "cupy": ("CSR", "CSC", "COO")}
 
 _emitters: dict[str, Callable[[Contraction, str, str], Lowered]] = {}
-
-
-def _builtin_emitter() -> None:
-    """Register ``lowering.gpu.emitter`` (the GPU variant of ust-mlir's emitter) on first need."""
-    if "emitter-gpu" not in _emitters:
-        from lowering.gpu import emitter as gpu_emitter
 
 
 def register_gpu_emitter(builder: Callable[[Contraction, str, str], Lowered], name: str = "emitter-gpu") -> None:
     """Make ``builder(contraction, chip, gpu_format) -> Lowered`` the GPU emitter path."""
     _emitters[name] = builder
-
-
-def library_layout(fmt: Any) -> str | None:
-    """``"CSR"``, ``"CSC"``, ``"COO"`` or ``"BSR"`` when cuSPARSE stores ``fmt`` as is, else None."""
-    if fmt is None or fmt.num_dimensions != 2 or fmt.is_dense:
-        return None
-    from frontend.interop._layouts import match_layout  # lazily: lowering never imports frontend eagerly
-
-    lay = match_layout(fmt)
-    if lay is None or lay.kind.upper() not in ("CSR", "CSC", "COO", "BSR") or lay.nbatch or lay.ndense:
-        return None
-    return lay.kind.upper()
 
 
 def _emitter_only(c: Contraction) -> bool:
@@ -65,7 +44,6 @@ def gpu_path(c: Contraction, prefer: str = "auto", package: str = "torch") -> st
     if prefer not in ("auto",) + GPU_PATHS:
         raise ValueError(f"path must be 'auto' or one of {GPU_PATHS}, got {prefer!r}")
     if _emitter_only(c):
-        _builtin_emitter()
         if prefer not in ("auto", "emitter-gpu"):
             raise ValueError(f"path {prefer!r} cannot take {_format_names(c)}: only ust-mlir's own code "
                              "generator handles range/delta levels and diagonal maps")
@@ -73,10 +51,8 @@ def gpu_path(c: Contraction, prefer: str = "auto", package: str = "torch") -> st
     library = library_ok(c, package)
     if prefer == "cusparse" and not library:
         raise ValueError(f"path 'cusparse' needs SpMV/SpMM ('ik,k->i' / 'ik,kj->ij') of one "
-                         f"{'/'.join(LIBRARY_LAYOUTS.get(package, ()))} operand ({package}) with a dense one, plain "
+                         f"{'/'.join(direct_layouts(package))} operand ({package}) with a dense one, plain "
                          "arithmetic, float16/32/64")
-    if prefer == "emitter-gpu":
-        _builtin_emitter()
     if prefer != "auto":
         return prefer
     return "cusparse" if library else "sparsifier-gpu"
@@ -84,12 +60,12 @@ def gpu_path(c: Contraction, prefer: str = "auto", package: str = "torch") -> st
 
 def library_ok(c: Contraction, package: str = "torch") -> bool:
     """Whether cuSPARSE computes ``c`` through ``package`` (see the module docstring)."""
-    if (c.subscripts, c.output_subscripts) not in _LIBRARY_OPS or c.output.sparse:
+    if not c.is_spmv_or_spmm or c.output.sparse:
         return False
     if c.semiring is not None or c.prolog is not None or c.epilog is not None or c.init == "beta_c":
         return False
     a, b = c.inputs
-    return (a.elem in _LIBRARY_ELEMS and library_layout(a.fmt) in LIBRARY_LAYOUTS.get(package, ())
+    return (a.elem in _LIBRARY_ELEMS and library_layout(a.fmt) in direct_layouts(package)
             and not b.sparse and not b.encoded)
 
 
@@ -109,7 +85,6 @@ def lower_gpu(c: Contraction, chip: str, path: str = "sparsifier-gpu", gpu_forma
     """MLIR text and GpuPipeline for a generated-code GPU path."""
     c = gpu_contraction(c)
     if path == "emitter-gpu":
-        _builtin_emitter()
         builder = _emitters.get(path)
         if builder is None:
             raise ValueError(f"no GPU emitter is registered for {_format_names(c)} (register_gpu_emitter)")

@@ -5,18 +5,19 @@ The emitter (``lowering.emitter``) already marks the loops whose iterations writ
 GPU its output is made the given buffer ``c`` (``output_in_place``), then those loops are mapped to
 blocks x threads before anything canonicalizes (which would fold a single-iteration loop away), then
 the GPU pipeline runs as for the sparsifier; scatters no thread owns become atomics.
-Registered with ``lowering.gpu.dispatch.register_gpu_emitter`` when ``lowering.emitter`` exists.
+Registered with ``lowering.gpu.dispatch.register_gpu_emitter`` by :mod:`lowering.builtins`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from mlir_bridge import Stage
 
-from lowering.dispatch import Lowered
-from lowering.gpu.dispatch import register_gpu_emitter
-from lowering.gpu.pipeline import GpuPipeline, _gpu_fn
+from ..contraction import Contraction
+from ..dispatch import Lowered
+from ..emitter.kernel import emit_contraction
+from . import dia
+from .pipeline import GpuPipeline, _gpu_fn
 
 gpu_output_in_place = _gpu_fn("output_in_place")
 
@@ -31,18 +32,9 @@ class GpuEmitterPipeline(GpuPipeline):
                 Stage("emitter-loops", passes=early.passes)) + super().stages()
 
 
-def lower_emitter_gpu(c: Any, chip: str, gpu_format: str = "fatbin") -> Lowered:
+def lower_emitter_gpu(c: Contraction, chip: str, gpu_format: str = "fatbin") -> Lowered:
     """The emitter's module for ``c`` (init ``"c"``) with the GPU pipeline for ``chip``; DIA-I SpMV/SpMM
     use row-parallel loops instead (``lowering.gpu.dia``: one thread per row, not per row tile)."""
-    from lowering.gpu import dia as gpu_dia
-
-    if gpu_dia.applies(c):
-        text = gpu_dia.dia_rows_module(c)
-    else:
-        from lowering.emitter import emit_contraction
-
-        text = emit_contraction(c)
+    text = dia.dia_rows_module(c) if dia.applies(c) else emit_contraction(c)
     return Lowered(text, GpuEmitterPipeline(gpu_chip=chip, gpu_format=gpu_format), "emitter-gpu")
 
-
-register_gpu_emitter(lower_emitter_gpu)

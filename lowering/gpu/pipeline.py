@@ -1,4 +1,5 @@
-"""The sparsifier for NVIDIA GPUs (NVVM), as ``GpuPipeline`` stages registered for target "gpu".
+"""The sparsifier for NVIDIA GPUs (NVVM), as ``GpuPipeline`` stages (``gpu_stages``, registered for target
+"gpu" by :mod:`lowering.builtins`).
 
 Follows LLVM 22's ``buildSparsifier`` with a GPU triple (``mlir-opt --sparsifier="parallelization-
 strategy=... gpu-triple=... gpu-chip=..." --dump-pass-pipeline``), split into stages::
@@ -28,8 +29,8 @@ from dataclasses import dataclass
 
 from mlir_bridge import Stage
 
-from lowering import pipelines
-from lowering.pipelines import Pipeline, registered_passes
+from .. import pipelines
+from ..pipelines import Pipeline, registered_passes
 
 GPU_TRIPLE = "nvptx64-nvidia-cuda"
 GPU_FORMATS = ("fatbin", "bin", "isa", "offload", "llvm")
@@ -128,7 +129,7 @@ def _host_lowering(p: Pipeline) -> str:
         "func.func(convert-math-to-llvm)", "convert-math-to-libm", "convert-complex-to-libm", vec2llvm])
 
 
-def _gpu_stages(p: Pipeline) -> tuple[Stage, ...]:
+def gpu_stages(p: Pipeline) -> tuple[Stage, ...]:
     if not isinstance(p, GpuPipeline):
         p = GpuPipeline(**{f: getattr(p, f) for f in ("vl", "reassociate_fp_reductions",
                                                       "enable_index_optimizations", "enable_x86vector")},
@@ -163,5 +164,3 @@ def _gpu_stages(p: Pipeline) -> tuple[Stage, ...]:
         Stage("to-llvm", passes="builtin.module(convert-to-llvm,reconcile-unrealized-casts)"),
     )
 
-
-pipelines._BUILDERS["gpu"] = _gpu_stages

@@ -19,6 +19,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, Union
 
+from frontend.format import INDEX_WIDTH_TYPES
+
 Builder = Union[Callable[[Any], str], str]
 PatternItem = Union[Any, str, Callable[[Any], bool]]
 
@@ -27,7 +29,6 @@ _OPS = {
     ("abc,ac->ab",): "batched_matvec", ("abc,acd->abd",): "batched_matmul",
 }
 KNOWN_OPS = tuple(sorted(set(_OPS.values()))) + ("*",)
-_WIDTH_TYPES = {0: "index", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
 
 
 def op_name(c: Any) -> str:
@@ -74,8 +75,8 @@ class KernelEntry:
         fields: dict[str, Any] = {"name": c.name, "elem": c.output.elem}
         stored = [t for t in c.inputs if t.encoded]
         if stored:
-            fields["pos_t"] = _WIDTH_TYPES[stored[0].pos_width]
-            fields["crd_t"] = _WIDTH_TYPES[stored[0].crd_width]
+            fields["pos_t"] = INDEX_WIDTH_TYPES[stored[0].pos_width]
+            fields["crd_t"] = INDEX_WIDTH_TYPES[stored[0].crd_width]
         for k, t in enumerate(c.inputs):
             for d, n in enumerate(t.shape):
                 fields[f"in{k}_{d}"] = int(n)
@@ -181,6 +182,14 @@ def match_kernel(c: Any) -> KernelEntry | None:
         if e.matches(c):
             return e
     return None
+
+
+def kernel_named(name: str) -> KernelEntry:
+    """The kernel registered as ``name`` (KeyError listing the registered ones)."""
+    for e in _entries:
+        if e.name == name:
+            return e
+    raise KeyError(f"no kernel named {name!r}; registered: {[e.name for e in _entries]}")
 
 
 def generation() -> int:

@@ -1,4 +1,4 @@
-"""A hand-written SpGEMM kernel for CSR x CSR -> CSR (plus-times), registered with the kernel registry.
+"""A hand-written SpGEMM kernel for CSR x CSR -> CSR (plus-times), registered by ``lowering.builtins``.
 
 MLIR's sparsifier compiles SpGEMM as one pass that inserts every entry through a growing buffer with a
 function call per entry and quick-sorts each row's workspace (about 7x scipy's time here). This kernel:
@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from lowering.mlir_text import MlirText
-from lowering.scalar_fn import kind
+from frontend.format import INDEX_WIDTH_TYPES
 
-_WIDTH = {32: "i32", 64: "i64", 16: "i16", 8: "i8", 0: "index"}
+from ..mlir_text import MlirText
+from ..scalar_fn import arith_ops
+from .registry import op_name
 
 
 class _Text(MlirText):
@@ -65,21 +66,9 @@ class _Text(MlirText):
         return f"{res}#1"
 
 
-def _ops(elem: str) -> tuple[str, str]:
-    """(multiply, add) operation names for ``elem``."""
-    k = kind(elem)
-    if k == "complex":
-        return "complex.mul", "complex.add"
-    if k == "float":
-        return "arith.mulf", "arith.addf"
-    return "arith.muli", "arith.addi"
-
-
 def applies(c: Any) -> bool:
     """A plain matmul ("ik,kj->ij") whose result has the left operand's format; no scaling, semiring,
     prolog or epilog."""
-    from lowering.kernels.registry import op_name
-
     return (op_name(c) == "matmul" and c.semiring is None and not c.alpha and c.init == "zero"
             and c.prolog is None and c.epilog is None and c.output.sparse and c.output.fmt is not None
             and c.output.fmt.structure_key() == c.inputs[0].fmt.structure_key())
@@ -101,10 +90,11 @@ def _build(c: Any, transposed: bool) -> str:
     if transposed:
         a, b, m, n = b, a, n, m
     elem = out.elem
-    mul, add = _ops(elem)
-    ap, ac = _WIDTH[a.pos_width], _WIDTH[a.crd_width]
-    bp, bc = _WIDTH[b.pos_width], _WIDTH[b.crd_width]
-    cp, cc = _WIDTH[out.pos_width], _WIDTH[out.crd_width]
+    ops = arith_ops(elem)
+    mul, add = ops["mul"], ops["add"]
+    ap, ac = INDEX_WIDTH_TYPES[a.pos_width], INDEX_WIDTH_TYPES[a.crd_width]
+    bp, bc = INDEX_WIDTH_TYPES[b.pos_width], INDEX_WIDTH_TYPES[b.crd_width]
+    cp, cc = INDEX_WIDTH_TYPES[out.pos_width], INDEX_WIDTH_TYPES[out.crd_width]
     words = max(1, -(-n // 64))
     groups = max(1, -(-words // 64))
     t = _Text()
@@ -223,12 +213,3 @@ def _build(c: Any, transposed: bool) -> str:
             "attributes {llvm.emit_c_interface} {")
     return "\n".join([head] + t.lines + ["}"]) + "\n"
 
-
-def register() -> None:
-    """Register the kernels for CSR x CSR and CSC x CSC (any index widths, float/complex/int values)."""
-    from lowering.kernels.registry import register_kernel
-
-    from frontend.format import NamedFormats  # lowering must not import frontend at import time
-
-    register_kernel("matmul", (NamedFormats.CSR, NamedFormats.CSR), build, name="spgemm-csr", when=applies)
-    register_kernel("matmul", (NamedFormats.CSC, NamedFormats.CSC), build_csc, name="spgemm-csc", when=applies)

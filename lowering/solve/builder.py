@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from lowering.mlir_text import MlirText
+from ..mlir_text import MlirText
 
 _INT_TYPES = ("index", "i1", "i8", "i16", "i32", "i64")
 

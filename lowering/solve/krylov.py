@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lowering.solve.builder import FuncBuilder
-from lowering.solve.precond import Preconditioner
-from lowering.solve.values import FLOAT_TYPES, IndexBuf, Lanes, check_choice, check_positive, from_f64, vec
-from lowering.solve.vectors import Csr, dot, product, residual, spmv, sqrt, sweep
+from .builder import FuncBuilder
+from .precond import Preconditioner
+from .values import FLOAT_TYPES, IndexBuf, Lanes, check_choice, check_positive, from_f64, vec
+from .vectors import Csr, dot, product, residual, spmv, sqrt, sweep
 
 METHODS = ("cg", "bicgstab", "gmres")
 

@@ -12,7 +12,7 @@ CLEANUP = Stage("solve-cleanup", passes="builtin.module(canonicalize,cse,loop-in
 
 @cache
 def _stages(target: str) -> tuple[Stage, ...]:
-    from lowering.pipelines import Pipeline
+    from ..pipelines import Pipeline
 
     return (CLEANUP, *Pipeline(target=target).stages())
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lowering.solve.builder import FuncBuilder
-from lowering.solve.triangular import emit_rows
-from lowering.solve.values import Block, IndexBuf, Lanes, check_choice, vec
-from lowering.solve.vectors import Csr, sweep
+from .builder import FuncBuilder
+from .triangular import emit_rows
+from .values import Block, IndexBuf, Lanes, check_choice, vec
+from .vectors import Csr, sweep
 
 KINDS = ("none", "jacobi", "ilu0")
 

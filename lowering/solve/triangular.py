@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lowering.solve.builder import FuncBuilder
-from lowering.solve.values import Block, IndexBuf, check_choice, vec
+from .builder import FuncBuilder
+from .values import Block, IndexBuf, check_choice, vec
 
 LAYOUTS = ("rows", "ranges", "cols", "coo")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lowering.solve.builder import FuncBuilder
+from .builder import FuncBuilder
 
 FLOAT_TYPES = ("f32", "f64")
 INDEX_WIDTHS = (32, 64)

@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from lowering.solve.builder import FuncBuilder
-from lowering.solve.values import IndexBuf, Lanes, vec
+from .builder import FuncBuilder
+from .values import IndexBuf, Lanes, vec
 
 #: body(i, lanes) -> the f64 terms (type ``lanes.t64``) that sweep() adds to its sums at index i.
 Body = Callable[[str, Lanes], Sequence[str]]

@@ -13,17 +13,14 @@ from typing import Any
 
 from frontend.interop._layouts import Layout
 from frontend.tensor._tensor import Tensor
-
-#: Layouts each package's library takes.
-TORCH_LAYOUTS = ("CSR", "CSC", "COO", "BSR")
-CUPY_LAYOUTS = ("CSR", "CSC", "COO")
+from lowering.gpu.library import LIBRARY_LAYOUTS
 
 
 def _layout(t: Tensor, layout: str, package: str) -> Layout:
     """The package layout of library layout ``layout`` (ValueError for one the package's library lacks)."""
-    if package == "torch" and layout not in TORCH_LAYOUTS:
+    if package == "torch" and layout not in LIBRARY_LAYOUTS["torch"]:
         raise ValueError(f"torch.sparse has no {layout} layout")
-    if package == "cupy" and layout not in CUPY_LAYOUTS:
+    if package == "cupy" and layout not in LIBRARY_LAYOUTS["cupy"]:
         raise ValueError(f"cupyx.scipy.sparse has no {layout} matrix")
     if layout == "BSR":
         return Layout("BSR", block=(int(t.levels[2]), int(t.levels[3])))
