@@ -16,13 +16,14 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.nn as nn
 
+from ._subclass import TorchUST
+
 _SPARSE = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 _TRANSPOSES = ("aten.permute.default", "aten.t.default", "aten.transpose.int")
 
 
 def _sparse_torch(x: Any, what: str) -> torch.Tensor | None:
     """The torch sparse tensor for a sparse input (TorchUST or torch sparse), None for dense ones."""
-    from frontend.torch_interface import TorchUST
     if isinstance(x, TorchUST):
         t = x.to_torch()
         if t.layout not in _SPARSE:
@@ -43,7 +44,6 @@ def _check_encodable(t: torch.Tensor, what: str) -> None:
 
 
 def _dense_standin(x: torch.Tensor) -> torch.Tensor:
-    from frontend.torch_interface import TorchUST
     if isinstance(x, TorchUST):
         return x.dense()
     return x.to_dense() if x.layout in _SPARSE else x.detach()
@@ -51,7 +51,6 @@ def _dense_standin(x: torch.Tensor) -> torch.Tensor:
 
 def _state(module: nn.Module) -> dict[str, torch.Tensor]:
     """Parameters, buffers and TorchUST attributes by dotted name."""
-    from frontend.torch_interface import TorchUST
     state: dict[str, torch.Tensor] = {}
     for mname, mod in module.named_modules():
         prefix = f"{mname}." if mname else ""

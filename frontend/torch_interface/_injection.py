@@ -17,7 +17,8 @@ from torch.nn.utils import prune
 
 from frontend.format._formats import TensorFormat
 from frontend.format._named import NamedFormats
-from frontend.torch_interface._subclass import TorchUST
+
+from ._subclass import TorchUST
 
 FormatFunc = Callable[[torch.Tensor], "TorchUST | torch.Tensor | None"]
 

@@ -1,25 +1,32 @@
-"""``TorchUST``: a ``torch.Tensor`` subclass wrapping a :class:`~frontend.tensor.Tensor`.
+"""``TensorWrapper``: a ``torch.Tensor`` wrapper subclass over a :class:`~frontend.tensor.Tensor`.
 
 The wrapper reports the logical shape, dtype and device; its storage is the wrapped Tensor, whose values
 buffer is the memory of ``.values`` (a 1-D torch tensor for sparse formats).  ``.values`` is what autograd
-and optimizers see: gradients of products with a TorchUST land there, restricted to the stored entries.
-Torch functions reaching a TorchUST go through ``__torch_function__`` to :mod:`.handlers`; anything else
-is refused (or densified under :func:`~frontend.torch_interface.allow_dense_fallback`).
+and optimizers see: gradients of products with a wrapper land there, restricted to the stored entries.
+
+This module holds the storage and the methods; :class:`~frontend.torch_interface.TorchUST` (its only
+subclass) adds the routing of torch functions to the handlers.  Products and handlers work on
+``TensorWrapper`` and build results with the class of their operand, so they never import ``TorchUST``.
+Aten operations reaching a wrapper are refused (or densified under
+:func:`~frontend.torch_interface.allow_dense_fallback`).
 """
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
-from frontend.storage._buffers import torch_buffer
 from frontend.format._formats import TensorFormat
+from frontend.storage._buffers import torch_buffer
 from frontend.tensor._tensor import Tensor
-from frontend.torch_interface import _storage as S
-from frontend.torch_interface._fallback import refuse_or_warn
+
+from . import _storage as S
+from ._fallback import refuse_or_warn
+
+W = TypeVar("W", bound="TensorWrapper")
 
 
 def format_name(fmt: TensorFormat) -> str:
@@ -37,22 +44,26 @@ def transposed_format(fmt: TensorFormat) -> TensorFormat:
     return TensorFormat(tuple(reversed(fmt.dimensions)), fmt.levels, name=name)
 
 
-class TorchUST(torch.Tensor):
+class TensorWrapper(torch.Tensor):
     """A torch tensor stored in any format of the DSL; see the module docstring."""
 
     _ust: Tensor
-    _values: torch.Tensor
+    _shape: tuple[int, ...]
+    _stored: torch.Tensor
     _pattern: Tensor | None
+    _positions: torch.Tensor | None
+    _plans: dict[tuple, Any]
+    _transpose_base: TensorWrapper | None
 
     @staticmethod
-    def __new__(cls, ust: Tensor, values: torch.Tensor) -> "TorchUST":
+    def __new__(cls: type[W], ust: Tensor, values: torch.Tensor) -> W:
         if not isinstance(ust, Tensor):
-            raise TypeError(f"TorchUST wraps a frontend Tensor, got {type(ust).__name__}")
+            raise TypeError(f"{cls.__name__} wraps a frontend Tensor, got {type(ust).__name__}")
         r = torch.Tensor._make_wrapper_subclass(cls, ust.shape, dtype=values.dtype, device=values.device,
                                                 requires_grad=False)
         r._ust = ust
         r._shape = tuple(ust.shape)  # plain Python: no __torch_function__ round trip on hot paths
-        r._values = values
+        r._stored = values
         r._pattern = None
         r._positions = None
         r._plans = {}
@@ -61,11 +72,11 @@ class TorchUST(torch.Tensor):
 
     # ----- construction --------------------------------------------------------------------------
     @classmethod
-    def from_torch(cls, t: torch.Tensor, tensor_format: TensorFormat | None = None) -> "TorchUST":
+    def from_torch(cls: type[W], t: torch.Tensor, tensor_format: TensorFormat | None = None) -> W:
         """Wrap ``t`` (any torch layout, zero-copy); with ``tensor_format``, converted to that format.
 
         ``requires_grad`` of ``t`` carries over to ``.values`` (a new leaf)."""
-        if isinstance(t, TorchUST):
+        if isinstance(t, cls):
             return t if tensor_format is None else t.convert(tensor_format)
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"from_torch needs a torch.Tensor, got {type(t).__name__}")
@@ -77,11 +88,11 @@ class TorchUST(torch.Tensor):
             ust = ust.convert(tensor_format=tensor_format)
         out = cls.from_ust(ust)
         if grad:
-            out._values.requires_grad_(True)
+            out._stored.requires_grad_(True)
         return out
 
     @classmethod
-    def from_ust(cls, ust: Tensor) -> "TorchUST":
+    def from_ust(cls: type[W], ust: Tensor) -> W:
         """Wrap a Tensor; ``.values`` views its values buffer."""
         values = S.as_torch(ust.val)
         if torch_buffer(values) is not ust.val and not S.same_memory(ust, values):
@@ -89,7 +100,7 @@ class TorchUST(torch.Tensor):
         return cls(ust, values)
 
     @classmethod
-    def with_values(cls, template: "TorchUST", values: torch.Tensor) -> "TorchUST":
+    def with_values(cls: type[W], template: TensorWrapper, values: torch.Tensor) -> W:
         """``template``'s indices with other ``values`` (autograd history of ``values`` is kept)."""
         return cls(S.with_values(template._ust, values), values)
 
@@ -97,17 +108,17 @@ class TorchUST(torch.Tensor):
     @property
     def ust(self) -> Tensor:
         """The wrapped Tensor (its values buffer is ``.values``'s current memory)."""
-        if not S.same_memory(self._ust, self._values):
-            self._ust = S.with_values(self._ust, self._values)
+        if not S.same_memory(self._ust, self._stored):
+            self._ust = S.with_values(self._ust, self._stored)
             self._pattern = None
             self._positions = None
             self._plans = {}
         return self._ust
 
     @property
-    def values(self) -> torch.Tensor:  # type: ignore[override]
+    def values(self) -> torch.Tensor:  # type: ignore[override]  # torch.Tensor.values is a method
         """The stored values: the tensor autograd and optimizers update."""
-        return self._values
+        return self._stored
 
     @property
     def tensor_format(self) -> TensorFormat:
@@ -126,11 +137,11 @@ class TorchUST(torch.Tensor):
         """The stored pattern with every value 1 (same index buffers; cached)."""
         ust = self.ust
         if self._pattern is None:
-            self._pattern = S.with_values(ust, torch.ones_like(self._values.detach()))
+            self._pattern = S.with_values(ust, torch.ones_like(self._stored.detach()))
         return self._pattern
 
-    def plans(self) -> dict:
-        """Planned products on this tensor (see :func:`.products.planned_product`), dropped when the
+    def plans(self) -> dict[tuple, Any]:
+        """Planned products on this tensor (see :func:`._products.planned_product`), dropped when the
         values get new memory."""
         self.ust  # noqa: B018 - refreshes the Tensor (and drops stale plans) if the values moved
         return self._plans
@@ -140,7 +151,7 @@ class TorchUST(torch.Tensor):
         if self._positions is None:
             ust = self.ust
             n = ust.nse
-            tagged = S.with_values(ust, torch.arange(1, n + 1, dtype=torch.float64).reshape(self._values.shape))
+            tagged = S.with_values(ust, torch.arange(1, n + 1, dtype=torch.float64).reshape(self._stored.shape))
             flat = np.asarray(tagged.to_dense()).reshape(-1)
             where = np.flatnonzero(flat)
             if where.size != n:
@@ -165,49 +176,49 @@ class TorchUST(torch.Tensor):
         """A dense (strided) copy."""
         return S.as_torch(self.ust.to_dense()).to(self.device)
 
-    def convert(self, tensor_format: TensorFormat) -> "TorchUST":
-        """This tensor in another format (a new TorchUST)."""
-        return TorchUST.from_ust(self.ust.convert(tensor_format=tensor_format))
+    def convert(self: W, tensor_format: TensorFormat) -> W:
+        """This tensor in another format (a new wrapper of the same class)."""
+        return self.from_ust(self.ust.convert(tensor_format=tensor_format))
 
-    def transposed(self) -> "TorchUST":
-        """The transpose of a 2-D TorchUST, sharing buffers (and ``.values``)."""
+    def transposed(self: W) -> W:
+        """The transpose of a 2-D wrapper, sharing buffers (and ``.values``)."""
         if self.dim() != 2:
-            raise ValueError(f"transpose of a {self.dim()}-D TorchUST is not supported (2-D only)")
+            raise ValueError(f"transpose of a {self.dim()}-D {type(self).__name__} is not supported (2-D only)")
         ust = self.ust
         t = Tensor(transposed_format(ust.tensor_format), ust.shape[::-1], list(ust._pos), list(ust._crd),
                    ust.val, index_type=ust.index_type, package=ust.package, device=ust.device)
-        out = TorchUST(t, self._values)
+        out = type(self)(t, self._stored)
         out._transpose_base = self if self._transpose_base is None else None
         return out
 
     @property
-    def transpose_base(self) -> "TorchUST | None":
-        """For a TorchUST made by transposing another, that one (None otherwise)."""
+    def transpose_base(self) -> TensorWrapper | None:
+        """For a wrapper made by transposing another, that one (None otherwise)."""
         base = self._transpose_base
-        if base is not None and base._values is not self._values:
+        if base is not None and base._stored is not self._stored:
             return None
         return base
 
-    def map(self, values_fn: Callable[[torch.Tensor], torch.Tensor],
-            index_fn: Callable[[torch.Tensor], torch.Tensor] | None = None) -> "TorchUST":
-        """A TorchUST with ``values_fn(values)`` and (optionally) ``index_fn`` applied to index buffers."""
-        values = values_fn(self._values)
+    def map(self: W, values_fn: Callable[[torch.Tensor], torch.Tensor],
+            index_fn: Callable[[torch.Tensor], torch.Tensor] | None = None) -> W:
+        """A wrapper with ``values_fn(values)`` and (optionally) ``index_fn`` applied to index buffers."""
+        values = values_fn(self._stored)
         if index_fn is None:
-            return TorchUST.with_values(self, values)
-        return TorchUST(S.map_buffers(self.ust, index_fn, values), values)
+            return self.with_values(self, values)
+        return type(self)(S.map_buffers(self.ust, index_fn, values), values)
 
-    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
-        head = (f"TorchUST(shape={tuple(self.shape)}, dtype={self.dtype}, device={self.device}, "
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]  # no tensor_contents use
+        head = (f"{type(self).__name__}(shape={tuple(self.shape)}, dtype={self.dtype}, device={self.device}, "
                 f"format={self.format_name}, nse={self._ust.nse}"
-                f"{', requires_grad=True' if self._values.requires_grad else ''})")
+                f"{', requires_grad=True' if self._stored.requires_grad else ''})")
         return f"{head}\n{self.ust}" if type(self._ust).__repr__ is not object.__repr__ else head
 
-    def __deepcopy__(self, memo: dict) -> "TorchUST":
-        values = copy.deepcopy(self._values, memo)
-        return TorchUST(S.map_buffers(self.ust, torch.clone, values), values)
+    def __deepcopy__(self: W, memo: dict) -> W:
+        values = copy.deepcopy(self._stored, memo)
+        return type(self)(S.map_buffers(self.ust, torch.clone, values), values)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        return (_rebuild, (self.to_torch() if self.dense_layout_known() else self.dense(),
+        return (_rebuild, (type(self), self.to_torch() if self.dense_layout_known() else self.dense(),
                            self._ust.tensor_format))
 
     def dense_layout_known(self) -> bool:
@@ -217,30 +228,18 @@ class TorchUST(torch.Tensor):
             return False
         return True
 
-    # ----- torch integration ---------------------------------------------------------------------
     @classmethod
-    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        from frontend.torch_interface._handlers import HANDLERS, is_metadata, property_handler
-        kwargs = kwargs or {}
-        handler = HANDLERS.get(func) or property_handler(func)
-        if handler is not None:
-            return handler(*args, **kwargs)
-        if is_metadata(func):
-            with torch._C.DisableTorchFunctionSubclass():
-                return func(*args, **kwargs)
-        return densified_call(func, args, kwargs)
-
-    @classmethod
-    def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (),  # type: ignore[override]
+                           kwargs: dict | None = None) -> Any:
         return densified_call(func, args, kwargs or {})
 
 
-def first_ust(args: Any) -> TorchUST | None:
-    """The first TorchUST in a nest of arguments."""
-    found: list[TorchUST] = []
+def first_wrapper(args: Any) -> TensorWrapper | None:
+    """The first wrapper in a nest of arguments."""
+    found: list[TensorWrapper] = []
 
     def visit(a: Any) -> Any:
-        if isinstance(a, TorchUST) and not found:
+        if isinstance(a, TensorWrapper) and not found:
             found.append(a)
         return a
 
@@ -250,16 +249,16 @@ def first_ust(args: Any) -> TorchUST | None:
 
 def densified_call(func: Any, args: tuple, kwargs: dict, detail: str = "") -> Any:
     """Refuse ``func`` (NotImplementedError naming it and the format) or, under the dense fallback,
-    run it with every TorchUST replaced by a dense copy."""
-    u = first_ust((args, kwargs))
+    run it with every wrapper replaced by a dense copy."""
+    u = first_wrapper((args, kwargs))
     refuse_or_warn(func, u.format_name if u is not None else "?", detail)
 
     def dense(a: Any) -> Any:
-        return a.dense() if isinstance(a, TorchUST) else a
+        return a.dense() if isinstance(a, TensorWrapper) else a
 
     args, kwargs = tree_map(dense, (args, kwargs))
     return func(*args, **kwargs)
 
 
-def _rebuild(t: torch.Tensor, fmt: TensorFormat) -> TorchUST:
-    return TorchUST.from_torch(t, fmt)
+def _rebuild(cls: type[TensorWrapper], t: torch.Tensor, fmt: TensorFormat) -> TensorWrapper:
+    return cls.from_torch(t, fmt)
