@@ -66,6 +66,8 @@ def _state(module: nn.Module) -> dict[str, torch.Tensor]:
 class _Lifted(nn.Module):
     """``forward(*state, *inputs)`` = ``module(*inputs)`` with the state given as inputs."""
 
+    inner: nn.Module
+
     def __init__(self, module: nn.Module, names: Sequence[str]) -> None:
         super().__init__()
         object.__setattr__(self, "inner", module)  # not a submodule: its state must not be lifted

@@ -116,7 +116,7 @@ class TensorWrapper(torch.Tensor):
         return self._ust
 
     @property
-    def values(self) -> torch.Tensor:  # type: ignore[override]  # torch.Tensor.values is a method
+    def values(self) -> torch.Tensor:  # type: ignore[override]  # a method on torch.Tensor
         """The stored values: the tensor autograd and optimizers update."""
         return self._stored
 
@@ -207,7 +207,7 @@ class TensorWrapper(torch.Tensor):
             return self.with_values(self, values)
         return type(self)(S.map_buffers(self.ust, index_fn, values), values)
 
-    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]  # no tensor_contents use
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]  # torch's own signature
         head = (f"{type(self).__name__}(shape={tuple(self.shape)}, dtype={self.dtype}, device={self.device}, "
                 f"format={self.format_name}, nse={self._ust.nse}"
                 f"{', requires_grad=True' if self._stored.requires_grad else ''})")
@@ -230,7 +230,7 @@ class TensorWrapper(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (),  # type: ignore[override]
-                           kwargs: dict | None = None) -> Any:
+                           kwargs: dict | None = None) -> Any:  # torch declares it a plain function
         return densified_call(func, args, kwargs or {})
 
 
