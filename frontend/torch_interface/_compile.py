@@ -15,6 +15,12 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn as nn
+from torch.export.graph_signature import InputKind
+from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+from lowering.dispatch import sparsifier_pipeline
+from lowering.torch_import import decompositions, model_stages, program_to_linalg
+from mlir_bridge import compile_module
 
 from ._subclass import TorchUST
 
@@ -87,9 +93,7 @@ def _transposed_sparse(t: torch.Tensor) -> torch.Tensor:
 def _mark_sparse(program: Any, sparse: dict[int, torch.Tensor]) -> tuple[dict[int, torch.Tensor], set[int]]:
     """Give placeholders their sparse layout; returns the tensor each one receives and which of them
     are given transposed."""
-    from torch.fx.passes.shape_prop import _extract_tensor_metadata
     graph = program.graph
-    from torch.export.graph_signature import InputKind
     user = {spec.arg.name for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT}
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in user]
     given: dict[int, torch.Tensor] = {}
@@ -123,7 +127,6 @@ def _right_operand_of_mm(transpose: Any) -> bool:
 
 
 def _with_meta(node: Any, shape: Sequence[int], like: Any) -> Any:
-    from torch.fx.passes.shape_prop import _extract_tensor_metadata
     val = torch.empty(tuple(shape), dtype=like.meta["val"].dtype)
     node.meta["val"] = val
     node.meta["tensor_meta"] = _extract_tensor_metadata(val)
@@ -223,10 +226,6 @@ def compile(module: Callable, *example_inputs: Any, pipeline: Any = None) -> Com
     MLIR encoding and :class:`lowering.torch_import.TorchImportError` when torch-mlir cannot lower the
     model.  ``pipeline``: a ``lowering.pipelines.Pipeline`` (default: the one generated contractions use,
     8-wide vectors with reassociated reductions)."""
-    from lowering.dispatch import sparsifier_pipeline
-    from lowering.torch_import import decompositions, model_stages, program_to_linalg
-    from mlir_bridge import compile_module
-
     if not isinstance(module, nn.Module):
         raise TypeError(f"compile needs an nn.Module, got {type(module).__name__}")
     state = _state(module)
