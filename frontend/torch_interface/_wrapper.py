@@ -26,7 +26,7 @@ from frontend.tensor._tensor import Tensor
 from . import _storage as S
 from ._fallback import refuse_or_warn
 
-W = TypeVar("W", bound="TensorWrapper")
+WrapperT = TypeVar("WrapperT", bound="TensorWrapper")
 
 
 def format_name(fmt: TensorFormat) -> str:
@@ -56,7 +56,7 @@ class TensorWrapper(torch.Tensor):
     _transpose_base: TensorWrapper | None
 
     @staticmethod
-    def __new__(cls: type[W], ust: Tensor, values: torch.Tensor) -> W:
+    def __new__(cls: type[WrapperT], ust: Tensor, values: torch.Tensor) -> WrapperT:
         if not isinstance(ust, Tensor):
             raise TypeError(f"{cls.__name__} wraps a frontend Tensor, got {type(ust).__name__}")
         r = torch.Tensor._make_wrapper_subclass(cls, ust.shape, dtype=values.dtype, device=values.device,
@@ -72,7 +72,7 @@ class TensorWrapper(torch.Tensor):
 
     # ----- construction --------------------------------------------------------------------------
     @classmethod
-    def from_torch(cls: type[W], t: torch.Tensor, tensor_format: TensorFormat | None = None) -> W:
+    def from_torch(cls: type[WrapperT], t: torch.Tensor, tensor_format: TensorFormat | None = None) -> WrapperT:
         """Wrap ``t`` (any torch layout, zero-copy); with ``tensor_format``, converted to that format.
 
         ``requires_grad`` of ``t`` carries over to ``.values`` (a new leaf)."""
@@ -92,7 +92,7 @@ class TensorWrapper(torch.Tensor):
         return out
 
     @classmethod
-    def from_ust(cls: type[W], ust: Tensor) -> W:
+    def from_ust(cls: type[WrapperT], ust: Tensor) -> WrapperT:
         """Wrap a Tensor; ``.values`` views its values buffer."""
         values = S.as_torch(ust.val)
         if torch_buffer(values) is not ust.val and not S.same_memory(ust, values):
@@ -100,7 +100,7 @@ class TensorWrapper(torch.Tensor):
         return cls(ust, values)
 
     @classmethod
-    def with_values(cls: type[W], template: TensorWrapper, values: torch.Tensor) -> W:
+    def with_values(cls: type[WrapperT], template: TensorWrapper, values: torch.Tensor) -> WrapperT:
         """``template``'s indices with other ``values`` (autograd history of ``values`` is kept)."""
         return cls(S.with_values(template._ust, values), values)
 
@@ -176,11 +176,11 @@ class TensorWrapper(torch.Tensor):
         """A dense (strided) copy."""
         return S.as_torch(self.ust.to_dense()).to(self.device)
 
-    def convert(self: W, tensor_format: TensorFormat) -> W:
+    def convert(self: WrapperT, tensor_format: TensorFormat) -> WrapperT:
         """This tensor in another format (a new wrapper of the same class)."""
         return self.from_ust(self.ust.convert(tensor_format=tensor_format))
 
-    def transposed(self: W) -> W:
+    def transposed(self: WrapperT) -> WrapperT:
         """The transpose of a 2-D wrapper, sharing buffers (and ``.values``)."""
         if self.dim() != 2:
             raise ValueError(f"transpose of a {self.dim()}-D {type(self).__name__} is not supported (2-D only)")
@@ -199,8 +199,8 @@ class TensorWrapper(torch.Tensor):
             return None
         return base
 
-    def map(self: W, values_fn: Callable[[torch.Tensor], torch.Tensor],
-            index_fn: Callable[[torch.Tensor], torch.Tensor] | None = None) -> W:
+    def map(self: WrapperT, values_fn: Callable[[torch.Tensor], torch.Tensor],
+            index_fn: Callable[[torch.Tensor], torch.Tensor] | None = None) -> WrapperT:
         """A wrapper with ``values_fn(values)`` and (optionally) ``index_fn`` applied to index buffers."""
         values = values_fn(self._stored)
         if index_fn is None:
@@ -213,7 +213,7 @@ class TensorWrapper(torch.Tensor):
                 f"{', requires_grad=True' if self._stored.requires_grad else ''})")
         return f"{head}\n{self.ust}" if type(self._ust).__repr__ is not object.__repr__ else head
 
-    def __deepcopy__(self: W, memo: dict) -> W:
+    def __deepcopy__(self: WrapperT, memo: dict) -> WrapperT:
         values = copy.deepcopy(self._stored, memo)
         return type(self)(S.map_buffers(self.ust, torch.clone, values), values)
 
