@@ -6,9 +6,9 @@ sparse training through autograd, and injecting formats into existing models.
     y = torch.nn.functional.linear(x, W8, b)                           # compiled SpMM
     report = reformat_model(model)                                     # every nn.Linear by sparsity
 """
-from frontend.torch_interface._fallback import DenseFallbackWarning, allow_dense_fallback, dense_fallback_enabled
-from frontend.torch_interface._injection import LayerReport, ReformatReport, choose_format, prune_model, reformat_model
-from frontend.torch_interface._subclass import TorchUST
+from ._fallback import DenseFallbackWarning, allow_dense_fallback, dense_fallback_enabled
+from ._injection import LayerReport, ReformatReport, choose_format, prune_model, reformat_model
+from ._subclass import TorchUST
 
 __all__ = ["DenseFallbackWarning", "LayerReport", "ReformatReport", "TorchUST", "allow_dense_fallback",
            "choose_format", "dense_fallback_enabled", "prune_model", "reformat_model"]

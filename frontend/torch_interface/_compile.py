@@ -10,11 +10,20 @@ around the sparse products.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 import torch.nn as nn
+from torch.export.graph_signature import InputKind
+from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+from lowering.sparsifier.path import sparsifier_pipeline
+from lowering.torch_import import decompositions, model_stages, program_to_linalg
+from mlir_bridge import compile_module
+
+from ._subclass import TorchUST
 
 _SPARSE = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 _TRANSPOSES = ("aten.permute.default", "aten.t.default", "aten.transpose.int")
@@ -22,7 +31,6 @@ _TRANSPOSES = ("aten.permute.default", "aten.t.default", "aten.transpose.int")
 
 def _sparse_torch(x: Any, what: str) -> torch.Tensor | None:
     """The torch sparse tensor for a sparse input (TorchUST or torch sparse), None for dense ones."""
-    from frontend.torch_interface import TorchUST
     if isinstance(x, TorchUST):
         t = x.to_torch()
         if t.layout not in _SPARSE:
@@ -43,7 +51,6 @@ def _check_encodable(t: torch.Tensor, what: str) -> None:
 
 
 def _dense_standin(x: torch.Tensor) -> torch.Tensor:
-    from frontend.torch_interface import TorchUST
     if isinstance(x, TorchUST):
         return x.dense()
     return x.to_dense() if x.layout in _SPARSE else x.detach()
@@ -51,7 +58,6 @@ def _dense_standin(x: torch.Tensor) -> torch.Tensor:
 
 def _state(module: nn.Module) -> dict[str, torch.Tensor]:
     """Parameters, buffers and TorchUST attributes by dotted name."""
-    from frontend.torch_interface import TorchUST
     state: dict[str, torch.Tensor] = {}
     for mname, mod in module.named_modules():
         prefix = f"{mname}." if mname else ""
@@ -66,6 +72,8 @@ def _state(module: nn.Module) -> dict[str, torch.Tensor]:
 
 class _Lifted(nn.Module):
     """``forward(*state, *inputs)`` = ``module(*inputs)`` with the state given as inputs."""
+
+    inner: nn.Module
 
     def __init__(self, module: nn.Module, names: Sequence[str]) -> None:
         super().__init__()
@@ -86,9 +94,7 @@ def _transposed_sparse(t: torch.Tensor) -> torch.Tensor:
 def _mark_sparse(program: Any, sparse: dict[int, torch.Tensor]) -> tuple[dict[int, torch.Tensor], set[int]]:
     """Give placeholders their sparse layout; returns the tensor each one receives and which of them
     are given transposed."""
-    from torch.fx.passes.shape_prop import _extract_tensor_metadata
     graph = program.graph
-    from torch.export.graph_signature import InputKind
     user = {spec.arg.name for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT}
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in user]
     given: dict[int, torch.Tensor] = {}
@@ -122,7 +128,6 @@ def _right_operand_of_mm(transpose: Any) -> bool:
 
 
 def _with_meta(node: Any, shape: Sequence[int], like: Any) -> Any:
-    from torch.fx.passes.shape_prop import _extract_tensor_metadata
     val = torch.empty(tuple(shape), dtype=like.meta["val"].dtype)
     node.meta["val"] = val
     node.meta["tensor_meta"] = _extract_tensor_metadata(val)
@@ -222,10 +227,6 @@ def compile(module: Callable, *example_inputs: Any, pipeline: Any = None) -> Com
     MLIR encoding and :class:`lowering.torch_import.TorchImportError` when torch-mlir cannot lower the
     model.  ``pipeline``: a ``lowering.pipelines.Pipeline`` (default: the one generated contractions use,
     8-wide vectors with reassociated reductions)."""
-    from lowering.sparsifier.path import sparsifier_pipeline
-    from lowering.torch_import import decompositions, model_stages, program_to_linalg
-    from mlir_bridge import compile_module
-
     if not isinstance(module, nn.Module):
         raise TypeError(f"compile needs an nn.Module, got {type(module).__name__}")
     state = _state(module)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import warnings
-from typing import Iterator
+from collections.abc import Iterator
 
 _state = threading.local()
 

@@ -7,19 +7,20 @@ torch optimizer updates them in place (sparse fine-tuning keeps the pattern).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
 import torch.nn as nn
 from torch.nn.utils import prune
 
-from frontend.format import TensorFormat
-from frontend.format import NamedFormats
-from frontend.torch_interface._subclass import TorchUST
+from frontend.format import NamedFormats, TensorFormat
+
+from ._subclass import TorchUST
 
 FormatFunc = Callable[[torch.Tensor], "TorchUST | torch.Tensor | None"]
+MaskFunc = Callable[[torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def install_weight(mod: nn.Module, tu: TorchUST, name: str = "weight") -> TorchU
 
 
 def reformat_model(model: nn.Module, func: FormatFunc | None = None, *,
-                   modules: tuple[type, ...] = (nn.Linear,), threshold: float = 0.5) -> ReformatReport:
+                   modules: tuple[type[nn.Module], ...] = (nn.Linear,), threshold: float = 0.5) -> ReformatReport:
     """For every submodule of a type in ``modules``: make pruning permanent, call ``func(weight)`` (a
     TorchUST, a torch sparse tensor, or None to leave the layer) and install the result in place.
 
@@ -155,7 +156,7 @@ def _nm_mask(w: torch.Tensor, n: int, m: int) -> torch.Tensor:
     return mask.reshape(w.shape)
 
 
-def _block_mask(w: torch.Tensor, amount: float, block: tuple[int, int]) -> torch.Tensor:
+def _block_mask(w: torch.Tensor, amount: float, block: tuple[int, ...]) -> torch.Tensor:
     """Zero the ``amount`` fraction of ``block``-shaped tiles with the smallest L1 norm."""
     if w.dim() != 2:
         raise ValueError(f"block pruning needs a 2-D weight, got {w.dim()}-D")
@@ -171,45 +172,46 @@ def _block_mask(w: torch.Tensor, amount: float, block: tuple[int, int]) -> torch
     return mask.repeat_interleave(bh, 0).repeat_interleave(bw, 1)
 
 
-def _parse_structured(structured: object) -> tuple[str, tuple[int, int] | None]:
+def _structured_mask(structured: object, amount: float) -> MaskFunc | None:
+    """The mask of a weight for ``prune_model``'s ``structured`` argument (None: L1-unstructured)."""
     if structured is None:
-        return "l1", None
+        return None
     if isinstance(structured, str):
         s = structured.strip().lower()
         if ":" in s:
             n, m = (int(x) for x in s.split(":"))
-            return "nm", (n, m)
+            return lambda w: _nm_mask(w, n, m)
         if s == "block":
-            return "block", (4, 4)
+            return lambda w: _block_mask(w, amount, (4, 4))
     if isinstance(structured, tuple) and len(structured) == 2:
         if structured[0] == "block" and isinstance(structured[1], tuple):
-            return "block", tuple(int(x) for x in structured[1])  # type: ignore[return-value]
+            block = tuple(int(x) for x in structured[1])
+            return lambda w: _block_mask(w, amount, block)
         if all(isinstance(x, int) for x in structured):
-            return "nm", (int(structured[0]), int(structured[1]))
+            n, m = int(structured[0]), int(structured[1])
+            return lambda w: _nm_mask(w, n, m)
     raise ValueError(f"structured must be None, 'n:m' (e.g. '2:4'), (n, m), 'block' or ('block', (h, w)); "
                      f"got {structured!r}")
 
 
 def prune_model(model: nn.Module, amount: float = 0.5, structured: object = None, *,
-                modules: tuple[type, ...] = (nn.Linear,), names: Iterable[str] | None = None) -> nn.Module:
+                modules: tuple[type[nn.Module], ...] = (nn.Linear,), names: Iterable[str] | None = None) -> nn.Module:
     """Prune the weights of ``modules`` with torch's pruning (masks stay until ``reformat_model`` or
     ``prune.remove``): ``structured=None`` L1-unstructured (``amount`` of the entries), ``"2:4"`` / ``(n, m)``
     n:m (``amount`` ignored), ``"block"`` / ``("block", (h, w))`` the ``amount`` of tiles with the smallest
     L1 norm.  ``names`` restricts to those submodule names.  Returns ``model``."""
     if not 0.0 <= float(amount) <= 1.0:
         raise ValueError(f"amount must be in [0, 1], got {amount!r}")
-    kind, arg = _parse_structured(structured)
+    mask = _structured_mask(structured, float(amount))
     wanted = set(names) if names is not None else None
     for name, mod in model.named_modules():
         if not isinstance(mod, modules) or (wanted is not None and name not in wanted):
             continue
-        if not isinstance(getattr(mod, "weight", None), nn.Parameter):
+        weight = getattr(mod, "weight", None)
+        if not isinstance(weight, nn.Parameter):
             continue
-        if kind == "l1":
+        if mask is None:
             prune.l1_unstructured(mod, "weight", amount=float(amount))
-        elif kind == "nm":
-            n, m = arg  # type: ignore[misc]
-            prune.custom_from_mask(mod, "weight", _nm_mask(mod.weight, n, m))
         else:
-            prune.custom_from_mask(mod, "weight", _block_mask(mod.weight, float(amount), arg))  # type: ignore[arg-type]
+            prune.custom_from_mask(mod, "weight", mask(weight))
     return model

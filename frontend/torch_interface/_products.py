@@ -15,14 +15,11 @@ import numpy as np
 import torch
 
 from frontend.format import NamedFormats
+from frontend.ops import _api as ops
 from frontend.tensor._tensor import Tensor
-from frontend.torch_interface import _storage as S
-from frontend.torch_interface._subclass import TorchUST
 
-
-def _ops() -> Any:
-    from frontend.ops import _api as ops
-    return ops
+from . import _storage as S
+from ._wrapper import TensorWrapper
 
 
 def dense_arg(d: torch.Tensor) -> torch.Tensor:
@@ -33,11 +30,12 @@ def dense_arg(d: torch.Tensor) -> torch.Tensor:
     return d.contiguous()
 
 
-def to_torch(result: Any, device: torch.device | None = None) -> Any:
-    """A kernel result as torch: dense results become fresh torch tensors, sparse ones TorchUSTs."""
+def to_torch(result: Any, wrapper: type[TensorWrapper], device: torch.device | None = None) -> Any:
+    """A kernel result as torch: dense results become fresh torch tensors, sparse ones ``wrapper``s
+    (the class of the sparse operand: products build TorchUSTs without importing the class)."""
     if isinstance(result, Tensor):
         if result.is_sparse:
-            return TorchUST.from_ust(result)
+            return wrapper.from_ust(result)
         out = S.as_torch(np.asarray(result.val)) if not isinstance(result.val, torch.Tensor) else result.val
         out = out.reshape(result.shape)
     elif isinstance(result, torch.Tensor):
@@ -54,19 +52,21 @@ def _threads() -> str | None:
 
 
 def kernel_matmul(a: Any, b: Any, **kw: Any) -> Any:
-    """:func:`frontend.ops.matmul` on TorchUSTs (their Tensors) and torch tensors, result in torch."""
+    """:func:`frontend.ops.matmul` on TorchUSTs (their Tensors) and torch tensors, at least one a TorchUST;
+    the result in torch."""
     device = next((x.device for x in (a, b) if isinstance(x, torch.Tensor)), None)
-    a = a.ust if isinstance(a, TorchUST) else dense_arg(a)
-    b = b.ust if isinstance(b, TorchUST) else dense_arg(b)
+    wrapper = type(a if isinstance(a, TensorWrapper) else b)
+    a = a.ust if isinstance(a, TensorWrapper) else dense_arg(a)
+    b = b.ust if isinstance(b, TensorWrapper) else dense_arg(b)
     if device is None or device.type == "cpu":
         kw.setdefault("threads", _threads())
-    return to_torch(_ops().matmul(a, b, **kw), device)
+    return to_torch(ops.matmul(a, b, **kw), wrapper, device)
 
 
 _MAX_PLANS = 8  # planned products kept per TorchUST (one per dense operand shape/dtype, least recent dropped)
 
 
-def planned_product(s: TorchUST, d: torch.Tensor, side: str, transpose: bool) -> torch.Tensor:
+def planned_product(s: TensorWrapper, d: torch.Tensor, side: str, transpose: bool) -> torch.Tensor:
     """``op(S) @ D`` / ``D @ op(S)`` through a planned :class:`frontend.ops.Matmul` cached on S per dense
     operand shape and dtype: later calls copy D into the plan's input buffer and only execute.
 
@@ -80,7 +80,6 @@ def planned_product(s: TorchUST, d: torch.Tensor, side: str, transpose: bool) ->
     entry = plans.get(key)
     if entry is None:
         buf = torch.empty(tuple(d.shape), dtype=d.dtype, device=d.device)
-        ops = _ops()
         mm = (ops.Matmul(s.ust, buf, transpose_a=transpose, threads=threads) if side == "left"
               else ops.Matmul(buf, s.ust, transpose_b=transpose, threads=threads))
         mm.plan()
@@ -93,13 +92,13 @@ def planned_product(s: TorchUST, d: torch.Tensor, side: str, transpose: bool) ->
     mm, buf, lock = entry
     with lock:
         buf.copy_(d.detach())
-        return to_torch(mm.execute(), d.device)
+        return to_torch(mm.execute(), type(s), d.device)
 
 
 _DENSE_SAMPLED: set = set()  # structure keys of formats the kernels cannot write (sampled into dense)
 
 
-def sddmm(s: TorchUST, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def sddmm(s: TensorWrapper, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Values of ``(x @ y.T)`` at S's stored entries, in S's storage order (a new 1-D tensor).
 
     One sampled kernel (``einsum("ij,ik,jk->ij")`` over S's pattern) computes only the stored entries; it
@@ -110,7 +109,7 @@ def sddmm(s: TorchUST, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     xs, ys = dense_arg(x), dense_arg(y)
     if key not in _DENSE_SAMPLED:
         try:
-            out = _ops().einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=pattern.tensor_format)
+            out = ops.einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=pattern.tensor_format)
         except ValueError:
             _DENSE_SAMPLED.add(key)
         else:
@@ -118,7 +117,7 @@ def sddmm(s: TorchUST, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
                 raise RuntimeError(f"sampled product over a {s.format_name} pattern returned "
                                    f"{getattr(out, 'nse', type(out).__name__)} values, expected {pattern.nse}")
             return S.as_torch(out.val).reshape(s.values.shape).to(s.values.device)
-    dense = to_torch(_ops().einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=NamedFormats.Dense(2)))
+    dense = to_torch(ops.einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=NamedFormats.Dense(2)), type(s))
     return dense.reshape(-1)[s.storage_positions()].reshape(s.values.shape).to(s.values.device)
 
 
@@ -126,7 +125,7 @@ class _SpMM(torch.autograd.Function):
     """``op(S) @ D`` / ``D @ op(S)`` (``op(S) = S^T`` when ``t``) with gradients for ``S.values`` and ``D``."""
 
     @staticmethod
-    def forward(ctx: Any, values: torch.Tensor, d: torch.Tensor, holder: "_Holder", side: str,
+    def forward(ctx: Any, values: torch.Tensor, d: torch.Tensor, holder: _Holder, side: str,
                 t: bool) -> torch.Tensor:
         out = planned_product(holder.ust, d, side, t)
         ctx.holder, ctx.side, ctx.t = holder, side, t
@@ -155,11 +154,11 @@ class _Holder:
 
     __slots__ = ("ust",)
 
-    def __init__(self, ust: TorchUST) -> None:
+    def __init__(self, ust: TensorWrapper) -> None:
         self.ust = ust
 
 
-def sparse_dense(s: TorchUST, d: torch.Tensor, side: str, transpose: bool = False) -> torch.Tensor:
+def sparse_dense(s: TensorWrapper, d: torch.Tensor, side: str, transpose: bool = False) -> torch.Tensor:
     """``op(S) @ D`` (side ``"left"``) or ``D @ op(S)`` (``"right"``), ``op(S) = S^T`` if ``transpose``:
     S a 2-D TorchUST, D dense 1-D or 2-D.  A TorchUST made by ``.t()`` runs as its base, transposed."""
     if len(s._shape) != 2:
@@ -174,7 +173,7 @@ def sparse_dense(s: TorchUST, d: torch.Tensor, side: str, transpose: bool = Fals
     return _SpMM.apply(s.values, d, _Holder(s), side, transpose)
 
 
-def sparse_sparse(a: TorchUST, b: TorchUST) -> Any:
+def sparse_sparse(a: TensorWrapper, b: TensorWrapper) -> Any:
     """``A @ B`` for two TorchUSTs: a sparse TorchUST (a dense tensor for vector results)."""
     if torch.is_grad_enabled() and (a.values.requires_grad or b.values.requires_grad):
         raise NotImplementedError(f"gradients of sparse x sparse products ({a.format_name} @ "

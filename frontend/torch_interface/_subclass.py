@@ -1,226 +1,25 @@
-"""``TorchUST``: a ``torch.Tensor`` subclass wrapping a :class:`~frontend.tensor.Tensor`.
+"""``TorchUST``: the public torch tensor in any format, with torch functions routed to the compiled kernels.
 
-The wrapper reports the logical shape, dtype and device; its storage is the wrapped Tensor, whose values
-buffer is the memory of ``.values`` (a 1-D torch tensor for sparse formats).  ``.values`` is what autograd
-and optimizers see: gradients of products with a TorchUST land there, restricted to the stored entries.
-Torch functions reaching a TorchUST go through ``__torch_function__`` to :mod:`.handlers`; anything else
-is refused (or densified under :func:`~frontend.torch_interface.allow_dense_fallback`).
+Storage and methods come from :class:`._wrapper.TensorWrapper`.  ``__torch_function__`` looks torch
+functions up in :data:`._handlers.HANDLERS` (products, views, copies, scalar arithmetic); metadata
+queries run as on any tensor, and anything else is refused (or densified under
+:func:`~frontend.torch_interface.allow_dense_fallback`).
 """
 from __future__ import annotations
 
-import copy
-from typing import Any, Callable
+from typing import Any
 
-import numpy as np
 import torch
-from torch.utils._pytree import tree_map
 
-from frontend.storage._buffers import torch_buffer
-from frontend.format import TensorFormat
-from frontend.tensor._tensor import Tensor
-from frontend.torch_interface import _storage as S
-from frontend.torch_interface._fallback import refuse_or_warn
+from ._handlers import HANDLERS, is_metadata, property_handler
+from ._wrapper import TensorWrapper, densified_call
 
 
-def format_name(fmt: TensorFormat) -> str:
-    """The display name of a format (its DSL text when unnamed)."""
-    return fmt.name or str(fmt)
+class TorchUST(TensorWrapper):
+    """A torch tensor stored in any format of the DSL (see :mod:`._wrapper`) on the compiled kernels."""
 
-
-def transposed_format(fmt: TensorFormat) -> TensorFormat:
-    """The format storing the transpose of a 2-D tensor in the same buffers (dimensions swapped)."""
-    name = fmt.name
-    if name and name.endswith("^T"):
-        name = name[:-2]
-    elif name:
-        name = f"{name}^T"
-    return TensorFormat(tuple(reversed(fmt.dimensions)), fmt.levels, name=name)
-
-
-class TorchUST(torch.Tensor):
-    """A torch tensor stored in any format of the DSL; see the module docstring."""
-
-    _ust: Tensor
-    _values: torch.Tensor
-    _pattern: Tensor | None
-
-    @staticmethod
-    def __new__(cls, ust: Tensor, values: torch.Tensor) -> "TorchUST":
-        if not isinstance(ust, Tensor):
-            raise TypeError(f"TorchUST wraps a frontend Tensor, got {type(ust).__name__}")
-        r = torch.Tensor._make_wrapper_subclass(cls, ust.shape, dtype=values.dtype, device=values.device,
-                                                requires_grad=False)
-        r._ust = ust
-        r._shape = tuple(ust.shape)  # plain Python: no __torch_function__ round trip on hot paths
-        r._values = values
-        r._pattern = None
-        r._positions = None
-        r._plans = {}
-        r._transpose_base = None
-        return r
-
-    # ----- construction --------------------------------------------------------------------------
-    @classmethod
-    def from_torch(cls, t: torch.Tensor, tensor_format: TensorFormat | None = None) -> "TorchUST":
-        """Wrap ``t`` (any torch layout, zero-copy); with ``tensor_format``, converted to that format.
-
-        ``requires_grad`` of ``t`` carries over to ``.values`` (a new leaf)."""
-        if isinstance(t, TorchUST):
-            return t if tensor_format is None else t.convert(tensor_format)
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"from_torch needs a torch.Tensor, got {type(t).__name__}")
-        if tensor_format is not None and not isinstance(tensor_format, TensorFormat):
-            raise TypeError(f"tensor_format must be a TensorFormat, got {type(tensor_format).__name__}")
-        grad = t.requires_grad
-        ust = Tensor.from_package(t.detach())
-        if tensor_format is not None and ust.tensor_format != tensor_format:
-            ust = ust.convert(tensor_format=tensor_format)
-        out = cls.from_ust(ust)
-        if grad:
-            out._values.requires_grad_(True)
-        return out
-
-    @classmethod
-    def from_ust(cls, ust: Tensor) -> "TorchUST":
-        """Wrap a Tensor; ``.values`` views its values buffer."""
-        values = S.as_torch(ust.val)
-        if torch_buffer(values) is not ust.val and not S.same_memory(ust, values):
-            ust = S.with_values(ust, values)  # a read-only NumPy buffer was copied
-        return cls(ust, values)
-
-    @classmethod
-    def with_values(cls, template: "TorchUST", values: torch.Tensor) -> "TorchUST":
-        """``template``'s indices with other ``values`` (autograd history of ``values`` is kept)."""
-        return cls(S.with_values(template._ust, values), values)
-
-    # ----- access --------------------------------------------------------------------------------
-    @property
-    def ust(self) -> Tensor:
-        """The wrapped Tensor (its values buffer is ``.values``'s current memory)."""
-        if not S.same_memory(self._ust, self._values):
-            self._ust = S.with_values(self._ust, self._values)
-            self._pattern = None
-            self._positions = None
-            self._plans = {}
-        return self._ust
-
-    @property
-    def values(self) -> torch.Tensor:  # type: ignore[override]
-        """The stored values: the tensor autograd and optimizers update."""
-        return self._values
-
-    @property
-    def tensor_format(self) -> TensorFormat:
-        return self._ust.tensor_format
-
-    @property
-    def format_name(self) -> str:
-        return format_name(self._ust.tensor_format)
-
-    @property
-    def storage_bytes(self) -> int:
-        """Bytes of the index and value buffers."""
-        return S.storage_bytes(self._ust)
-
-    def pattern(self) -> Tensor:
-        """The stored pattern with every value 1 (same index buffers; cached)."""
-        ust = self.ust
-        if self._pattern is None:
-            self._pattern = S.with_values(ust, torch.ones_like(self._values.detach()))
-        return self._pattern
-
-    def plans(self) -> dict:
-        """Planned products on this tensor (see :func:`.products.planned_product`), dropped when the
-        values get new memory."""
-        self.ust  # noqa: B018 - refreshes the Tensor (and drops stale plans) if the values moved
-        return self._plans
-
-    def storage_positions(self) -> torch.Tensor:
-        """For each stored value (storage order), its flat index in the dense tensor (cached)."""
-        if self._positions is None:
-            ust = self.ust
-            n = ust.nse
-            tagged = S.with_values(ust, torch.arange(1, n + 1, dtype=torch.float64).reshape(self._values.shape))
-            flat = np.asarray(tagged.to_dense()).reshape(-1)
-            where = np.flatnonzero(flat)
-            if where.size != n:
-                raise RuntimeError(f"{self.format_name}: {n} stored entries map to {where.size} distinct "
-                                   "coordinates")
-            pos = np.empty(n, dtype=np.int64)
-            pos[flat[where].astype(np.int64) - 1] = where
-            self._positions = torch.from_numpy(pos)
-        return self._positions
-
-    def to_torch(self) -> torch.Tensor:
-        """The plain torch tensor: the package object for formats torch has (zero-copy where it can),
-        a dense tensor otherwise."""
-        ust = self.ust
-        try:
-            out = ust.to_package("torch")
-        except TypeError:
-            out = self.dense()
-        return out
-
-    def dense(self) -> torch.Tensor:
-        """A dense (strided) copy."""
-        return S.as_torch(self.ust.to_dense()).to(self.device)
-
-    def convert(self, tensor_format: TensorFormat) -> "TorchUST":
-        """This tensor in another format (a new TorchUST)."""
-        return TorchUST.from_ust(self.ust.convert(tensor_format=tensor_format))
-
-    def transposed(self) -> "TorchUST":
-        """The transpose of a 2-D TorchUST, sharing buffers (and ``.values``)."""
-        if self.dim() != 2:
-            raise ValueError(f"transpose of a {self.dim()}-D TorchUST is not supported (2-D only)")
-        ust = self.ust
-        t = Tensor(transposed_format(ust.tensor_format), ust.shape[::-1], list(ust._pos), list(ust._crd),
-                   ust.val, index_type=ust.index_type, package=ust.package, device=ust.device)
-        out = TorchUST(t, self._values)
-        out._transpose_base = self if self._transpose_base is None else None
-        return out
-
-    @property
-    def transpose_base(self) -> "TorchUST | None":
-        """For a TorchUST made by transposing another, that one (None otherwise)."""
-        base = self._transpose_base
-        if base is not None and base._values is not self._values:
-            return None
-        return base
-
-    def map(self, values_fn: Callable[[torch.Tensor], torch.Tensor],
-            index_fn: Callable[[torch.Tensor], torch.Tensor] | None = None) -> "TorchUST":
-        """A TorchUST with ``values_fn(values)`` and (optionally) ``index_fn`` applied to index buffers."""
-        values = values_fn(self._values)
-        if index_fn is None:
-            return TorchUST.with_values(self, values)
-        return TorchUST(S.map_buffers(self.ust, index_fn, values), values)
-
-    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
-        head = (f"TorchUST(shape={tuple(self.shape)}, dtype={self.dtype}, device={self.device}, "
-                f"format={self.format_name}, nse={self._ust.nse}"
-                f"{', requires_grad=True' if self._values.requires_grad else ''})")
-        return f"{head}\n{self.ust}" if type(self._ust).__repr__ is not object.__repr__ else head
-
-    def __deepcopy__(self, memo: dict) -> "TorchUST":
-        values = copy.deepcopy(self._values, memo)
-        return TorchUST(S.map_buffers(self.ust, torch.clone, values), values)
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return (_rebuild, (self.to_torch() if self.dense_layout_known() else self.dense(),
-                           self._ust.tensor_format))
-
-    def dense_layout_known(self) -> bool:
-        try:
-            self.ust.to_package("torch")
-        except TypeError:
-            return False
-        return True
-
-    # ----- torch integration ---------------------------------------------------------------------
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        from frontend.torch_interface._handlers import HANDLERS, is_metadata, property_handler
         kwargs = kwargs or {}
         handler = HANDLERS.get(func) or property_handler(func)
         if handler is not None:
@@ -229,37 +28,3 @@ class TorchUST(torch.Tensor):
             with torch._C.DisableTorchFunctionSubclass():
                 return func(*args, **kwargs)
         return densified_call(func, args, kwargs)
-
-    @classmethod
-    def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        return densified_call(func, args, kwargs or {})
-
-
-def first_ust(args: Any) -> TorchUST | None:
-    """The first TorchUST in a nest of arguments."""
-    found: list[TorchUST] = []
-
-    def visit(a: Any) -> Any:
-        if isinstance(a, TorchUST) and not found:
-            found.append(a)
-        return a
-
-    tree_map(visit, args)
-    return found[0] if found else None
-
-
-def densified_call(func: Any, args: tuple, kwargs: dict, detail: str = "") -> Any:
-    """Refuse ``func`` (NotImplementedError naming it and the format) or, under the dense fallback,
-    run it with every TorchUST replaced by a dense copy."""
-    u = first_ust((args, kwargs))
-    refuse_or_warn(func, u.format_name if u is not None else "?", detail)
-
-    def dense(a: Any) -> Any:
-        return a.dense() if isinstance(a, TorchUST) else a
-
-    args, kwargs = tree_map(dense, (args, kwargs))
-    return func(*args, **kwargs)
-
-
-def _rebuild(t: torch.Tensor, fmt: TensorFormat) -> TorchUST:
-    return TorchUST.from_torch(t, fmt)
