@@ -20,13 +20,14 @@ import numpy as np
 
 from frontend.format._expressions import Dimension, is_block
 from frontend.format._formats import TensorFormat
-from frontend.ops._kernel_cache import dense_tensor, row_major
 from frontend.storage._layout import block_sizes
 from frontend.tensor._tensor import Tensor
 
+from ._kernel_cache import dense_tensor, row_major
 
-_DEMAPPED: dict[TensorFormat, TensorFormat] = {}
-_UNBLOCKED: dict[TensorFormat, TensorFormat] = {}
+
+_DEMAPPED: dict[TensorFormat, TensorFormat] = {}  # block format -> its demapped format; one per format seen
+_UNBLOCKED: dict[TensorFormat, TensorFormat] = {}  # block format -> its unblocked format; one per format seen
 
 
 def demapped_format(fmt: TensorFormat) -> TensorFormat:

@@ -110,6 +110,11 @@ class Kernel(ArgumentLayout):
     def path(self) -> str:
         return self.lowered.path
 
+    @property
+    def sparse_output(self) -> bool:
+        """Whether the kernel returns a sparse result's buffers (decoded into a Tensor)."""
+        return self._out_parts is not None
+
     def decode(self, result: Any, fmt: Any = None) -> Any:
         """A numpy array (dense output) or a Tensor over the kernel-allocated buffers (sparse output,
         in ``fmt``: the caller's format object, structurally equal to the compiled one)."""

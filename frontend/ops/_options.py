@@ -16,23 +16,32 @@ def pipeline_key(pipeline: Any) -> Any:
     return tuple(s.describe() for s in pipeline)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class MatmulOptions:
     """``alpha * op(a) @ op(b) + beta * c`` and how it runs; the defaults are those of :func:`frontend.matmul`
     (``einsum`` uses ``semiring``, ``out_format``, ``prolog``, ``epilog``, ``target``, ``pipeline``, ``device``)."""
 
-    alpha: Any = 1
-    beta: Any = None
-    transpose_a: bool = False
-    transpose_b: bool = False
-    semiring: Any = None
-    out_format: TensorFormat | None = None
-    prolog: Callable | None = None
-    epilog: Callable | None = None
-    target: str = "cpu"
-    pipeline: Any = None
-    device: Any = None
-    threads: int | str | None = None
+    alpha: Any
+    beta: Any
+    transpose_a: bool
+    transpose_b: bool
+    semiring: Any
+    out_format: TensorFormat | None
+    prolog: Callable | None
+    epilog: Callable | None
+    target: str
+    pipeline: Any
+    device: Any
+    threads: int | str | None
+
+    def __init__(self, alpha: Any = 1, beta: Any = None, transpose_a: bool = False, transpose_b: bool = False,
+                 semiring: Any = None, out_format: TensorFormat | None = None, prolog: Callable | None = None,
+                 epilog: Callable | None = None, target: str = "cpu", pipeline: Any = None, device: Any = None,
+                 threads: int | str | None = None) -> None:
+        # one dict update instead of a frozen __setattr__ per field: this runs on every matmul call
+        self.__dict__.update(alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b,
+                             semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, target=target,
+                             pipeline=pipeline, device=device, threads=threads)
 
     def key(self) -> tuple:
         """The structural part (cache keys): which scalings apply (not alpha's and beta's values), the
