@@ -34,7 +34,7 @@ def timed(a, b, threads) -> tuple[float, str]:
 
 def one_chunk(a, b) -> float:
     """Milliseconds of the row-range kernel (planned for two threads) run as one chunk."""
-    op = F.Matmul(a, b, threads=2).plan()._live()
+    op = F.Matmul(a, b, threads=2).plan().backend.prepared
     fn = op.kernel.function
     single = RowParallelFunction(fn.fn, fn.out_shape, fn.dtype, 1)
     return median_time(single.bind(*op.kernel.flatten(op.tensors, op.extra))) * 1e3

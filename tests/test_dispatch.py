@@ -10,7 +10,7 @@ from lowering import dispatch
 
 def _dia_op():
     a = np.diag(np.arange(1.0, 5.0)) + np.diag(np.ones(3), 1)
-    return Matmul(Tensor.from_dense(a, NF.DIAJ), np.ones(4))._live()
+    return Matmul(Tensor.from_dense(a, NF.DIAJ), np.ones(4)).backend.prepared
 
 
 def test_emitter_formats_lower_through_the_registered_emitter():

@@ -107,15 +107,13 @@ def test_bad_template_placeholder_is_reported():
 
 
 def test_op_names():
-    from frontend.ops import _api as ops
+    from frontend.ops._contractions import matmul_op
+    from frontend.ops._options import MatmulOptions
 
     t = Tensor.from_dense(tridiag(4), NF.DIAI)
-    assert lowering.op_name(ops._matmul_op(t, np.ones(4), None, 1, None, False, False, None, None, None, None,
-                                           "cpu").describe()) == "matvec"
-    assert lowering.op_name(ops._matmul_op(t, np.ones((4, 2)), None, 1, None, False, False, None, None, None,
-                                           None, "cpu").describe()) == "matmul"
-    assert lowering.op_name(ops._matmul_op(np.ones(4), t, None, 1, None, False, False, None, None, None, None,
-                                           "cpu").describe()) == "vecmat"
+    assert lowering.op_name(matmul_op(t, np.ones(4), None, MatmulOptions()).describe()) == "matvec"
+    assert lowering.op_name(matmul_op(t, np.ones((4, 2)), None, MatmulOptions()).describe()) == "matmul"
+    assert lowering.op_name(matmul_op(np.ones(4), t, None, MatmulOptions()).describe()) == "vecmat"
 
 
 # ----- passes ----------------------------------------------------------------------------------------

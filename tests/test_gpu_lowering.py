@@ -464,10 +464,10 @@ def test_matmul_class_routes_to_the_gpu_plan() -> None:
     a = sp.random(40, 30, density=0.1, format="csr", dtype=np.float32, random_state=4)
     x = np.ones(40, np.float32)
     with ops.Matmul(a, x, device="cuda", transpose_a=True) as mm:
-        assert isinstance(mm, GpuMatmul) and mm.path == "sparsifier-gpu"  # CSC with torch: generated code
-        assert library_layout(mm.tensors[0].tensor_format) == "CSC"
+        assert isinstance(mm.backend, GpuMatmul) and mm.path == "sparsifier-gpu"  # CSC with torch: generated code
+        assert library_layout(mm.backend.tensors[0].tensor_format) == "CSC"
         mm.reset_operands(a=a * 2.0)
-        assert library_layout(mm.tensors[0].tensor_format) == "CSC"
+        assert library_layout(mm.backend.tensors[0].tensor_format) == "CSC"
         with pytest.raises(ValueError):
             mm.reset_operands(b=np.ones(41, np.float32))
     assert isinstance(ops.Matmul(a, np.ones(30, np.float32)), ops.Matmul)  # CPU operands stay on the CPU

@@ -1,5 +1,6 @@
-"""Operations: ``matmul``, ``Matmul``, ``einsum``, printing the MLIR and the caches; operands, semirings,
-the prepared operation and host threads; the GPU backend in :mod:`frontend.ops.gpu`."""
+"""Operations: ``matmul``, ``Matmul``, ``einsum``, printing the MLIR and the caches. ``Matmul`` holds a backend
+plan (``_plan``): the CPU's (``_cpu``: a ``_prepared`` contraction, its ``_kernel_cache`` kernel) or the GPU's
+(:mod:`frontend.ops.gpu`); options (``_options``), operands, semirings and host threads have their own modules."""
 from ._api import Matmul, cache_info, clear_cache, einsum, matmul, print_mlir
 
 __all__ = ["Matmul", "cache_info", "clear_cache", "einsum", "matmul", "print_mlir"]

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import string
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from frontend.format import Dimension, is_block
-from frontend.format import TensorFormat, block_sizes
-from frontend.ops._kernel_cache import dense_tensor, row_major
+from frontend.format import Dimension, TensorFormat, block_sizes, is_block
 from frontend.tensor._tensor import Tensor
 
+from ._kernel_cache import dense_tensor, row_major
 
-_DEMAPPED: dict[TensorFormat, TensorFormat] = {}
-_UNBLOCKED: dict[TensorFormat, TensorFormat] = {}
+_DEMAPPED: dict[TensorFormat, TensorFormat] = {}  # block format -> its demapped format; one per format seen
+_UNBLOCKED: dict[TensorFormat, TensorFormat] = {}  # block format -> its unblocked format; one per format seen
 
 
 def demapped_format(fmt: TensorFormat) -> TensorFormat:
@@ -137,9 +136,9 @@ def rewrite(subscripts: Sequence[str], tensors: Sequence[Tensor], out_subs: str,
             new_tensors.append(dense_tensor(arr))
     new_out = "".join(outer[ch] + ch if ch in splits else ch for ch in out_subs)
     padded = tuple(-(-e // splits[ch]) * splits[ch] if ch in splits else e for ch, e in zip(out_subs, out_shape))
-    split_shape = []
-    for ch, e in zip(out_subs, padded):
-        split_shape += [e // splits[ch], splits[ch]] if ch in splits else [e]
+    split_shape: list[int] = []
+    for ch, ext in zip(out_subs, padded):
+        split_shape += [ext // splits[ch], splits[ch]] if ch in splits else [ext]
     crop = tuple(slice(0, e) for e in out_shape)
 
     def restore(res: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Planned kernels: a lowered, compiled contraction with its argument layout, cached by structure.
+"""Compiled kernels: a lowered, compiled contraction with its argument layout, cached by structure.
 
 ``get_kernel(key, describe)`` returns the :class:`Kernel` for a structural key (format structure keys,
 shapes, dtypes, index widths, op, semiring, options, target; never names), building it once with
@@ -7,17 +7,19 @@ shapes, dtypes, index widths, op, semiring, options, target; never names), build
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from frontend.format import index_width
+from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
-from frontend.format import index_width
 from mlir_bridge.errors import CompileError
 
-from frontend.tensor._tensor import Tensor
+from ._threads import RowParallelFunction
 
 
 def buffer_parts(fmt: Any) -> tuple[tuple[str, int], ...]:
@@ -40,36 +42,18 @@ def _signed_view(a: Any) -> Any:
     return a
 
 
-class Kernel:
-    """A compiled contraction: ``flatten`` operands into arguments, ``decode`` the results."""
+class ArgumentLayout:
+    """How operand Tensors become a kernel's arguments: each encoded operand's buffers in level order
+    (:func:`buffer_parts`, values reshaped to the kernel's value rank), each row-major one's values."""
 
-    def __init__(self, contraction: Contraction, lowered: Lowered, module: Any, threads: int | str = 1) -> None:
-        self.contraction = contraction
-        self.lowered = lowered
-        self.module = module
-        self.function = module.function(contraction.name)
-        if contraction.row_range:  # the row-range variant, run in chunks on the thread pool
-            from frontend.ops._threads import RowParallelFunction
-            fn = self.function
-            self.function = RowParallelFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype, threads)
-        self._in_parts = [buffer_parts(t.fmt) if t.encoded else None for t in contraction.inputs]
-        ranks = [a.rank for a in self.function.signature.args]
-        self._val_ranks: list[int] = []
-        pos = 0
-        for parts in self._in_parts:
-            pos += len(parts) if parts is not None else 1
-            self._val_ranks.append(ranks[pos - 1])
-        out = contraction.output
-        self._out_parts = buffer_parts(out.fmt) if out.sparse else None
-        self._out_index = np.dtype(f"int{out.crd_width}") if out.sparse else None
+    def __init__(self, inputs: Sequence[TensorSpec], val_ranks: Sequence[int]) -> None:
+        self._in_parts = [buffer_parts(t.fmt) if t.encoded else None for t in inputs]
+        self._val_ranks = list(val_ranks)
 
-    @property
-    def text(self) -> str:
-        return self.lowered.text
-
-    @property
-    def path(self) -> str:
-        return self.lowered.path
+    @classmethod
+    def flat_values(cls, inputs: Sequence[TensorSpec]) -> ArgumentLayout:
+        """The layout of kernels taking every encoded operand's values as one 1-D buffer (the GPU's)."""
+        return cls(inputs, [1] * len(inputs))
 
     def flatten(self, tensors: Sequence[Tensor], extra: Sequence[Any] = ()) -> list[Any]:
         """The function's arguments for operand Tensors and trailing ``extra`` arrays (c, alpha, beta)."""
@@ -91,12 +75,54 @@ class Kernel:
         args.extend(extra)
         return args
 
+
+def _value_ranks(inputs: Sequence[TensorSpec], ranks: Sequence[int]) -> list[int]:
+    """The rank the function's signature gives each operand's values (its last argument)."""
+    out: list[int] = []
+    pos = 0
+    for t in inputs:
+        pos += len(buffer_parts(t.fmt)) if t.encoded else 1
+        out.append(ranks[pos - 1])
+    return out
+
+
+class Kernel(ArgumentLayout):
+    """A compiled contraction: ``flatten`` operands into arguments, ``decode`` the results."""
+
+    def __init__(self, contraction: Contraction, lowered: Lowered, module: Any, threads: int | str = 1) -> None:
+        self.contraction = contraction
+        self.lowered = lowered
+        self.module = module
+        self.function = module.function(contraction.name)
+        if contraction.row_range:  # the row-range variant, run in chunks on the thread pool
+            fn = self.function
+            self.function = RowParallelFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype, threads)
+        ranks = [a.rank for a in self.function.signature.args]
+        super().__init__(contraction.inputs, _value_ranks(contraction.inputs, ranks))
+        out = contraction.output
+        self._out_parts = buffer_parts(out.fmt) if out.sparse else None
+        self._out_index = np.dtype(f"int{out.crd_width}") if out.sparse else None
+
+    @property
+    def text(self) -> str:
+        return self.lowered.text
+
+    @property
+    def path(self) -> str:
+        return self.lowered.path
+
+    @property
+    def sparse_output(self) -> bool:
+        """Whether the kernel returns a sparse result's buffers (decoded into a Tensor)."""
+        return self._out_parts is not None
+
     def decode(self, result: Any, fmt: Any = None) -> Any:
         """A numpy array (dense output) or a Tensor over the kernel-allocated buffers (sparse output,
         in ``fmt``: the caller's format object, structurally equal to the compiled one)."""
         if self._out_parts is None:
             return result
         out = self.contraction.output
+        assert out.fmt is not None  # _out_parts is set for sparse outputs only
         n = out.fmt.num_levels
         pos: list[Any] = [None] * n
         crd: list[Any] = [None] * n
@@ -113,9 +139,9 @@ class Kernel:
 
 
 _lock = threading.Lock()
-_kernels: dict[Any, Kernel] = {}
-_building: dict[Any, Future] = {}
-_failed: dict[Any, BaseException] = {}
+_kernels: dict[Any, Kernel] = {}  # structural key -> Kernel; unbounded (one per structure), emptied by clear_kernels
+_building: dict[Any, Future] = {}  # structural key -> the Future of the build in progress; removed when it ends
+_failed: dict[Any, BaseException] = {}  # structural key -> CompileError; unbounded, emptied by clear_kernels
 
 
 def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu", pipeline: Any = None,
@@ -136,6 +162,7 @@ def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu
         owner = fut is None
         if owner:
             fut = _building[key] = Future()
+    assert fut is not None
     if not owner:
         return fut.result()
     try:
@@ -159,18 +186,19 @@ def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu
     return k
 
 
-def clear_plans() -> None:
-    """Forget planned kernels (the compiled modules stay loaded while something uses them)."""
+def clear_kernels() -> None:
+    """Forget the cached kernels (the compiled modules stay loaded while something uses them)."""
     with _lock:
         _kernels.clear()
         _failed.clear()
 
 
-def plan_count() -> int:
+def kernel_count() -> int:
+    """How many kernels are cached."""
     return len(_kernels)
 
 
-_DENSE_FORMATS: dict[int, Any] = {}
+_DENSE_FORMATS: dict[int, Any] = {}  # rank -> row-major dense format; one per rank used
 
 
 def dense_format(rank: int) -> Any:
@@ -189,7 +217,7 @@ def dense_tensor(arr: np.ndarray) -> Tensor:
     return Tensor(dense_format(n), arr.shape, [None] * n, [None] * n, arr, index_type=np.int64, source=arr)
 
 
-_ROW_MAJOR: dict[Any, bool] = {}
+_ROW_MAJOR: dict[Any, bool] = {}  # format -> whether row-major dense; one per format seen
 
 
 def row_major(fmt: Any) -> bool:

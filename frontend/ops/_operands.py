@@ -5,18 +5,16 @@ from __future__ import annotations
 import copy
 import sys
 import weakref
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from frontend.format import index_width, mlir_type
-
-from frontend.ops import _kernel_cache as P
-from frontend.storage._buffers import package_of_type
-from frontend.format import TensorFormat
-from frontend.format import NamedFormats
-from frontend.ops._kernel_cache import row_major
+from frontend.format import NamedFormats, TensorFormat, index_width, mlir_type
+from frontend.storage._buffers import package_of_type as buffer_package_of_type
 from frontend.tensor._tensor import Tensor
+
+from ._kernel_cache import dense_tensor, row_major
 
 ELEMS = {np.dtype(t): mlir_type(t) for t in ("float32", "float64", "complex64", "complex128", "int32",
                                             "int64")}
@@ -34,7 +32,9 @@ def as_tensor(x: Any, what: str) -> Tensor:
         raise TypeError(f"{what}: {err}") from None
 
 
-_MEMO: dict[int, tuple[Any, tuple, Tensor]] = {}
+# id of a scipy sparse object -> (weak reference to it, ids of its buffers + shape, its Tensor view); one entry per
+# live object (dropped when it is collected). Overlaps frontend.interop._view_cache, which costs ~30 us a hit.
+_SCIPY_VIEWS: dict[int, tuple[Any, tuple, Tensor]] = {}
 _SCIPY_BUFFERS = {"csr": ("indptr", "indices", "data"), "csc": ("indptr", "indices", "data"),
                   "bsr": ("indptr", "indices", "data"), "coo": ("coords", "data")}
 
@@ -49,19 +49,19 @@ def operand(x: Any, what: str) -> Tensor:
             validate_sparse((x,))
         return x
     if tx is np.ndarray and x.flags.c_contiguous:
-        return P.dense_tensor(x)
+        return dense_tensor(x)
     attrs = _SCIPY_BUFFERS.get(getattr(x, "format", None))  # type: ignore[arg-type]
     if attrs is not None and tx.__module__.startswith("scipy."):
         sig = tuple(id(getattr(x, a)) for a in attrs) + (x.shape,)
-        got = _MEMO.get(id(x))
+        got = _SCIPY_VIEWS.get(id(x))
         if got is not None and got[0]() is x and got[1] == sig:
             return got[2]
         t = as_tensor(x, what)
         view = copy.copy(t)  # the memo must not keep x alive: its entry goes when x is collected
         view._source = None
         try:
-            _MEMO[id(x)] = (weakref.ref(x), sig, view)
-            weakref.finalize(x, _MEMO.pop, id(x), None)
+            _SCIPY_VIEWS[id(x)] = (weakref.ref(x), sig, view)
+            weakref.finalize(x, _SCIPY_VIEWS.pop, id(x), None)
         except TypeError:
             pass
         return t
@@ -103,7 +103,7 @@ def check_cpu(t: Tensor, what: str) -> None:
         raise ValueError(f"{what} lives on {t.device}; the CPU target needs CPU buffers")
 
 
-_PERMUTED: dict[tuple[TensorFormat, tuple[int, ...]], TensorFormat] = {}
+_PERMUTED: dict[tuple[TensorFormat, tuple[int, ...]], TensorFormat] = {}  # (format, perm) -> permuted format; one each
 
 
 def permuted(t: Tensor, perm: Sequence[int]) -> Tensor:
@@ -128,10 +128,18 @@ def squeezed(t: Tensor, axes: Sequence[int], what: str) -> Tensor:
     if not row_major(t.tensor_format):
         raise ValueError(f"{what}: broadcasting a size-1 batch dimension needs a dense row-major operand; "
                          f"give a sparse operand of shape {t.shape} without it")
-    return P.dense_tensor(np.asarray(t.val).reshape([s for d, s in enumerate(t.shape) if d not in axes]))
+    return dense_tensor(np.asarray(t.val).reshape([s for d, s in enumerate(t.shape) if d not in axes]))
 
 
-_PACKAGE_OF_TYPE: dict[type, str | None] = {}
+_PACKAGE_OF_TYPE: dict[type, str | None] = {}  # operand type -> "tensor" or its package; one entry per type seen
+
+
+def package_of_type(tx: type) -> str | None:
+    """``"tensor"`` for Tensors, else the package of objects of type ``tx`` (memoized per type)."""
+    root = _PACKAGE_OF_TYPE.get(tx, "")
+    if root == "":
+        root = _PACKAGE_OF_TYPE[tx] = "tensor" if issubclass(tx, Tensor) else buffer_package_of_type(tx)
+    return root
 
 
 def result_package(objs: Sequence[Any]) -> str | None:
@@ -140,10 +148,7 @@ def result_package(objs: Sequence[Any]) -> str | None:
     for x in objs:
         if x is None:
             continue
-        tx = type(x)
-        root = _PACKAGE_OF_TYPE.get(tx, "")
-        if root == "":
-            root = _PACKAGE_OF_TYPE[tx] = "tensor" if issubclass(tx, Tensor) else package_of_type(tx)
+        root = package_of_type(type(x))
         if root == "tensor":
             return None
         if root == "torch":
@@ -169,7 +174,7 @@ def to_package(result: Any, package: str | None) -> Any:
         except TypeError:
             return result  # no such object in that package (e.g. DCSR in scipy): the Tensor itself
     if package is None:
-        return P.dense_tensor(result)
+        return dense_tensor(result)
     if package == "torch":
         return sys.modules["torch"].from_numpy(result) if result.ndim else sys.modules["torch"].tensor(result[()])
     return result if result.ndim else result[()]

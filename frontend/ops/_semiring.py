@@ -8,8 +8,9 @@ supporting ``+ - * /`` and the helpers below) and the additive identity. Only st
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from lowering.contraction import SemiringOps
 from lowering.scalar_fn import ScalarFn, kind, logical_and, logical_or, maximum, minimum, trace

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -95,7 +96,7 @@ class RowParallelFunction:
             return out
         b = chunk_bounds(rows, n)
         pool = _executor(n - 1)
-        futures = [pool.submit(fn, *args, out, b[k], b[k + 1]) for k in range(1, n)]
+        futures = [pool.submit(partial(fn, *args, out, b[k], b[k + 1])) for k in range(1, n)]
         try:
             fn(*args, out, b[0], b[1])
         finally:
@@ -105,7 +106,7 @@ class RowParallelFunction:
             f.result()
         return out
 
-    def bind(self, *args: Any) -> "RowParallelCall":
+    def bind(self, *args: Any) -> RowParallelCall:
         """A prepared call (same protocol as ``mlir_bridge`` bound calls: ``call()``, ``rebind(i, x)``)."""
         return RowParallelCall(self, list(args))
 

@@ -11,21 +11,26 @@ raises ``RuntimeError("no CUDA device ...")`` otherwise.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from lowering.contraction import Contraction, TensorSpec
-from lowering.gpu.dispatch import gpu_contraction, gpu_path, library_layout, lower_gpu
-from lowering.gpu.pipeline import DEFAULT_CHIPS
 from frontend.format import dtype_name, mlir_type
-
-from frontend.storage import _buffers as B
-from frontend.storage import _layout as storage
-from frontend.ops.gpu._route import on_cuda, wants_gpu
-from frontend.ops._operands import as_tensor, permuted, result_shape, validate_sparse
-from frontend.ops._kernel_cache import row_major, spec_of
+from frontend.storage import _buffers as buffers, _layout as storage
 from frontend.tensor._tensor import Tensor
+from lowering.contraction import Contraction, TensorSpec
+from lowering.gpu.dispatch import gpu_contraction, gpu_path, lower_gpu
+from lowering.gpu.library import library_layout
+from lowering.gpu.pipeline import DEFAULT_CHIPS
 
-__all__ = ["GpuMatmul", "gpu_einsum", "gpu_matmul", "gpu_matmul_plan", "on_cuda", "to_device", "wants_gpu"]
+from .._kernel_cache import ArgumentLayout, row_major, spec_of
+from .._operands import as_tensor, permuted, result_shape, validate_sparse
+from .._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
+from .._plan import MatmulPlan
+from .._semiring import get_semiring, trace_unary
+from .._subscripts import parse_subscripts
+from ._library import library_matmul, stream_context
+
+__all__ = ["GpuMatmul", "gpu_matmul_plan", "to_device"]
 
 
 # ----- operands ---------------------------------------------------------------------------------------------
@@ -43,7 +48,7 @@ def to_device(t: Tensor, device: int = 0, package: str = "torch") -> Tensor:
 
 
 def _package_of(t: Tensor) -> str:
-    return "cupy" if B.package_of(t.val) == "cupy" else "torch"
+    return "cupy" if buffers.package_of(t.val) == "cupy" else "torch"
 
 
 def _default_package() -> str:
@@ -60,7 +65,7 @@ _GPU_STAGE_ALIASES = {"linalg": "input", "sparsified": "sparsify", "gpu": "gpu-k
 
 
 # ----- the plan ---------------------------------------------------------------------------------------------
-class GpuMatmul:
+class GpuMatmul(MatmulPlan):
     """A GPU contraction: ``plan()`` (compile or fetch; needs no GPU), ``execute(stream=None)``.
 
     ``path`` says which path runs it; ``mlir`` is the generated-code module (linalg + encodings),
@@ -68,60 +73,85 @@ class GpuMatmul:
     (``"linalg"``, ``"sparsified"``, ``"gpu"`` = GPU module after kernel outlining, ``"llvm"``, ``"ptx"``).
     """
 
-    def __init__(self, subscripts: tuple[str, ...], operands: Sequence[Any], out_subs: str, *, c: Any = None,
-                 alpha: Any = 1, beta: Any = None, semiring: Any = None, prolog: Callable | None = None,
-                 epilog: Callable | None = None, out_format: Any = None, device: Any = None,
-                 path: str = "auto", chip: str | None = None, stream: Any = None) -> None:
-        if out_format is not None and not row_major(out_format):
+    stage_aliases = _GPU_STAGE_ALIASES
+
+    def __init__(self, subscripts: Sequence[str], operands: Sequence[Any], out_subs: str, c: Any,
+                 options: MatmulOptions, gpu: GpuOptions = DEFAULT_GPU_OPTIONS) -> None:
+        if options.out_format is not None and not row_major(options.out_format):
             raise ValueError("GPU results are dense (the sparsifier parallelizes no sparse-output loop); "
                              "drop out_format or run on the CPU")
         self._objs = list(operands) + [c]
         self._subscripts = tuple(subscripts)
-        self._transposes = (False, False)  # set by gpu_matmul_plan: applied to operands of reset_operands
-        self._options = dict(alpha=alpha, beta=beta, semiring=semiring, prolog=prolog, epilog=epilog,
-                             out_format=out_format, device=device, path=path, chip=chip, stream=stream)
-        tensors = [as_tensor(x, f"operand {k}") for k, x in enumerate(operands)]
-        if len(subscripts) != len(tensors):
-            raise ValueError(f"{len(subscripts)} subscripts for {len(tensors)} operands")
-        names = {dtype_name(t.dtype) for t in tensors}
+        self._options, self._gpu = options, gpu
+        self.tensors = [as_tensor(x, f"operand {k}") for k, x in enumerate(operands)]
+        if len(subscripts) != len(self.tensors):
+            raise ValueError(f"{len(subscripts)} subscripts for {len(self.tensors)} operands")
+        self._check_operands(out_subs)
+        self._place(operands, options.device)
+        if c is not None:
+            _check_c(c, self.out_shape, self.dtype_name, self._host_package is None)
+        self.c = c
+        self.alpha, self.beta = options.alpha, options.beta
+        self.stream = gpu.stream
+        self.contraction = self._contraction(out_subs)
+        self._arguments = ArgumentLayout.flat_values(self.contraction.inputs)
+        self.package = _package_of(self.tensors[0]) if self._host_package is None else _default_package()
+        self._path = gpu_path(self.contraction, gpu.path, self.package)
+        self.chip = gpu.chip or _chip()
+        self._fn: Any = None
+        self._lowered: Any = None
+
+    @classmethod
+    def for_matmul(cls, a: Any, b: Any, c: Any, options: MatmulOptions,
+                   gpu: GpuOptions = DEFAULT_GPU_OPTIONS) -> GpuMatmul:
+        """``alpha * op(a) @ op(b) + beta * c`` (2-D ``a``, 1-D or 2-D ``b``)."""
+        ta = _transposed(as_tensor(a, "a"), options.transpose_a)
+        tb = _transposed(as_tensor(b, "b"), options.transpose_b)
+        subs, out = matmul_subscripts(ta, tb)
+        return cls(subs, [ta, tb], out, c, options, gpu)
+
+    @classmethod
+    def for_einsum(cls, subscripts: str, operands: Sequence[Any], options: MatmulOptions,
+                   gpu: GpuOptions = DEFAULT_GPU_OPTIONS) -> GpuMatmul:
+        """An einsum over ``operands`` (dense result)."""
+        ins, out = parse_subscripts(subscripts, len(operands))
+        return cls(ins, operands, out, None, options, gpu)
+
+    # ----- construction steps ------------------------------------------------------------------------------------
+    def _check_operands(self, out_subs: str) -> None:
+        """One dtype, agreeing extents, one placement, valid sparse buffers: the dtype and result shape."""
+        names = {dtype_name(t.dtype) for t in self.tensors}
         if len(names) != 1:
             raise TypeError(f"dtype mismatch between operands: {sorted(names)}; convert one of them first")
         self.dtype_name = names.pop()
-        elem = mlir_type(self.dtype_name)
-        self.out_shape = result_shape(subscripts, tensors, [f"operand {k}" for k in range(len(tensors))],
-                                      out_subs)
-        _check_placement(tensors)
-        validate_sparse(tensors)  # kernels read these buffers: checked once per buffer set
-        self._device = B.device_ordinal(device) if device is not None else next(
-            (B.device_ordinal(t.device) for t in tensors if t.device.startswith("cuda")), 0)
+        self.out_shape = result_shape(self._subscripts, self.tensors,
+                                      [f"operand {k}" for k in range(len(self.tensors))], out_subs)
+        _check_placement(self.tensors)
+        validate_sparse(self.tensors)  # kernels read these buffers: checked once per buffer set
+
+    def _place(self, operands: Sequence[Any], device: Any) -> None:
+        """The CUDA device to run on, and the host package of CPU operands (None for device operands)."""
+        tensors = self.tensors
+        self._device = buffers.device_ordinal(device) if device is not None else next(
+            (buffers.device_ordinal(t.device) for t in tensors if t.device.startswith("cuda")), 0)
         self._host_package = None if any(t.device.startswith("cuda") for t in tensors) else (
-            "torch" if any(B.is_torch(x) for x in operands) else "numpy")
-        if c is not None:
-            _check_c(c, self.out_shape, self.dtype_name, self._host_package is None)
-        self.tensors = tensors
-        self.c = c
-        self.alpha, self.beta = alpha, beta
-        self.stream = stream
-        sem = None
-        if semiring is not None:
-            from frontend.ops._semiring import get_semiring
+            "torch" if any(buffers.is_torch(x) for x in operands) else "numpy")
 
-            sem = get_semiring(semiring).lowered(elem)
-        from frontend.ops._semiring import trace_unary
-
-        # alpha and beta are applied around the kernel (device array ops): kernels take no scalars, whose
-        # reads would run on the host; the kernel accumulates into the output buffer (init="c").
-        self.contraction = gpu_contraction(Contraction(
-            tuple(subscripts), tuple(spec_of(t, elem) for t in tensors), out_subs, TensorSpec(None, self.out_shape, elem),
-            semiring=sem, init="c", prolog=None if prolog is None else trace_unary(prolog, elem),
-            epilog=None if epilog is None else trace_unary(epilog, elem)))
-        if sem is not None and (alpha != 1 or (beta is not None and beta != 1)):
+    def _contraction(self, out_subs: str) -> Contraction:
+        """The kernel's contraction. alpha and beta are applied around the kernel (device array ops): kernels
+        take no scalars, whose reads would run on the host; the kernel accumulates into the output (init="c")."""
+        options = self._options
+        elem = mlir_type(self.dtype_name)
+        semiring = get_semiring(options.semiring)
+        regions = None if semiring is None else semiring.lowered(elem)
+        contraction = gpu_contraction(Contraction(
+            self._subscripts, tuple(spec_of(t, elem) for t in self.tensors), out_subs,
+            TensorSpec(None, self.out_shape, elem), semiring=regions, init="c",
+            prolog=None if options.prolog is None else trace_unary(options.prolog, elem),
+            epilog=None if options.epilog is None else trace_unary(options.epilog, elem)))
+        if regions is not None and (self.alpha != 1 or (self.beta is not None and self.beta != 1)):
             raise ValueError("alpha/beta apply to plain arithmetic; leave alpha=1, beta=None with a semiring")
-        self.package = _package_of(tensors[0]) if self._host_package is None else _default_package()
-        self.path = gpu_path(self.contraction, path, self.package)
-        self.chip = chip or _chip()
-        self._fn: Any = None
-        self._lowered: Any = None
+        return contraction
 
     # ----- compile ---------------------------------------------------------------------------------------------
     def lowered(self, chip: str | None = None, gpu_format: str = "fatbin") -> Any:
@@ -129,7 +159,7 @@ class GpuMatmul:
         path = self.path if self.path != "cusparse" else "sparsifier-gpu"
         return lower_gpu(self.contraction, chip or self.chip, path, gpu_format)
 
-    def plan(self) -> "GpuMatmul":
+    def plan(self) -> GpuMatmul:
         """Compile the kernel (cached on disk, keyed by chip and CUDA versions); no GPU needed."""
         if self.path != "cusparse" and self._lowered is None:
             from mlir_bridge.gpu.target import build_gpu
@@ -139,6 +169,9 @@ class GpuMatmul:
         return self
 
     # ----- run ---------------------------------------------------------------------------------------------------
+    def execute_once(self) -> Any:
+        return self.execute()
+
     def execute(self, stream: Any = None) -> Any:
         """Run on the GPU; the result is a device array of the operands' package (or ``c``, in place)."""
         from mlir_bridge.gpu.cuda_driver import require_cuda_device
@@ -150,8 +183,6 @@ class GpuMatmul:
         if self._host_package is not None:  # CPU operands with device="cuda": copy over
             tensors = [to_device(t, self._device, package) for t in tensors]
             c = None if c is None else _to_device(c, self._device, package)
-        from frontend.ops.gpu._library import stream_context
-
         with stream_context(stream, package):  # every device op of this call is ordered on that stream
             out = self._zeros(package) if c is None else c
             if c is not None and self.beta == 0:
@@ -161,21 +192,21 @@ class GpuMatmul:
             if 0 in self.out_shape or any(0 in t.shape for t in tensors):
                 return self._back(out)
             if self.path == "cusparse":
-                from frontend.ops.gpu._library import library_matmul
-
-                r = library_matmul(tensors[0], library_layout(tensors[0].tensor_format), tensors[1].val, package,
+                layout = library_layout(tensors[0].tensor_format)
+                assert layout is not None  # gpu_path chose cusparse for a layout the library takes
+                r = library_matmul(tensors[0], layout, tensors[1].val, package,
                                    alpha=self.alpha, c=None if c is None else out)
                 return self._back(r)
             acc = out if self.alpha == 1 else self._zeros(package)
-            self._function()(*_flatten(tensors, [acc]), stream=stream)
+            self._function()(*self._arguments.flatten(tensors, [acc]), stream=stream)
             if acc is not out:
                 out += acc * self.alpha
             return self._back(out)
 
     def _function(self) -> Any:
         if self._fn is None:
-            from mlir_bridge.gpu.target import load_gpu
             from mlir_bridge.gpu.call import GpuFunction
+            from mlir_bridge.gpu.target import load_gpu
 
             self.plan()
             self._fn = GpuFunction(load_gpu(self._build, self._device), self.contraction.name, self._device)
@@ -204,15 +235,14 @@ class GpuMatmul:
         return host
 
     # ----- life cycle (as frontend.Matmul) ------------------------------------------------------------------------
-    def reset_operands(self, a: Any = None, b: Any = None, c: Any = None) -> "GpuMatmul":
+    def reset_operands(self, a: Any = None, b: Any = None, c: Any = None) -> GpuMatmul:
         """New operands of the same formats, shapes and dtypes (the compiled kernel is kept)."""
         objs = [x if x is not None else old for x, old in zip((a, b, c), self._objs[:2] + [self.c])]
-        for k, flag in enumerate(self._transposes):
+        for k, flag in enumerate((self._options.transpose_a, self._options.transpose_b)):
             if flag and (a, b)[k] is not None:
-                t = as_tensor(objs[k], "ab"[k])
-                objs[k] = permuted(t, (1, 0)) if t.ndim == 2 else t
-        new = GpuMatmul(self._subscripts, objs[:2], self.contraction.output_subscripts, c=objs[2],
-                        **self._options)
+                objs[k] = _transposed(as_tensor(objs[k], "ab"[k]), flag)
+        new = GpuMatmul(self._subscripts, objs[:2], self.contraction.output_subscripts, objs[2], self._options,
+                        self._gpu)
         if new.contraction.key() != self.contraction.key() or new.path != self.path:
             raise ValueError("reset_operands needs operands of the same formats, shapes, dtypes and index types; "
                              "create a new plan for others")
@@ -224,13 +254,12 @@ class GpuMatmul:
         """Drop the operands and the loaded kernel reference."""
         self.tensors, self.c, self._objs, self._fn = [], None, [None, None, None], None
 
-    def __enter__(self) -> "GpuMatmul":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
-
     # ----- introspection ---------------------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """``"cusparse"``, ``"sparsifier-gpu"`` or ``"emitter-gpu"``."""
+        return self._path
+
     @property
     def mlir(self) -> str:
         """The generated-code module (for ``"cusparse"``: what ``"sparsifier-gpu"`` would compile)."""
@@ -253,12 +282,6 @@ class GpuMatmul:
 
         low = self.lowered(self.chip, "isa")
         return lower_stages(low.text, low.pipeline) + [("ptx", self.ptx)]
-
-    def print_mlir(self, stage: str | None = None, file: Any = None) -> None:
-        """Print every stage, or one (``linalg``, ``sparsified``, ``gpu``, ``llvm``, ``ptx`` or a stage name)."""
-        from frontend.ops._api import _print_stages
-
-        _print_stages(self.stages(), stage, file, _GPU_STAGE_ALIASES)
 
 
 def _check_placement(tensors: Sequence[Tensor]) -> None:
@@ -287,23 +310,8 @@ def _check_c(c: Any, shape: tuple[int, ...], elem_name: str, on_device: bool) ->
         raise ValueError(f"c has shape {tuple(c.shape)}, the result has shape {tuple(shape)}")
     if dtype_name(c.dtype) != elem_name:
         raise TypeError(f"dtype mismatch: c is {c.dtype}, the operands are {elem_name}")
-    if not B.is_contiguous(c):
+    if not buffers.is_contiguous(c):
         raise ValueError("c must be contiguous (it is updated in place)")
-
-
-def _flatten(tensors: Sequence[Tensor], extra: Sequence[Any]) -> list[Any]:
-    """Kernel arguments: each encoded operand's pos/crd/values in level order, dense values, then extra."""
-    from frontend.ops._kernel_cache import buffer_parts
-
-    args: list[Any] = []
-    for t in tensors:
-        fmt = t.tensor_format
-        if row_major(fmt):
-            args.append(t.val)
-            continue
-        for kind, k in buffer_parts(fmt):
-            args.append(t.pos(k) if kind == "pos" else t.crd(k) if kind == "crd" else t.val.reshape(-1))
-    return args + list(extra)
 
 
 def _chip() -> str:
@@ -313,10 +321,14 @@ def _chip() -> str:
     return chips[0] if chips else DEFAULT_CHIPS[0]
 
 
-# ----- entry points used by frontend.ops ---------------------------------------------------------------------
-def matmul_subscripts(a: Tensor, b: Tensor, transpose_a: bool, transpose_b: bool) -> tuple[tuple[str, str], str]:
-    """Subscripts of ``a @ b`` for 2-D ``a`` and 1-D/2-D ``b`` (no batches on the GPU); transposes are
-    applied before, as free reinterpretations of the formats (CSR^T is CSC over the same buffers)."""
+# ----- matmul on the GPU -----------------------------------------------------------------------------------
+def _transposed(t: Tensor, transpose: bool) -> Tensor:
+    """``t`` transposed as a free reinterpretation of its format (CSR^T is CSC over the same buffers)."""
+    return permuted(t, (1, 0)) if transpose and t.ndim == 2 else t
+
+
+def matmul_subscripts(a: Tensor, b: Tensor) -> tuple[tuple[str, str], str]:
+    """Subscripts of ``a @ b`` for 2-D ``a`` and 1-D/2-D ``b`` (no batches on the GPU)."""
     if a.ndim != 2 or b.ndim not in (1, 2):
         raise ValueError(f"GPU matmul takes a 2-D a and a 1-D or 2-D b, got shapes {a.shape} and {b.shape}")
     if b.ndim == 1:
@@ -324,35 +336,8 @@ def matmul_subscripts(a: Tensor, b: Tensor, transpose_a: bool, transpose_b: bool
     return ("ik", "kj"), "ij"
 
 
-def gpu_matmul_plan(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, transpose_a: bool = False,
-                    transpose_b: bool = False, semiring: Any = None, out_format: Any = None,
-                    prolog: Callable | None = None, epilog: Callable | None = None, device: Any = None,
-                    path: str = "auto", chip: str | None = None, stream: Any = None, **_: Any) -> GpuMatmul:
-    """The GpuMatmul of ``alpha * op(a) @ op(b) + beta * c``."""
-    ta, tb = as_tensor(a, "a"), as_tensor(b, "b")
-    if transpose_a and ta.ndim == 2:
-        ta = permuted(ta, (1, 0))
-    if transpose_b and tb.ndim == 2:
-        tb = permuted(tb, (1, 0))
-    subs, out = matmul_subscripts(ta, tb, transpose_a, transpose_b)
-    plan = GpuMatmul(subs, [ta, tb], out, c=c, alpha=alpha, beta=beta, semiring=semiring, prolog=prolog,
-                     epilog=epilog, out_format=out_format, device=device, path=path, chip=chip, stream=stream)
-    plan._transposes = (transpose_a, transpose_b)
-    return plan
-
-
-def gpu_matmul(a: Any, b: Any, c: Any = None, **options: Any) -> Any:
-    """``frontend.matmul`` on the GPU (see :func:`gpu_matmul_plan` for the options)."""
-    return gpu_matmul_plan(a, b, c, **options).execute()
-
-
-def gpu_einsum(subscripts: str, *operands: Any, out_format: Any = None, semiring: Any = None,
-               prolog: Callable | None = None, epilog: Callable | None = None, device: Any = None,
-               path: str = "auto", chip: str | None = None, stream: Any = None, **_: Any) -> Any:
-    """``frontend.einsum`` on the GPU (dense result)."""
-    from frontend.ops._api import parse_subscripts
-
-    ins, out = parse_subscripts(subscripts, len(operands))
-    plan = GpuMatmul(ins, operands, out, semiring=semiring, prolog=prolog, epilog=epilog, out_format=out_format,
-                     device=device, path=path, chip=chip, stream=stream)
-    return plan.execute()
+def gpu_matmul_plan(a: Any, b: Any, c: Any = None, *, path: str = "auto", chip: str | None = None,
+                    stream: Any = None, **options: Any) -> GpuMatmul:
+    """The GpuMatmul of ``alpha * op(a) @ op(b) + beta * c``: ``options`` as :class:`MatmulOptions` (those of
+    ``frontend.matmul``), ``path``, ``chip`` and ``stream`` as :class:`GpuOptions`."""
+    return GpuMatmul.for_matmul(a, b, c, MatmulOptions(**options), GpuOptions(path, chip, stream))

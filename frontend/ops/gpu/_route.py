@@ -1,10 +1,10 @@
-"""Whether an operation goes to the GPU: cheap checks for the hot call path (no heavy imports)."""
+"""Whether an operation goes to the GPU: cheap checks for the hot call path."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from frontend.storage._buffers import package_of
-from frontend.tensor._tensor import Tensor
+from .._operands import package_of_type
 
 _GPU_DEVICES = ("cuda", "gpu")
 
@@ -13,9 +13,9 @@ def on_cuda(x: Any) -> bool:
     """Whether ``x`` (array, sparse object or Tensor) lives on a CUDA device."""
     if x is None:
         return False
-    if isinstance(x, Tensor):
+    package = package_of_type(type(x))
+    if package == "tensor":
         return x.device.startswith("cuda")
-    package = package_of(x)
     if package == "torch":
         return bool(getattr(x, "is_cuda", False))
     return package == "cupy"

@@ -1,0 +1,91 @@
+"""``matmul`` and ``einsum`` as :class:`PreparedOp` contractions on the CPU: subscripts (numpy matmul rules
+for vectors and batches, free transposes), operands and the default sparse result format."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from frontend.tensor._tensor import Tensor
+
+from ._operands import operand, permuted, squeezed
+from ._options import MatmulOptions
+from ._prepared import PreparedOp, default_sparse_format
+from ._subscripts import parse_subscripts
+
+_BATCH_LETTERS = "pqrstuvwxyzabcdefgh"
+
+
+def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions) -> PreparedOp:
+    """``alpha * op(a) @ op(b) + beta * c`` as one contraction (batch dimensions broadcast)."""
+    ta, tb = operand(a, "a"), operand(b, "b")
+    if ta.ndim == 0 or tb.ndim == 0:
+        raise ValueError("matmul needs operands with at least one dimension (use * for scalars)")
+    if options.transpose_a and ta.ndim >= 2:
+        ta = permuted(ta, tuple(range(ta.ndim - 2)) + (ta.ndim - 1, ta.ndim - 2))
+    if options.transpose_b and tb.ndim >= 2:
+        tb = permuted(tb, tuple(range(tb.ndim - 2)) + (tb.ndim - 1, tb.ndim - 2))
+    ka = ta.shape[-1]
+    kb = tb.shape[-2] if tb.ndim >= 2 else tb.shape[0]
+    if ka != kb:
+        raise ValueError(f"matmul: inner dimensions differ: op(a) has shape {ta.shape}, op(b) has shape "
+                         f"{tb.shape} ({ka} != {kb})")
+    ba, bb = ta.shape[:-2], tb.shape[:-2]
+    try:
+        batch = np.broadcast_shapes(ba, bb)
+    except ValueError:
+        raise ValueError(f"matmul: batch dimensions {ba} and {bb} do not broadcast") from None
+    nb = len(batch)
+    letters = _BATCH_LETTERS[:nb]
+
+    def subs(t: Tensor, own: tuple, core: str, what: str) -> tuple[str, Tensor]:
+        off = nb - len(own)
+        drop = [d for d, e in enumerate(own) if e == 1 and batch[off + d] != 1]
+        t = squeezed(t, drop, what)
+        s = "".join(letters[off + d] for d in range(len(own)) if d not in drop)
+        return s + core, t
+
+    sa, ta = subs(ta, ba, "ik" if ta.ndim >= 2 else "k", "a")
+    sb, tb = subs(tb, bb, "kj" if tb.ndim >= 2 else "k", "b")
+    out_subs = letters + ("i" if "i" in sa else "") + ("j" if "j" in sb else "")
+    if options.out_format is None and c is None and ta.is_sparse and tb.is_sparse and out_subs:
+        options = dataclasses.replace(options, out_format=default_sparse_format(ta.tensor_format, len(out_subs)))
+    return PreparedOp((sa, sb), [ta, tb], out_subs, ("a", "b"), options, c)
+
+
+def einsum_op(subscripts: str, operands: Sequence[Any], options: MatmulOptions) -> PreparedOp:
+    """An einsum over ``operands`` (a pure permutation of one sparse operand is a format view + conversion)."""
+    if not operands:
+        raise ValueError("einsum needs at least one operand")
+    names = [f"operand {k}" for k in range(len(operands))]
+    tensors = [operand(x, n) for x, n in zip(operands, names)]
+    ins, out = parse_subscripts(subscripts, len(tensors))
+    out_format = options.out_format
+    if out_format is None and out:
+        like = _sparse_result_like(ins, tensors, out)
+        if like is not None:
+            out_format = default_sparse_format(like.tensor_format, len(out))
+            options = dataclasses.replace(options, out_format=out_format)
+    if len(tensors) == 1 and len(ins[0]) == len(out) and ins[0] != out and (
+            tensors[0].is_sparse or out_format is not None):
+        # a pure permutation: view the operand permuted, then convert into the output format
+        perm = tuple(ins[0].index(ch) for ch in out)
+        tensors, ins = [permuted(tensors[0], perm)], (out,)
+    return PreparedOp(ins, tensors, out, names, options)
+
+
+def _sparse_result_like(ins: Sequence[str], tensors: Sequence[Tensor], out: str) -> Tensor | None:
+    """The operand whose family a default sparse result takes, or None for a dense result: sparse when
+    several operands are all sparse, or when a sparse operand is indexed by exactly the output letters
+    (it samples the result: SDDMM, element-wise products, transpositions)."""
+    sparse = [t for t in tensors if t.is_sparse]
+    if not sparse:
+        return None
+    if len(tensors) > 1 and len(sparse) == len(tensors):
+        return sparse[0]
+    for s, t in zip(ins, tensors):
+        if t.is_sparse and set(s) == set(out):
+            return t
+    return None
