@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import torch
 
 from frontend import NamedFormats
-from frontend.storage._buffers import data_pointer
+from frontend.storage import data_pointer
 from frontend.tensor import Tensor
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
