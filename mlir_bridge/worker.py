@@ -32,23 +32,23 @@ def _progress(outdir: Path, name: str) -> None:
 
 def execute(job: Job, outdir: Path) -> None:
     """Run ``job``, writing its outputs into ``outdir`` (raises CompileError)."""
-    from mlir_bridge import context as C
+    from mlir_bridge import context
 
     _progress(outdir, "verify")
-    module = C.parse(job.text, C.new_context())
-    C.mark_c_interface(module)
+    module = context.parse(job.text, context.new_context())
+    context.mark_c_interface(module)
     snapshots = [("input", str(module))] if job.mode == "stages" else []
     sigs: dict[str, Signature] = {}
     sig_error: CompileError | None = None
     for stage in job.stages:
         _progress(outdir, stage.name)
-        module = C.run_stage(module, stage)
-        C.mark_c_interface(module)
+        module = context.run_stage(module, stage)
+        context.mark_c_interface(module)
         if job.mode == "stages":
             snapshots.append((stage.name, str(module)))
             continue
         try:
-            now = C.read_signatures(module)
+            now = context.read_signatures(module)
         except CompileError as err:
             sigs, sig_error = {}, err
         else:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from frontend.storage import _buffers as B
+from frontend.storage import _buffers
 from frontend.storage._protocol import StoredTensor, TensorT
 from frontend.storage._validate import validate
 
@@ -49,12 +49,12 @@ def _from_strided(x: Any, package: str, cls: type[TensorT]) -> TensorT:
         strides, contiguous = tuple(s // item for s in x.strides), bool(x.flags.c_contiguous)
     perm = _strided_order(tuple(int(e) for e in x.shape), strides, contiguous)
     view = None if perm is None else x.permute(perm) if package == "torch" else x.transpose(perm)
-    if perm is None or not B.is_contiguous(view):
+    if perm is None or not _buffers.is_contiguous(view):
         raise ValueError(f"{package} array with shape {tuple(x.shape)} and strides {strides} is not a "
                          "permutation of a contiguous array (a slice?); make it contiguous first (a copy)")
     if package == "torch":
         device = str(x.device)
-        val = B.torch_buffer(view, "torch tensor")
+        val = _buffers.torch_buffer(view, "torch tensor")
     else:
         device = "cpu" if package == "numpy" else f"cuda:{x.device.id}"
         val = view
@@ -66,7 +66,7 @@ def _from_strided(x: Any, package: str, cls: type[TensorT]) -> TensorT:
 def _reader(x: Any, cls: type[TensorT]) -> tuple[str, Callable[[], TensorT], list[Any] | None, str]:
     """``(package, build, source buffers to cache on or None, hint for invalid buffers)`` for ``x``; ``build``
     makes a ``cls``."""
-    package = B.package_of(x) or ""
+    package = _buffers.package_of(x) or ""
     if package == "numpy" and hasattr(x, "strides"):
         import numpy as np
         arr = np.asarray(x) if isinstance(x, np.generic) else x  # NumPy scalars are immutable: 0-d array
@@ -157,8 +157,8 @@ def _check_lengths(t: StoredTensor, layout: Layout) -> None:
             raise ValueError(f"dense values have shape {tuple(t.val.shape)}, expected level extents {want}")
         return
     idx = [b for k in range(fmt.num_levels) for b in (t.pos(k), t.crd(k)) if b is not None]
-    B.check_index_buffers(idx, "tensor")
-    if not B.is_contiguous(t.val):
+    _buffers.check_index_buffers(idx, "tensor")
+    if not _buffers.is_contiguous(t.val):
         raise ValueError("values buffer is not contiguous")
     if layout.kind == "coo":
         nnz = int(t.pos(0)[-1])

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from frontend.storage import _buffers as B
+from frontend.storage import _buffers
 from frontend.storage._protocol import StoredTensor, TensorT
 
 from ._layouts import Layout
@@ -45,7 +45,7 @@ def _compressed(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
     else:
         major = m if kind == "CSR" else n
     indptr, indices, data = x.indptr, x.indices, x.data
-    itype = B.check_index_buffers([indptr, indices], what)
+    itype = _buffers.check_index_buffers([indptr, indices], what)
     if indptr.ndim != 1 or indptr.shape[0] != major + 1:
         raise ValueError(f"{what}: indptr has {indptr.shape[0]} entries, expected {major + 1}")
     nnz = int(indptr[-1])
@@ -70,7 +70,7 @@ def _compressed(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
 def _coo(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
     coords = tuple(x.coords) if hasattr(x, "coords") else (x.row, x.col)
     what = f"{package} COO array"
-    itype = B.check_index_buffers(list(coords), what)
+    itype = _buffers.check_index_buffers(list(coords), what)
     nnz = int(x.data.shape[0])
     if any(int(c.shape[0]) != nnz for c in coords):
         raise ValueError(f"{what}: coordinate arrays and data differ in length")
@@ -86,7 +86,7 @@ def _dia(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
     m, n = (int(s) for s in x.shape)
     offsets, data = x.offsets, x.data
     what = f"{package} DIA matrix"
-    itype = B.check_index_buffers([offsets], what)
+    itype = _buffers.check_index_buffers([offsets], what)
     ndiag = int(offsets.shape[0])
     inside = (offsets > -m) & (offsets < n)
     viewable = (data.ndim == 2 and data.shape[1] == n and data.flags.c_contiguous and bool(inside.all())
@@ -139,7 +139,7 @@ def _module(package: str) -> Any:
 
 def to_scipy(t: StoredTensor, layout: Layout, package: str = "scipy") -> Any:
     """The SciPy (or cupyx) sparse array with ``t``'s buffers (dense layouts: the ndarray itself)."""
-    conv = B.as_cupy if package == "cupy" else B.as_numpy
+    conv = _buffers.as_cupy if package == "cupy" else _buffers.as_numpy
     val = conv(t.val, "values")
     if layout.kind == "dense":
         return val.transpose(layout.level_of_dimension)

@@ -22,7 +22,7 @@ import math
 import warnings
 from typing import Any
 
-from frontend.storage import _buffers as B
+from frontend.storage import _buffers
 from frontend.storage._protocol import StoredTensor, TensorT
 
 from ._layouts import Layout
@@ -41,13 +41,13 @@ def _from_coo(x: Any, cls: type[TensorT]) -> TensorT:
                          "call .coalesce() first")
     s, nd = x.sparse_dim(), x.dense_dim()
     idx, values = x._indices(), x._values()
-    itype = B.check_index_buffers([idx], "torch COO tensor")
+    itype = _buffers.check_index_buffers([idx], "torch COO tensor")
     nnz = int(idx.shape[1])
     pos0 = torch.tensor([0, nnz], dtype=idx.dtype, device=idx.device)
     lay = Layout("coo", nsparse=s, ndense=nd)
-    return cls(lay.tensor_format(), tuple(x.shape), [B.torch_buffer(pos0)] + [None] * (s - 1 + nd),
-               [B.torch_buffer(idx[k]) for k in range(s)] + [None] * nd,
-               B.torch_buffer(_flat_values(values, 0, "torch COO tensor")), index_type=itype, package="torch",
+    return cls(lay.tensor_format(), tuple(x.shape), [_buffers.torch_buffer(pos0)] + [None] * (s - 1 + nd),
+               [_buffers.torch_buffer(idx[k]) for k in range(s)] + [None] * nd,
+               _buffers.torch_buffer(_flat_values(values, 0, "torch COO tensor")), index_type=itype, package="torch",
                device=str(x.device), source=x)
 
 
@@ -67,12 +67,12 @@ def _from_compressed(x: Any, cls: type[TensorT]) -> TensorT:
     comp, plain, values = getattr(x, comp_name)(), getattr(x, plain_name)(), x.values()
     block = tuple(int(s) for s in values.shape[nb + 1:nb + 3]) if kind in ("BSR", "BSC") else None
     lay = Layout(kind, nbatch=nb, ndense=nd, block=block)  # type: ignore[arg-type]
-    itype = B.check_index_buffers([comp, plain], what)
+    itype = _buffers.check_index_buffers([comp, plain], what)
     fmt = lay.tensor_format()
     pos: list[Any] = [None] * fmt.num_levels
     crd: list[Any] = [None] * fmt.num_levels
-    pos[nb + 1], crd[nb + 1] = B.torch_buffer(comp), B.torch_buffer(plain)
-    return cls(fmt, tuple(x.shape), pos, crd, B.torch_buffer(_flat_values(values, nb, what)), index_type=itype,
+    pos[nb + 1], crd[nb + 1] = _buffers.torch_buffer(comp), _buffers.torch_buffer(plain)
+    return cls(fmt, tuple(x.shape), pos, crd, _buffers.torch_buffer(_flat_values(values, nb, what)), index_type=itype,
                package="torch", device=str(x.device), source=x)
 
 
@@ -99,12 +99,12 @@ def to_torch(t: StoredTensor, layout: Layout) -> Any:
     """The torch tensor (strided or sparse) with ``t``'s buffers; COO indices are stacked into one
     int64 ``(sparse_dim, nnz)`` tensor (a copy: torch keeps them in one block)."""
     import torch
-    val = B.as_torch(t.val, "values")
+    val = _buffers.as_torch(t.val, "values")
     if layout.kind == "dense":
         return val.permute(layout.level_of_dimension)
     shape = tuple(t.shape)
     if layout.kind == "coo":
-        crds = [B.as_torch(t.crd(k), "coordinates") for k in range(layout.nsparse)]
+        crds = [_buffers.as_torch(t.crd(k), "coordinates") for k in range(layout.nsparse)]
         nnz = int(crds[0].shape[0])
         indices = torch.stack(crds).to(torch.int64)
         values = val.reshape((nnz,) + shape[layout.nsparse:])
@@ -113,7 +113,7 @@ def to_torch(t: StoredTensor, layout: Layout) -> Any:
         raise TypeError(f"torch has no DIA layout for format {t.tensor_format}; convert to CSR, CSC, COO, "
                         "BSR or BSC")
     nb = layout.nbatch
-    comp, plain = B.as_torch(t.pos(nb + 1), "positions"), B.as_torch(t.crd(nb + 1), "coordinates")
+    comp, plain = _buffers.as_torch(t.pos(nb + 1), "positions"), _buffers.as_torch(t.crd(nb + 1), "coordinates")
     batch, m, n = shape[:nb], shape[nb], shape[nb + 1]
     major = {"CSR": m, "CSC": n}.get(layout.kind)
     if major is None:

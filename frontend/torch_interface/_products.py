@@ -18,7 +18,7 @@ from frontend.format import NamedFormats
 from frontend.ops import _api as ops
 from frontend.tensor._tensor import Tensor
 
-from . import _storage as S
+from . import _storage as torch_storage
 from ._wrapper import TensorWrapper
 
 
@@ -36,7 +36,7 @@ def to_torch(result: Any, wrapper: type[TensorWrapper], device: torch.device | N
     if isinstance(result, Tensor):
         if result.is_sparse:
             return wrapper.from_ust(result)
-        out = S.as_torch(np.asarray(result.val)) if not isinstance(result.val, torch.Tensor) else result.val
+        out = torch_storage.as_torch(np.asarray(result.val)) if not isinstance(result.val, torch.Tensor) else result.val
         out = out.reshape(result.shape)
     elif isinstance(result, torch.Tensor):
         out = result
@@ -116,7 +116,7 @@ def sddmm(s: TensorWrapper, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             if not isinstance(out, Tensor) or out.nse != pattern.nse:
                 raise RuntimeError(f"sampled product over a {s.format_name} pattern returned "
                                    f"{getattr(out, 'nse', type(out).__name__)} values, expected {pattern.nse}")
-            return S.as_torch(out.val).reshape(s.values.shape).to(s.values.device)
+            return torch_storage.as_torch(out.val).reshape(s.values.shape).to(s.values.device)
     dense = to_torch(ops.einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=NamedFormats.Dense(2)), type(s))
     return dense.reshape(-1)[s.storage_positions()].reshape(s.values.shape).to(s.values.device)
 

@@ -24,7 +24,7 @@ from frontend.format import TensorFormat
 from frontend.storage._buffers import torch_buffer
 from frontend.tensor._tensor import Tensor
 
-from . import _storage as S
+from . import _storage as torch_storage
 from ._fallback import refuse_or_warn
 
 WrapperT = TypeVar("WrapperT", bound="TensorWrapper")
@@ -95,22 +95,22 @@ class TensorWrapper(torch.Tensor):
     @classmethod
     def from_ust(cls: type[WrapperT], ust: Tensor) -> WrapperT:
         """Wrap a Tensor; ``.values`` views its values buffer."""
-        values = S.as_torch(ust.val)
-        if torch_buffer(values) is not ust.val and not S.same_memory(ust, values):
-            ust = S.with_values(ust, values)  # a read-only NumPy buffer was copied
+        values = torch_storage.as_torch(ust.val)
+        if torch_buffer(values) is not ust.val and not torch_storage.same_memory(ust, values):
+            ust = torch_storage.with_values(ust, values)  # a read-only NumPy buffer was copied
         return cls(ust, values)
 
     @classmethod
     def with_values(cls: type[WrapperT], template: TensorWrapper, values: torch.Tensor) -> WrapperT:
         """``template``'s indices with other ``values`` (autograd history of ``values`` is kept)."""
-        return cls(S.with_values(template._ust, values), values)
+        return cls(torch_storage.with_values(template._ust, values), values)
 
     # ----- access --------------------------------------------------------------------------------
     @property
     def ust(self) -> Tensor:
         """The wrapped Tensor (its values buffer is ``.values``'s current memory)."""
-        if not S.same_memory(self._ust, self._stored):
-            self._ust = S.with_values(self._ust, self._stored)
+        if not torch_storage.same_memory(self._ust, self._stored):
+            self._ust = torch_storage.with_values(self._ust, self._stored)
             self._pattern = None
             self._positions = None
             self._plans = {}
@@ -132,13 +132,13 @@ class TensorWrapper(torch.Tensor):
     @property
     def storage_bytes(self) -> int:
         """Bytes of the index and value buffers."""
-        return S.storage_bytes(self._ust)
+        return torch_storage.storage_bytes(self._ust)
 
     def pattern(self) -> Tensor:
         """The stored pattern with every value 1 (same index buffers; cached)."""
         ust = self.ust
         if self._pattern is None:
-            self._pattern = S.with_values(ust, torch.ones_like(self._stored.detach()))
+            self._pattern = torch_storage.with_values(ust, torch.ones_like(self._stored.detach()))
         return self._pattern
 
     def plans(self) -> dict[tuple, Any]:
@@ -152,7 +152,8 @@ class TensorWrapper(torch.Tensor):
         if self._positions is None:
             ust = self.ust
             n = ust.nse
-            tagged = S.with_values(ust, torch.arange(1, n + 1, dtype=torch.float64).reshape(self._stored.shape))
+            labels = torch.arange(1, n + 1, dtype=torch.float64).reshape(self._stored.shape)
+            tagged = torch_storage.with_values(ust, labels)
             flat = np.asarray(tagged.to_dense()).reshape(-1)
             where = np.flatnonzero(flat)
             if where.size != n:
@@ -175,7 +176,7 @@ class TensorWrapper(torch.Tensor):
 
     def dense(self) -> torch.Tensor:
         """A dense (strided) copy."""
-        return S.as_torch(self.ust.to_dense()).to(self.device)
+        return torch_storage.as_torch(self.ust.to_dense()).to(self.device)
 
     def convert(self: WrapperT, tensor_format: TensorFormat) -> WrapperT:
         """This tensor in another format (a new wrapper of the same class)."""
@@ -206,7 +207,7 @@ class TensorWrapper(torch.Tensor):
         values = values_fn(self._stored)
         if index_fn is None:
             return self.with_values(self, values)
-        return type(self)(S.map_buffers(self.ust, index_fn, values), values)
+        return type(self)(torch_storage.map_buffers(self.ust, index_fn, values), values)
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]  # torch's own signature
         head = (f"{type(self).__name__}(shape={tuple(self.shape)}, dtype={self.dtype}, device={self.device}, "
@@ -216,7 +217,7 @@ class TensorWrapper(torch.Tensor):
 
     def __deepcopy__(self: WrapperT, memo: dict) -> WrapperT:
         values = copy.deepcopy(self._stored, memo)
-        return type(self)(S.map_buffers(self.ust, torch.clone, values), values)
+        return type(self)(torch_storage.map_buffers(self.ust, torch.clone, values), values)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return (_rebuild, (type(self), self.to_torch() if self.dense_layout_known() else self.dense(),
