@@ -6,8 +6,8 @@ produced by Python callbacks; values threaded through a loop (``iter_args``) are
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from ..mlir_text import MlirText
 
@@ -86,7 +86,7 @@ class Builder(MlirText):
     def min(self, a: Value, b: Value) -> Value:
         return self._fold("arith.minsi", a, b, min)
 
-    def load_index(self, memref: Value, pos: "Value | str", unsigned: bool = False) -> Value:
+    def load_index(self, memref: Value, pos: Value | str, unsigned: bool = False) -> Value:
         """``memref[pos]`` of an integer buffer as an ``index`` (zero-extended when ``unsigned``);
         ``pos`` may be a full index list text (``"%b, %p"``)."""
         elem = element_type(memref.type)

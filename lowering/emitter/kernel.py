@@ -10,7 +10,8 @@ einsum with one stored operand and a dense output.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .arith import Arith, vtype
 from .builder import Builder, Carry, Value

@@ -7,8 +7,9 @@ diagonal (``a - b``, ``a + b``) and the diagonal coordinate are. Read by duck ty
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ disjoint outputs (``parallel_dims``: an outer dense level over one of them becom
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from . import rules as _rules
 from .builder import Builder, Carry, Value

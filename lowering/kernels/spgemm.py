@@ -16,7 +16,8 @@ c_val)``. CSC x CSC -> CSC is the same kernel on the transposed problem (operand
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from frontend.format import INDEX_WIDTH_TYPES
 
