@@ -8,14 +8,15 @@ passed; ``describe()`` includes them, so they are part of the compile cache key.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, Union
+from typing import Any
 
 from mlir_bridge import Stage
 
 from .pipelines import HOOK_POINTS, Pipeline
 
-StageLike = Union[str, Callable[[str], str], Stage]
+StageLike = str | Callable[[str], str] | Stage
 #: Where each hook point sits: (anchor stage name, insert before it?).
 _ANCHORS = {"before_sparsification": ("sparsify", True), "after_bufferization": ("sparsify", False),
             "before_llvm": ("to-llvm", True)}

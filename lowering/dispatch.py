@@ -9,8 +9,9 @@ Contractions with ``row_range=True`` (multi-threaded runs) always take the emitt
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from . import pipelines
 from .contraction import Contraction

@@ -9,8 +9,8 @@ and the heads of ``scf`` regions. The builders on top add their own value types 
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 STEP = "  "  # one level of indentation
 

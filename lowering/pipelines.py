@@ -17,8 +17,8 @@ order, and are part of every Pipeline's ``describe()`` (hence of compile cache k
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from mlir_bridge import Stage
 
@@ -29,7 +29,7 @@ PARALLELIZATION_STRATEGIES = ("none", "dense-outer-loop", "any-storage-outer-loo
 _registry: dict[str, dict[str, Stage]] = {hook: {} for hook in HOOK_POINTS}
 
 
-def register_pass(hook_point: str, stage: "str | Callable[[str], str] | Stage", *, name: str | None = None) -> Stage:
+def register_pass(hook_point: str, stage: str | Callable[[str], str] | Stage, *, name: str | None = None) -> Stage:
     """Run ``stage`` (a ``builtin.module(...)`` string, a text callback or a Stage) at ``hook_point``.
 
     ``name`` defaults to the Stage's name; it must be unique at that hook point.

@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 _FLOAT = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 _INF_HEX = {"f16": "0x7C00", "bf16": "0x7F80", "f32": "0x7F800000", "f64": "0x7FF0000000000000"}
@@ -114,7 +115,7 @@ class _Tracer:
         self.count += 1
         return f"%t{self.count}"
 
-    def value(self, x: Any) -> "Proxy":
+    def value(self, x: Any) -> Proxy:
         if isinstance(x, Proxy):
             if x.tracer is not self:
                 raise ValueError("a traced value from another function was used")
@@ -126,13 +127,13 @@ class _Tracer:
         self.lines.append(constant_op(name, x, self.elem))
         return Proxy(self, name)
 
-    def emit(self, op: str, *operands: "Proxy") -> "Proxy":
+    def emit(self, op: str, *operands: Proxy) -> Proxy:
         name = self.fresh()
         args = ", ".join(o.name for o in operands)
         self.lines.append(f"{name} = {op} {args} : {self.elem}")
         return Proxy(self, name)
 
-    def binop(self, what: str, a: Any, b: Any) -> "Proxy":
+    def binop(self, what: str, a: Any, b: Any) -> Proxy:
         x, y = self.value(a), self.value(b)
         k = self.kind
         if k == "complex":
@@ -160,7 +161,7 @@ class _Tracer:
             raise TypeError(f"logical operations are not defined for {self.elem} values")
         return name
 
-    def logical(self, what: str, a: Any, b: Any) -> "Proxy":
+    def logical(self, what: str, a: Any, b: Any) -> Proxy:
         p, q = self.nonzero(a), self.nonzero(b)
         both = self.fresh()
         self.lines.append(f"{both} = arith.{what}i {p}, {q} : i1")
@@ -179,34 +180,34 @@ class Proxy:
         self.tracer = tracer
         self.name = name
 
-    def __add__(self, o: Any) -> "Proxy":
+    def __add__(self, o: Any) -> Proxy:
         return self.tracer.binop("add", self, o)
 
-    def __radd__(self, o: Any) -> "Proxy":
+    def __radd__(self, o: Any) -> Proxy:
         return self.tracer.binop("add", o, self)
 
-    def __sub__(self, o: Any) -> "Proxy":
+    def __sub__(self, o: Any) -> Proxy:
         return self.tracer.binop("sub", self, o)
 
-    def __rsub__(self, o: Any) -> "Proxy":
+    def __rsub__(self, o: Any) -> Proxy:
         return self.tracer.binop("sub", o, self)
 
-    def __mul__(self, o: Any) -> "Proxy":
+    def __mul__(self, o: Any) -> Proxy:
         return self.tracer.binop("mul", self, o)
 
-    def __rmul__(self, o: Any) -> "Proxy":
+    def __rmul__(self, o: Any) -> Proxy:
         return self.tracer.binop("mul", o, self)
 
-    def __truediv__(self, o: Any) -> "Proxy":
+    def __truediv__(self, o: Any) -> Proxy:
         return self.tracer.binop("div", self, o)
 
-    def __rtruediv__(self, o: Any) -> "Proxy":
+    def __rtruediv__(self, o: Any) -> Proxy:
         return self.tracer.binop("div", o, self)
 
-    def __neg__(self) -> "Proxy":
+    def __neg__(self) -> Proxy:
         return self.tracer.binop("sub", 0, self)
 
-    def __pos__(self) -> "Proxy":
+    def __pos__(self) -> Proxy:
         return self
 
     def _compare(self, o: Any) -> Any:

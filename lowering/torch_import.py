@@ -26,8 +26,12 @@ def decompositions() -> dict:
 def program_to_linalg(program: Any, func_name: str = "main") -> str:
     """Import a (decomposed) ``torch.export.ExportedProgram`` and lower it to linalg-on-tensors text."""
     from torch_mlir import ir
-    from torch_mlir.compiler_utils import OutputType, TorchMlirCompilerError, lower_mlir_module
-    from torch_mlir.compiler_utils import run_pipeline_with_repro_report
+    from torch_mlir.compiler_utils import (
+        OutputType,
+        TorchMlirCompilerError,
+        lower_mlir_module,
+        run_pipeline_with_repro_report,
+    )
     from torch_mlir.dialects import torch as torch_d
     from torch_mlir.extras.fx_importer import FxImporter
 

@@ -6,8 +6,8 @@ produced by Python callbacks; values threaded through a loop (``iter_args``) are
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from ..mlir_text import MlirText
 
@@ -86,7 +86,7 @@ class Builder(MlirText):
     def min(self, a: Value, b: Value) -> Value:
         return self._fold("arith.minsi", a, b, min)
 
-    def load_index(self, memref: Value, pos: "Value | str", unsigned: bool = False) -> Value:
+    def load_index(self, memref: Value, pos: Value | str, unsigned: bool = False) -> Value:
         """``memref[pos]`` of an integer buffer as an ``index`` (zero-extended when ``unsigned``);
         ``pos`` may be a full index list text (``"%b, %p"``)."""
         elem = element_type(memref.type)
@@ -144,11 +144,19 @@ class Builder(MlirText):
         self.emit("}")
         return [Value(f"{res}#{k}", c.type) for k, c in enumerate(carry)]
 
-    def parallel(self, lo: Value, hi: Value, body: Callable[[Value], None]) -> None:
-        """``scf.parallel`` over ``lo..hi`` (iterations write disjoint data)."""
+    def loop(self, lo: Value, hi: Value, step: Value, body: Callable[[Value], object]) -> None:
+        """``scf.for`` from ``lo`` to ``hi`` with no carried values; ``body(iv)`` emits the body (its
+        result is ignored)."""
+        def run(iv: Value, carry: Carry) -> Carry:
+            body(iv)
+            return carry
+        self.for_(lo, hi, step, [], run)
+
+    def parallel(self, lo: Value, hi: Value, body: Callable[[Value], object]) -> None:
+        """``scf.parallel`` over ``lo..hi`` (iterations write disjoint data; ``body``'s result is ignored)."""
         self.parallel_step(lo, hi, self.index(1), body)
 
-    def parallel_step(self, lo: Value, hi: Value, step: Value, body: Callable[[Value], None]) -> None:
+    def parallel_step(self, lo: Value, hi: Value, step: Value, body: Callable[[Value], object]) -> None:
         """``scf.parallel`` over ``lo..hi`` by ``step`` (iterations write disjoint data)."""
         iv = Value(self.fresh("iv"), "index")
         self.emit(f"scf.parallel ({iv}) = ({lo}) to ({hi}) step ({step}) {{")

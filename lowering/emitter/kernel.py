@@ -10,7 +10,8 @@ einsum with one stored operand and a dense output.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .arith import Arith, vtype
 from .builder import Builder, Carry, Value
@@ -38,6 +39,29 @@ def walked_index(c: Any) -> int:
     return w
 
 
+def _letter_sizes(c: Any) -> dict[str, int]:
+    """Extent of every subscript letter of ``c``; ValueError when operands disagree on one."""
+    size: dict[str, int] = {}
+    for s, t in zip(c.subscripts + (c.output_subscripts,), c.inputs + (c.output,)):
+        for ch, n in zip(s, t.shape):
+            if size.setdefault(ch, int(n)) != int(n):
+                raise ValueError(f"letter {ch!r} has extents {size[ch]} and {n}")
+    return size
+
+
+def _carry_level(c: Any, w: int, known: list[set[int]]) -> int:
+    """Walker level before whose loop the accumulator starts: the first one after which every output letter
+    is known (``known[k]``: dims known before level k), or NO_CARRY when free letters loop per entry."""
+    wsub = c.subscripts[w]
+    if any(ch not in wsub for ch in c.loop_letters):
+        return NO_CARRY
+    need = {wsub.index(ch) for ch in c.output_subscripts}
+    for k, dims in enumerate(known):
+        if need <= dims:
+            return k
+    return NO_CARRY
+
+
 class _Visitor:
     """Emits the product of a stored entry with the dense operands and its reduction."""
 
@@ -46,21 +70,11 @@ class _Visitor:
         self.b, self.c, self.w, self.ins, self.val, self.out, self.alpha, self.ar = b, c, w, ins, val, out, alpha, ar
         self.wsub = c.subscripts[w]
         self.free = [ch for ch in c.loop_letters if ch not in self.wsub]
-        self.size = {}
-        for s, t in zip(c.subscripts + (c.output_subscripts,), c.inputs + (c.output,)):
-            for ch, n in zip(s, t.shape):
-                if self.size.setdefault(ch, int(n)) != int(n):
-                    raise ValueError(f"letter {ch!r} has extents {self.size[ch]} and {n}")
+        self.size = _letter_sizes(c)
 
     # ----- walker protocol ------------------------------------------------------------------------
     def carry_level(self, known: list[set[int]]) -> int:
-        if self.free:
-            return NO_CARRY
-        need = {self.wsub.index(ch) for ch in self.c.output_subscripts}
-        for k, dims in enumerate(known):
-            if need <= dims:
-                return k
-        return NO_CARRY
+        return _carry_level(self.c, self.w, known)
 
     def begin(self, dims: dict[int, Value]) -> Carry:
         return [self.ar.identity()]
@@ -88,14 +102,14 @@ class _Visitor:
     def parallel_dims(self) -> set[int]:
         return {d for d, ch in enumerate(self.wsub) if ch in self.c.output_subscripts}
 
-    def vectorizable(self, strides: dict[int, int | None]) -> bool:
+    def vectorizable(self, strides: Mapping[int, int | None]) -> bool:
         if self.free or not self.ar.vectorizable or self.c.prolog is not None:
             return False
         ls = {ch: strides[d] for d, ch in enumerate(self.wsub)}
         return self._unit_access(ls)
 
     def body(self, dims: dict[int, Value], pos: str, carry: Carry, lanes: int,
-             strides: dict[int, int | None]) -> Carry:
+             strides: Mapping[int, int | None]) -> Carry:
         letters = self._letters(dims)
         ls = {ch: (strides[d] if lanes > 1 else 0) for d, ch in enumerate(self.wsub)}
         if not self.free:
@@ -111,7 +125,7 @@ class _Visitor:
     def _letters(self, dims: dict[int, Value]) -> dict[str, Value]:
         return {ch: dims[d] for d, ch in enumerate(self.wsub) if d in dims}
 
-    def _unit_access(self, ls: dict[str, int | None]) -> bool:
+    def _unit_access(self, ls: Mapping[str, int | None]) -> bool:
         """Every dense access is invariant or unit-stride in its last index, the output unit-stride."""
         c = self.c
         subs = [s for k, s in enumerate(c.subscripts) if k != self.w] + [c.output_subscripts]
@@ -144,12 +158,12 @@ class _Visitor:
                 and self.size[ch] >= VECTOR_LANES):
             vl = VECTOR_LANES
             mid = b.index(self.size[ch] - self.size[ch] % vl)
-            b.for_(b.index(0), mid, b.index(vl), [], lambda iv, c: step(iv, vl) or [])
-            b.for_(mid, hi, b.index(1), [], lambda iv, c: step(iv, 1) or [])
+            b.loop(b.index(0), mid, b.index(vl), lambda iv: step(iv, vl))
+            b.loop(mid, hi, b.index(1), lambda iv: step(iv, 1))
         else:
-            b.for_(b.index(0), hi, b.index(1), [], lambda iv, c: step(iv, 1) or [])
+            b.loop(b.index(0), hi, b.index(1), lambda iv: step(iv, 1))
 
-    def _load(self, ref: Value, sub: str, letters: dict[str, Value], ls: dict[str, int | None],
+    def _load(self, ref: Value, sub: str, letters: dict[str, Value], ls: Mapping[str, int | None],
               lanes: int) -> Value:
         b, elem = self.b, self.ar.elem
         idx = ", ".join(letters[ch].name for ch in sub)
@@ -167,7 +181,7 @@ class _Visitor:
             v = b.op(f"vector.broadcast {v} : {elem} to {vtype(elem, lanes)}", vtype(elem, lanes))
         return v
 
-    def _product(self, letters: dict[str, Value], ls: dict[str, int | None], pos: str, lanes: int) -> Value:
+    def _product(self, letters: dict[str, Value], ls: Mapping[str, int | None], pos: str, lanes: int) -> Value:
         b, c, elem = self.b, self.c, self.ar.elem
         walked_lanes = lanes if lanes > 1 and any(ls.get(ch, 0) != 0 for ch in self.wsub) else 1
         prod = None
@@ -179,16 +193,17 @@ class _Visitor:
                 if walked_lanes == 1 and lanes > 1:
                     v = b.op(f"vector.broadcast {v} : {elem} to {vtype(elem, lanes)}", vtype(elem, lanes))
             else:
+                # ins[k] is None only for the walked operand (k == self.w)
                 v = self._load(self.ins[k], c.subscripts[k], letters, ls, lanes)  # type: ignore[arg-type]
             if k == 0 and c.prolog is not None:
                 v = self.ar.apply(c.prolog, v)
             prod = v if prod is None else self.ar.mul(prod, v)
-        return prod  # type: ignore[return-value]
+        return prod  # type: ignore[return-value]  # set: a contraction has at least one input
 
     def _scaled(self, prod: Value) -> Value:
         return prod if self.alpha is None else self.ar.scale(prod, self.alpha)
 
-    def _accumulate(self, letters: dict[str, Value], ls: dict[str, int | None], x: Value, lanes: int) -> None:
+    def _accumulate(self, letters: dict[str, Value], ls: Mapping[str, int | None], x: Value, lanes: int) -> None:
         b, sub = self.b, self.c.output_subscripts
         idx = ", ".join(letters[ch].name for ch in sub)
         if lanes > 1:
@@ -208,7 +223,7 @@ def _for_each(b: Builder, shape: tuple[int, ...], fn: Callable[[list[Value]], No
             fn(idx)
             return
         lo, hi = rows if d == 0 and rows is not None else (b.index(0), b.index(shape[d]))
-        b.for_(lo, hi, b.index(1), [], lambda iv, c: rec(d + 1, idx + [iv]) or [])
+        b.loop(lo, hi, b.index(1), lambda iv: rec(d + 1, idx + [iv]))
     rec(0, [])
 
 
@@ -229,9 +244,9 @@ def row_parallel(c: Any) -> bool:
         return False
     t = c.inputs[w]
     walked = WalkedOperand(t.fmt, tuple(t.shape), t.elem, t.pos_width, t.crd_width)
-    visitor = _Visitor(None, c, w, [], None, None, None, None)  # type: ignore[arg-type]
+    _letter_sizes(c)  # the extent check (ValueError) emit_contraction's visitor makes
     try:
-        carry = visitor.carry_level(known_after(resolution_plan(t.fmt, walked.shape)))
+        carry = _carry_level(c, w, known_after(resolution_plan(t.fmt, walked.shape)))
     except ValueError:
         return False
     return row_mode(walked, carry, wsub.index(row)) is not None
@@ -257,11 +272,10 @@ def emit_contraction(c: Any, rows: bool = False) -> str:
     ins: list[Value | None] = []
     walked = WalkedOperand(c.inputs[w].fmt, tuple(c.inputs[w].shape), elem,
                            c.inputs[w].pos_width, c.inputs[w].crd_width)
-    level_args = val = None
+    walked_params, level_args, val = walked.params(f"in{w}")
     for k, t in enumerate(c.inputs):
         if k == w:
-            p, level_args, val = walked.params(f"in{k}")
-            params += p
+            params += walked_params
             ins.append(None)
         else:
             v = Value(f"%in{k}", memref_type(tuple(t.shape), elem))
@@ -305,7 +319,7 @@ def emit_contraction(c: Any, rows: bool = False) -> str:
         b.emit(f"memref.store {v}, {out}[{at}] : {out_t}")
 
     _for_each(b, shape, init, rng)
-    walk(b, walked, level_args, _Visitor(b, c, w, ins, val, out, alpha, ar),  # type: ignore[arg-type]
+    walk(b, walked, level_args, _Visitor(b, c, w, ins, val, out, alpha, ar),
          rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0)
     if c.epilog is not None:
         def epi(idx: list[Value]) -> None:

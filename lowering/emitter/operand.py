@@ -19,8 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from frontend.format import INDEX_WIDTH_TYPES
-from frontend.format import TensorFormat, num_batch_levels
+from frontend.format import INDEX_WIDTH_TYPES, TensorFormat, num_batch_levels
 
 from ..contraction import TensorSpec
 from .builder import Value

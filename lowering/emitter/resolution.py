@@ -7,8 +7,9 @@ diagonal (``a - b``, ``a + b``) and the diagonal coordinate are. Read by duck ty
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def resolution_plan(fmt: Any, shape: Sequence[int]) -> list[list[Resolve]]:
 
 def known_after(plan: list[list[Resolve]]) -> list[set[int]]:
     """``out[k]``: dimensions known once levels ``0..k-1`` are walked (``out[0]`` is empty)."""
-    out = [set()]
+    out: list[set[int]] = [set()]
     acc: set[int] = set()
     for step in plan:
         acc |= {r.dim for r in step}
@@ -113,7 +114,7 @@ def known_after(plan: list[list[Resolve]]) -> list[set[int]]:
 
 def last_level_strides(plan: list[list[Resolve]], ndims: int) -> dict[int, int | None]:
     """Stride of every dimension per step of the last level's coordinate."""
-    strides = {d: 0 for d in range(ndims)}
+    strides: dict[int, int | None] = {d: 0 for d in range(ndims)}
     for r in plan[-1] if plan else []:
         strides[r.dim] = r.stride
     return strides

@@ -11,7 +11,8 @@ rule (see docs/extending.md).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from .builder import Carry, Value
 

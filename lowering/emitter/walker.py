@@ -10,7 +10,8 @@ disjoint outputs (``parallel_dims``: an outer dense level over one of them becom
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from . import rules as _rules
 from .builder import Builder, Carry, Value
@@ -34,9 +35,9 @@ class Visitor(Protocol):
     def begin(self, dims: dict[int, Value]) -> Carry: ...
     def end(self, dims: dict[int, Value], carry: Carry) -> None: ...
     def body(self, dims: dict[int, Value], at: str, carry: Carry, lanes: int,
-             strides: dict[int, int | None]) -> Carry:
+             strides: Mapping[int, int | None]) -> Carry:
         """One stored entry: dimension coordinates, index text of its value (``ctx.at``)."""
-    def vectorizable(self, strides: dict[int, int | None]) -> bool: ...
+    def vectorizable(self, strides: Mapping[int, int | None]) -> bool: ...
     def parallel_dims(self) -> set[int]: ...
 
     def reduction(self) -> tuple[Callable[[], Value], Callable[[Value, Value], Value]] | None:
@@ -198,7 +199,7 @@ def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | No
     n = len(fmt.levels)
     if not n:
         return None
-    dims = list(fmt.dimensions)
+    dims = fmt.dimensions
     lv0 = fmt.levels[0]
     if (lv0.format.value in ("dense", "batch") and rule_for(lv0.format.value) is _rules.dense
             and not hasattr(lv0.expr, "op") and dims.index(lv0.expr) == row_dim
@@ -279,8 +280,7 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
             cond = b.op(f"arith.andi {cond}, {g} : i1", "i1", "b")
         return b.if_(cond, carry, inner)
 
-    last = ctx.level(n - 1) if n else None
-    if n >= 2 and last.format.value == "range" and carry_level == NO_CARRY and not ctx.num_batch:
+    if n >= 2 and ctx.level(n - 1).format.value == "range" and carry_level == NO_CARRY and not ctx.num_batch:
         _tiled(ctx, n - 1, visitor, lambda: level(0, b.index(0), []), rows if ctx.rows is None else None)
     else:
         level(0, b.index(0), [])
@@ -301,5 +301,5 @@ def _tiled(ctx: WalkContext, k: int, visitor: Visitor, walk_all: Callable[[], Ca
     if x in visitor.parallel_dims() and ctx.parallel_level is None:
         b.parallel_step(lo, hi, b.index(RANGE_TILE), tile)
     else:
-        b.for_(lo, hi, b.index(RANGE_TILE), [], lambda t, c: tile(t) or [])
+        b.loop(lo, hi, b.index(RANGE_TILE), tile)
     ctx.tile = None

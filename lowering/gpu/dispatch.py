@@ -14,8 +14,8 @@ Paths (``GPU_PATHS``):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from ..contraction import Contraction
 from ..dispatch import Lowered

@@ -6,8 +6,7 @@ from it, ``frontend.ops.gpu._library`` checks the layouts it wraps against it.
 """
 from __future__ import annotations
 
-from frontend.format import TensorFormat, block_sizes
-from frontend.format import NamedFormats
+from frontend.format import NamedFormats, TensorFormat, block_sizes
 
 #: Layouts each package's sparse library takes.
 LIBRARY_LAYOUTS = {"torch": ("CSR", "CSC", "COO", "BSR"), "cupy": ("CSR", "CSC", "COO")}

@@ -105,7 +105,7 @@ class GpuPipeline(Pipeline):
                                          "gpu.module(lower-affine),canonicalize)")
 
     @staticmethod
-    def for_chips(chips: "tuple[str, ...] | None" = None, **options) -> "tuple[GpuPipeline, ...]":
+    def for_chips(chips: tuple[str, ...] | None = None, **options) -> tuple[GpuPipeline, ...]:
         """One pipeline per chip: ``chips``, else the device's chip, else ``DEFAULT_CHIPS``."""
         return tuple(GpuPipeline(gpu_chip=c, **options) for c in (chips or default_chips()))
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import string
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, Union
+from typing import Any
 
 from frontend.format import INDEX_WIDTH_TYPES
 
-Builder = Union[Callable[[Any], str], str]
-PatternItem = Union[Any, str, Callable[[Any], bool]]
+Builder = Callable[[Any], str] | str
+PatternItem = Any | str | Callable[[Any], bool]
 
 _OPS = {
     ("a,a->",): "dot", ("ab,b->a",): "matvec", ("a,ab->b",): "vecmat", ("ab,bc->ac",): "matmul",

@@ -16,7 +16,8 @@ c_val)``. CSC x CSC -> CSC is the same kernel on the transposed problem (operand
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from frontend.format import INDEX_WIDTH_TYPES
 
@@ -174,7 +175,7 @@ def _build(c: Any, transposed: bool) -> str:
     t.depth += 1
     sw0 = t.assign("memref.load %summary[%g] : memref<?xi64>")
 
-    def word(tzi: str, o1: str) -> str:  # the set bits of bits[64 g + tzi]: columns 64 (64 g + tzi) + bzi
+    def word_columns(tzi: str, o1: str) -> str:  # the set bits of bits[64 g + tzi]: columns 64 (64 g + tzi) + bzi
         wi = t.assign(f"arith.addi {t.assign('arith.shli %g, %c6 : index')}, {tzi} : index")
         jbase = t.assign(f"arith.shli {wi}, %c6 : index")
 
@@ -190,7 +191,7 @@ def _build(c: Any, transposed: bool) -> str:
         t.emit(f"memref.store %z64, %bits[{wi}] : memref<?xi64>")
         return out
 
-    gw = t.over_set_bits(sw0, "%o0", word)
+    gw = t.over_set_bits(sw0, "%o0", word_columns)
     t.emit("memref.store %z64, %summary[%g] : memref<?xi64>")
     t.emit(f"scf.yield {gw} : index")
     t.depth -= 1
