@@ -14,7 +14,7 @@ from lowering.dispatch import lower, path_of, registry_state
 
 from ._contractions import einsum_op, matmul_op
 from ._kernel_cache import Kernel
-from ._operands import operand, operand_key, result_package, to_package
+from ._operands import operand, operand_key, result_package, to_caller_package
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
 from ._plan import MatmulPlan
 from ._prepared import PreparedOp
@@ -104,12 +104,12 @@ class CpuMatmul(MatmulPlan):
         if bound is None:
             bound = self.plan()._bound
         if self._plain:
-            return to_package(bound(), self._package)
+            return to_caller_package(bound(), self._package)
         op = self._op
         out = op.finish(bound())  # type: ignore[union-attr]
         if op.c_obj is not None:  # type: ignore[union-attr]
             return op.c_obj  # type: ignore[union-attr]
-        return to_package(out, self._package)
+        return to_caller_package(out, self._package)
 
     def execute_once(self) -> Any:
         op = self._live()
@@ -119,7 +119,7 @@ class CpuMatmul(MatmulPlan):
         out = op.finish(_shared_call(signature, kernel, args) if signature is not None else kernel.function(*args))
         if op.c_obj is not None:
             return op.c_obj
-        return to_package(out, self._package)
+        return to_caller_package(out, self._package)
 
     def reset_operands(self, a: Any = None, b: Any = None, c: Any = None) -> CpuMatmul:
         old = self._live()

@@ -201,7 +201,7 @@ def kernel_count() -> int:
 _DENSE_FORMATS: dict[int, Any] = {}  # rank -> row-major dense format; one per rank used
 
 
-def dense_format(rank: int) -> Any:
+def row_major_format(rank: int) -> Any:
     """The row-major dense format of ``rank`` (built once per rank)."""
     fmt = _DENSE_FORMATS.get(rank)
     if fmt is None:
@@ -214,7 +214,7 @@ def dense_format(rank: int) -> Any:
 def dense_tensor(arr: np.ndarray) -> Tensor:
     """A row-major dense Tensor over a C-contiguous numpy array (no copy, no validation needed)."""
     n = arr.ndim
-    return Tensor(dense_format(n), arr.shape, [None] * n, [None] * n, arr, index_type=np.int64, source=arr)
+    return Tensor(row_major_format(n), arr.shape, [None] * n, [None] * n, arr, index_type=np.int64, source=arr)
 
 
 _ROW_MAJOR: dict[Any, bool] = {}  # format -> whether row-major dense; one per format seen

@@ -161,7 +161,9 @@ def result_package(objs: Sequence[Any]) -> str | None:
 _SCIPY_COMPRESSED = {NamedFormats.CSR: "csr_array", NamedFormats.CSC: "csc_array"}
 
 
-def to_package(result: Any, package: str | None) -> Any:
+def to_caller_package(result: Any, package: str | None) -> Any:
+    """``result`` (a NumPy array or a Tensor) as the callers' package gives it back: a SciPy/torch object for a
+    ``package`` of the operands, the Tensor or array itself otherwise."""
     if isinstance(result, Tensor):
         if package is None:
             return result

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import index_width, mlir_type
-from frontend.ops._operands import result_package, to_package
+from frontend.ops._operands import result_package, to_caller_package
 from frontend.solvers._operands import (
     CsrOperands,
     Structure,
@@ -227,7 +227,7 @@ class Solve:
         self.plan(working_dtype(self._matrix.dtype, arr.dtype))
         dt = self._dt
         if n == 0:
-            return to_package(np.zeros(arr.shape, dtype=dt), package)
+            return to_caller_package(np.zeros(arr.shape, dtype=dt), package)
         cols = np.ascontiguousarray(arr.reshape(n, -1), dtype=dt)
         guess = None
         if x0 is not None:
@@ -243,7 +243,7 @@ class Solve:
             x = self._substitute(cols)
         else:
             x = self._iterate(cols, guess)
-        return to_package(x.reshape(arr.shape), package)
+        return to_caller_package(x.reshape(arr.shape), package)
 
     def _tri_kernel(self, nrhs: int) -> Any:
         fn = self._kernels.get(nrhs)
