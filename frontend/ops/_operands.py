@@ -2,15 +2,14 @@
 dtype and device checks, free transposes (format views), and results back in the callers' package."""
 from __future__ import annotations
 
-import copy
 import sys
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, index_width, mlir_type
+from frontend.interop._view_cache import shared_view
 from frontend.storage._buffers import package_of_type as buffer_package_of_type
 from frontend.tensor._tensor import Tensor
 
@@ -32,17 +31,10 @@ def as_tensor(x: Any, what: str) -> Tensor:
         raise TypeError(f"{what}: {err}") from None
 
 
-# id of a scipy sparse object -> (weak reference to it, ids of its buffers + shape, its Tensor view); one entry per
-# live object (dropped when it is collected). Overlaps frontend.interop._view_cache, which costs ~30 us a hit.
-_SCIPY_VIEWS: dict[int, tuple[Any, tuple, Tensor]] = {}
-_SCIPY_BUFFERS = {"csr": ("indptr", "indices", "data"), "csc": ("indptr", "indices", "data"),
-                  "bsr": ("indptr", "indices", "data"), "coo": ("coords", "data")}
-
-
 def operand(x: Any, what: str) -> Tensor:
     """Like :func:`as_tensor`, with fast paths for the hot call: C-contiguous numpy arrays are wrapped
-    directly, scipy sparse objects are viewed (and validated) once per buffer set. Sparse Tensors are
-    validated (cached per buffer set) before any kernel sees them."""
+    directly, scipy sparse objects are viewed (and validated) once per buffer set (frontend.interop's view
+    cache). Sparse Tensors are validated (cached per buffer set) before any kernel sees them."""
     tx = type(x)
     if tx is Tensor:
         if not row_major(x.tensor_format) and x.is_sparse:
@@ -50,21 +42,9 @@ def operand(x: Any, what: str) -> Tensor:
         return x
     if tx is np.ndarray and x.flags.c_contiguous:
         return dense_tensor(x)
-    attrs = _SCIPY_BUFFERS.get(getattr(x, "format", None))  # type: ignore[arg-type]
-    if attrs is not None and tx.__module__.startswith("scipy."):
-        sig = tuple(id(getattr(x, a)) for a in attrs) + (x.shape,)
-        got = _SCIPY_VIEWS.get(id(x))
-        if got is not None and got[0]() is x and got[1] == sig:
-            return got[2]
-        t = as_tensor(x, what)
-        view = copy.copy(t)  # the memo must not keep x alive: its entry goes when x is collected
-        view._source = None
-        try:
-            _SCIPY_VIEWS[id(x)] = (weakref.ref(x), sig, view)
-            weakref.finalize(x, _SCIPY_VIEWS.pop, id(x), None)
-        except TypeError:
-            pass
-        return t
+    view = shared_view(x)  # a SciPy matrix viewed (and validated) before, with the same buffers
+    if view is not None:
+        return view
     t = as_tensor(x, what)
     if t.is_sparse:
         validate_sparse((t,))
