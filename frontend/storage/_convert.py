@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import TensorFormat, is_block, is_dimension, num_batch_levels
+from frontend.format import TensorFormat, is_dimension, num_batch_levels
 
 from ._assemble import assemble_levels
 from ._buffers import numpy_dtype
-from ._layout import index_dtype, is_padded, to_device, to_host
+from ._layout import index_dtype, is_padded, level_coordinates_of, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
 
@@ -86,22 +86,6 @@ def coordinates(t: StoredTensor, drop_zeros: bool = False) -> tuple[np.ndarray, 
     tensor's entries after the zeros rules (padding outside the shape is always dropped)."""
     dims, vals = entries(t, drop_zeros)
     return (np.stack(dims) if dims else np.zeros((0, len(vals)), dtype=np.int64)), vals
-
-
-def _level_coordinates_of(fmt: TensorFormat, dims: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """``fmt.dim2lvl`` on int64 arrays of in-bounds coordinates, with power-of-two blocks as shifts and
-    masks (integer division is the slowest step of a block conversion otherwise)."""
-    values = dict(zip(fmt.dimensions, dims))
-    out = []
-    for lv in fmt.levels:
-        e = lv.expr
-        c = e.rhs.value if is_block(e) else 0  # type: ignore[attr-defined]
-        if c and c & (c - 1) == 0:
-            d = values[e.lhs]  # type: ignore[attr-defined]
-            out.append(d >> (c.bit_length() - 1) if e.op == "//" else d & (c - 1))  # type: ignore[attr-defined]
-        else:
-            out.append(e.evaluate(values))
-    return out
 
 
 def _key_bits(ext: Sequence[int]) -> list[int]:
@@ -198,7 +182,7 @@ def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.
     off = fmt.diagonal_offset(shape)
     n = len(values)
     dims = [np.asarray(d, dtype=np.int64) for d in dims]
-    lvl = [np.broadcast_to(np.asarray(c, dtype=np.int64), (n,)) for c in _level_coordinates_of(fmt, dims)]
+    lvl = [np.broadcast_to(np.asarray(c, dtype=np.int64), (n,)) for c in level_coordinates_of(fmt, dims)]
     lvl, values = sort_entries(lvl, values, ext, off, unique=fmt.is_unique or fmt.is_dense)
     nl = fmt.num_levels
     if fmt.is_dense:
