@@ -17,6 +17,7 @@ from frontend.format import TensorFormat, is_dimension, num_batch_levels
 
 from ._assemble import assemble_levels
 from ._buffers import numpy_dtype
+from ._direct import convert_direct
 from ._layout import index_dtype, is_padded, level_coordinates_of, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
@@ -217,7 +218,8 @@ def check_index_type(index_type: Any, pos: Sequence[Any], crd: Sequence[Any]) ->
     if it == np.int32:
         for name, bufs in (("pos", pos), ("crd", crd)):
             for k, b in enumerate(bufs):
-                if b is not None and b.size and b.dtype.kind == "i" and np.abs(b).max() > np.iinfo(np.int32).max:
+                if (b is not None and b.size and b.dtype.kind == "i" and b.dtype.itemsize > 4
+                        and np.abs(b).max() > np.iinfo(np.int32).max):
                     raise ValueError(f"{name}[{k}] holds values beyond int32; use index_type=int64")
     return it
 
@@ -234,6 +236,13 @@ def value_dtype(source: np.dtype, dtype: Any) -> np.dtype:
     return dt
 
 
+def generic_buffers(t: StoredTensor, fmt: TensorFormat, dtype: np.dtype, drop_zeros: bool = False
+                    ) -> tuple[list, list, np.ndarray]:
+    """``(pos, crd, values)`` of ``t`` in ``fmt`` by the generic path (any formats; int64 index buffers)."""
+    dims, vals = entries(t, drop_zeros=drop_zeros)
+    return from_coordinates(fmt, t.shape, dims, vals.astype(dtype, copy=False), np.int64)
+
+
 def convert(t: TensorT, tensor_format: TensorFormat | None = None, index_type: Any = None,
             dtype: Any = None, drop_zeros: bool = False) -> TensorT:
     """``t`` in another format, index type and/or value type: a new tensor of the same package and device
@@ -245,8 +254,8 @@ def convert(t: TensorT, tensor_format: TensorFormat | None = None, index_type: A
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
     dt = value_dtype(numpy_dtype(t.val), dtype)
     it = index_dtype(t.index_type if index_type is None else index_type)
-    dims, vals = entries(t, drop_zeros=drop_zeros)
-    pos, crd, out = from_coordinates(fmt, t.shape, dims, vals.astype(dt, copy=False), np.int64)
+    built = convert_direct(t, fmt, it, dt, drop_zeros)
+    pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros) if built is None else built
     check_index_type(it, pos, crd)
     pos = [None if p is None else p.astype(it, copy=False) for p in pos]
     crd = [c if c is None or c.dtype.kind == "u" else c.astype(it, copy=False) for c in crd]
