@@ -324,7 +324,6 @@ def _assert_matches_generic(t: Tensor, fmt: TensorFormat, drop_zeros: bool = Fal
 @pytest.mark.parametrize("src", DIRECT_SOURCES)
 @pytest.mark.parametrize("dst", DIRECT_TARGETS)
 def test_direct_paths_match_generic(src: str, dst: str) -> None:
-    fmts = dict(FORMATS_2D, NM24=N.NM(2, 4))
     for k, a in enumerate(MATRICES + [np.arange(1, 13).reshape(3, 4) * np.eye(3, 4)]):
         dtype, it = DTYPES[k % len(DTYPES)], INDEX[(k // 2) % 2]
         a = a.astype(dtype) * ((1 + 2j) if dtype == np.complex128 else 1)
