@@ -316,7 +316,7 @@ def convert_direct(t: StoredTensor, fmt: TensorFormat, index: np.dtype, dtype: n
 
 def _exceeds_int32(t: StoredTensor) -> bool:
     """Whether an extent, a stored count or a diagonal offset of ``t`` may not fit in int32."""
-    slots = int(np.size(t.val))
+    slots = int(np.prod(tuple(t.val.shape)))
     return sum(int(s) for s in t.shape) + slots > _INT32_MAX
 
 
