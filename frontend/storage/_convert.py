@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import TensorFormat, is_block, is_dimension, num_batch_levels
+from frontend.format import TensorFormat, is_dimension, num_batch_levels
 
 from ._assemble import assemble_levels
 from ._buffers import numpy_dtype
-from ._layout import index_dtype, is_padded, to_device, to_host
+from ._direct import convert_direct
+from ._layout import index_dtype, is_padded, level_coordinates_of, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
 
@@ -86,22 +87,6 @@ def coordinates(t: StoredTensor, drop_zeros: bool = False) -> tuple[np.ndarray, 
     tensor's entries after the zeros rules (padding outside the shape is always dropped)."""
     dims, vals = entries(t, drop_zeros)
     return (np.stack(dims) if dims else np.zeros((0, len(vals)), dtype=np.int64)), vals
-
-
-def _level_coordinates_of(fmt: TensorFormat, dims: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """``fmt.dim2lvl`` on int64 arrays of in-bounds coordinates, with power-of-two blocks as shifts and
-    masks (integer division is the slowest step of a block conversion otherwise)."""
-    values = dict(zip(fmt.dimensions, dims))
-    out = []
-    for lv in fmt.levels:
-        e = lv.expr
-        c = e.rhs.value if is_block(e) else 0  # type: ignore[attr-defined]
-        if c and c & (c - 1) == 0:
-            d = values[e.lhs]  # type: ignore[attr-defined]
-            out.append(d >> (c.bit_length() - 1) if e.op == "//" else d & (c - 1))  # type: ignore[attr-defined]
-        else:
-            out.append(e.evaluate(values))
-    return out
 
 
 def _key_bits(ext: Sequence[int]) -> list[int]:
@@ -198,7 +183,7 @@ def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.
     off = fmt.diagonal_offset(shape)
     n = len(values)
     dims = [np.asarray(d, dtype=np.int64) for d in dims]
-    lvl = [np.broadcast_to(np.asarray(c, dtype=np.int64), (n,)) for c in _level_coordinates_of(fmt, dims)]
+    lvl = [np.broadcast_to(np.asarray(c, dtype=np.int64), (n,)) for c in level_coordinates_of(fmt, dims)]
     lvl, values = sort_entries(lvl, values, ext, off, unique=fmt.is_unique or fmt.is_dense)
     nl = fmt.num_levels
     if fmt.is_dense:
@@ -233,7 +218,8 @@ def check_index_type(index_type: Any, pos: Sequence[Any], crd: Sequence[Any]) ->
     if it == np.int32:
         for name, bufs in (("pos", pos), ("crd", crd)):
             for k, b in enumerate(bufs):
-                if b is not None and b.size and b.dtype.kind == "i" and np.abs(b).max() > np.iinfo(np.int32).max:
+                if (b is not None and b.size and b.dtype.kind == "i" and b.dtype.itemsize > 4
+                        and np.abs(b).max() > np.iinfo(np.int32).max):
                     raise ValueError(f"{name}[{k}] holds values beyond int32; use index_type=int64")
     return it
 
@@ -250,6 +236,13 @@ def value_dtype(source: np.dtype, dtype: Any) -> np.dtype:
     return dt
 
 
+def generic_buffers(t: StoredTensor, fmt: TensorFormat, dtype: np.dtype, drop_zeros: bool = False
+                    ) -> tuple[list, list, np.ndarray]:
+    """``(pos, crd, values)`` of ``t`` in ``fmt`` by the generic path (any formats; int64 index buffers)."""
+    dims, vals = entries(t, drop_zeros=drop_zeros)
+    return from_coordinates(fmt, t.shape, dims, vals.astype(dtype, copy=False), np.int64)
+
+
 def convert(t: TensorT, tensor_format: TensorFormat | None = None, index_type: Any = None,
             dtype: Any = None, drop_zeros: bool = False) -> TensorT:
     """``t`` in another format, index type and/or value type: a new tensor of the same package and device
@@ -261,8 +254,8 @@ def convert(t: TensorT, tensor_format: TensorFormat | None = None, index_type: A
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
     dt = value_dtype(numpy_dtype(t.val), dtype)
     it = index_dtype(t.index_type if index_type is None else index_type)
-    dims, vals = entries(t, drop_zeros=drop_zeros)
-    pos, crd, out = from_coordinates(fmt, t.shape, dims, vals.astype(dt, copy=False), np.int64)
+    built = convert_direct(t, fmt, it, dt, drop_zeros)
+    pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros) if built is None else built
     check_index_type(it, pos, crd)
     pos = [None if p is None else p.astype(it, copy=False) for p in pos]
     crd = [c if c is None or c.dtype.kind == "u" else c.astype(it, copy=False) for c in crd]

@@ -2,11 +2,12 @@
 beyond the layout contract documented in :mod:`frontend.tensor`)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from frontend.format import Level, LevelFormat, TensorFormat
+from frontend.format import Level, LevelFormat, TensorFormat, is_block
 
 from ._buffers import device_ordinal
 
@@ -90,3 +91,19 @@ def value_count(values: np.ndarray, nbatch: int) -> int:
     for s in values.shape[nbatch:]:
         size *= int(s)
     return size
+
+
+def level_coordinates_of(fmt: TensorFormat, dims: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``fmt.dim2lvl`` on int64 arrays of in-bounds coordinates, with power-of-two blocks as shifts and
+    masks (integer division is the slowest step of a block conversion otherwise)."""
+    values = dict(zip(fmt.dimensions, dims))
+    out = []
+    for lv in fmt.levels:
+        e = lv.expr
+        c = e.rhs.value if is_block(e) else 0  # type: ignore[attr-defined]
+        if c and c & (c - 1) == 0:
+            d = values[e.lhs]  # type: ignore[attr-defined]
+            out.append(d >> (c.bit_length() - 1) if e.op == "//" else d & (c - 1))  # type: ignore[attr-defined]
+        else:
+            out.append(e.evaluate(values))
+    return out

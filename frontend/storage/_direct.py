@@ -1,0 +1,332 @@
+"""Direct conversions between common 2-D layouts, chosen by level structure (never by format name).
+
+A source is read into :class:`Rows` (entries grouped by one dimension, the other increasing and unique in
+every group) in one or two passes: a dense + compressed level pair as is, ordered COO by counting its
+groups, blocks through a compiled kernel, diagonals with one gather.  A target is written from ``Rows``:
+the same pair by copying or a compiled transpose, COO by expanding the pointers, blocks through a compiled
+kernel, diagonals by counting diagonals, and any target whose level coordinates are ordered like the
+rows (DCSR, DELTA, n:m, ...) by the generic level builder without sorting.  The results equal the generic
+path's (:mod:`frontend.storage._convert`) buffer for buffer, zeros rules included; ``None`` means "no
+direct path", and the caller takes the generic one.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from frontend.format import BinaryExpr, Level, LevelFormat as F, TensorFormat, is_block, is_diagonal
+
+from . import _kernels
+from ._assemble import assemble_levels
+from ._layout import level_coordinates_of, to_host
+from ._protocol import StoredTensor
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+Buffers = tuple[list[Any], list[Any], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Entries of a 2-D tensor grouped by dimension ``major``: ``ptr`` (one group per coordinate of
+    ``major``), ``idx`` (the other dimension's coordinates, increasing in every group) and ``val``."""
+
+    major: int
+    extents: tuple[int, int]  # (extent of major, extent of the other dimension)
+    ptr: np.ndarray
+    idx: np.ndarray
+    val: np.ndarray
+
+    def transposed(self) -> Rows:
+        """The same entries grouped by the other dimension (a compiled counting sort)."""
+        n, m = self.extents
+        ptr, idx, val = _kernels.transpose(n, m, self.ptr, self.idx, self.val)
+        return Rows(1 - self.major, (m, n), ptr, idx, val)
+
+    def oriented(self, major: int) -> Rows:
+        return self if self.major == major else self.transposed()
+
+    def majors(self, dtype: np.dtype) -> np.ndarray:
+        """The major coordinate of every entry."""
+        return np.repeat(np.arange(self.extents[0], dtype=dtype), np.diff(self.ptr))
+
+    def dims(self) -> list[np.ndarray]:
+        """int64 dimension coordinates of the entries, in dimension order."""
+        pair = [self.majors(np.dtype(np.int64)), self.idx.astype(np.int64, copy=False)]
+        return pair if self.major == 0 else pair[::-1]
+
+    def kept(self, keep: np.ndarray) -> Rows:
+        """Only the entries where ``keep`` is True."""
+        if keep.all():
+            return self
+        counts = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
+        return Rows(self.major, self.extents, counts[self.ptr].astype(self.ptr.dtype), self.idx[keep],
+                    self.val[keep])
+
+
+# ----- structure of a 2-D format ------------------------------------------------------------------------
+def _axis(fmt: TensorFormat, e: Any) -> int | None:
+    """Index of ``e`` among ``fmt``'s dimensions, None unless ``e`` is one of them."""
+    return fmt.dimensions.index(e) if e in fmt.dimensions else None
+
+
+def _sorted_level(lv: Level, f: F, unique: bool = True) -> bool:
+    return lv.format is f and lv.ordered and lv.unique == unique
+
+
+def grouped_axis(fmt: TensorFormat) -> int | None:
+    """``major`` of ``(a : dense, b : compressed)`` (CSR, CSC)."""
+    lv = fmt.levels
+    if len(lv) != 2 or lv[0].format is not F.DENSE or not _sorted_level(lv[1], F.COMPRESSED):
+        return None
+    a, b = _axis(fmt, lv[0].expr), _axis(fmt, lv[1].expr)
+    return a if a is not None and b is not None and a != b else None
+
+
+def coo_axis(fmt: TensorFormat) -> int | None:
+    """``major`` of ``(a : compressed(nonunique), b : singleton)`` (COO; the reader refuses duplicates)."""
+    lv = fmt.levels
+    if (len(lv) != 2 or not _sorted_level(lv[0], F.COMPRESSED, unique=False)
+            or lv[1].format is not F.SINGLETON or not lv[1].ordered):
+        return None
+    a, b = _axis(fmt, lv[0].expr), _axis(fmt, lv[1].expr)
+    return a if a is not None and b is not None and a != b else None
+
+
+def block_axes(fmt: TensorFormat) -> tuple[int, int, int] | None:
+    """``(major, r, c)`` of ``(a // r : dense, b // c : compressed, a % r : dense, b % c : dense)`` (BSR)."""
+    lv = fmt.levels
+    if (len(lv) != 4 or lv[0].format is not F.DENSE or not _sorted_level(lv[1], F.COMPRESSED)
+            or lv[2].format is not F.DENSE or lv[3].format is not F.DENSE
+            or not all(is_block(x.expr) for x in lv)):
+        return None
+    e = [x.expr for x in lv]
+    ops = [x.op for x in e]  # type: ignore[attr-defined]
+    if ops != ["//", "//", "%", "%"] or e[0].lhs != e[2].lhs or e[1].lhs != e[3].lhs:  # type: ignore[attr-defined]
+        return None
+    if e[0].rhs != e[2].rhs or e[1].rhs != e[3].rhs:  # type: ignore[attr-defined]
+        return None
+    a, b = _axis(fmt, e[0].lhs), _axis(fmt, e[1].lhs)  # type: ignore[attr-defined]
+    if a is None or b is None or a == b:
+        return None
+    return a, int(e[0].rhs.value), int(e[1].rhs.value)  # type: ignore[attr-defined]
+
+
+def diagonal_axes(fmt: TensorFormat) -> tuple[BinaryExpr, int] | None:
+    """``(x op y, z)`` of ``(x op y : compressed, z : range)`` with ``z`` one of ``x``, ``y`` (DIA)."""
+    lv = fmt.levels
+    if len(lv) != 2 or not _sorted_level(lv[0], F.COMPRESSED) or lv[1].format is not F.RANGE:
+        return None
+    e, z = lv[0].expr, _axis(fmt, lv[1].expr)
+    if not is_diagonal(e) or z is None or lv[1].expr not in e.dimensions():
+        return None
+    return e, z  # type: ignore[return-value]
+
+
+def row_ordered_axis(fmt: TensorFormat) -> int | None:
+    """``major`` when entries sorted by (major, other) have sorted level coordinates: the levels of one
+    dimension (``d``, or ``d // c`` then ``d % c``) come before the other's (DCSR, DELTA, n:m, ...)."""
+    if fmt.is_dense or any(lv.format in (F.BATCH, F.RANGE, F.LOOSE_COMPRESSED) or not lv.ordered
+                           for lv in fmt.levels):
+        return None
+    order: list[int] = []
+    k, levels = 0, fmt.levels
+    while k < len(levels):
+        e = levels[k].expr
+        if is_block(e) and e.op == "//" and k + 1 < len(levels):  # type: ignore[attr-defined]
+            nxt = levels[k + 1].expr
+            if nxt != BinaryExpr("%", e.lhs, e.rhs):  # type: ignore[attr-defined]
+                return None
+            e, k = e.lhs, k + 1  # type: ignore[attr-defined]
+        a = _axis(fmt, e)
+        if a is None or a in order:
+            return None
+        order.append(a)
+        k += 1
+    return order[0] if len(order) == 2 else None
+
+
+# ----- reading a source ---------------------------------------------------------------------------------
+def read_rows(t: StoredTensor, dtype: np.dtype, index: np.dtype, drop_zeros: bool) -> Rows | None:
+    """``t``'s entries after the zeros rules as :class:`Rows` with values of ``dtype`` and index buffers of
+    ``index``; None when ``t``'s layout has no direct reader."""
+    fmt = t.tensor_format
+    pos = [None if p is None else to_host(p) for p in t._pos]
+    crd = [None if c is None else to_host(c) for c in t._crd]
+    val = to_host(t.val).reshape(-1)
+    shape = (int(t.shape[0]), int(t.shape[1]))
+    major = grouped_axis(fmt)
+    if major is not None:
+        rows = _grouped(major, shape, pos[1], crd[1], val)
+    elif (major := coo_axis(fmt)) is not None:
+        rows = _coo(major, shape, pos[0], crd[0], crd[1], val)
+    elif (blocks := block_axes(fmt)) is not None:
+        return _blocks(blocks, shape, pos[1], crd[1], val, dtype, index)
+    elif (diagonal := diagonal_axes(fmt)) is not None:
+        return _diagonals(fmt, diagonal, shape, pos[0], crd[0], val, dtype, index)
+    else:
+        return None
+    if rows is None:
+        return None
+    rows = Rows(rows.major, rows.extents, rows.ptr.astype(index, copy=False), rows.idx.astype(index, copy=False),
+                rows.val.astype(dtype, copy=False))
+    return rows.kept(rows.val != 0) if drop_zeros else rows
+
+
+def _extents(major: int, shape: tuple[int, int]) -> tuple[int, int]:
+    return (shape[0], shape[1]) if major == 0 else (shape[1], shape[0])
+
+
+def _grouped(major: int, shape: tuple[int, int], ptr: Any, idx: Any, val: np.ndarray) -> Rows | None:
+    if len(ptr) and int(ptr[0]) != 0:
+        return None
+    n = int(ptr[-1]) if len(ptr) else 0
+    return Rows(major, _extents(major, shape), ptr, idx[:n], val[:n])
+
+
+def _coo(major: int, shape: tuple[int, int], pos: Any, majors: Any, others: Any, val: np.ndarray) -> Rows | None:
+    """Ordered COO without duplicates (a source with duplicates takes the generic path, which sums them)."""
+    if int(pos[0]) != 0:
+        return None
+    n = int(pos[1])
+    a, b = majors[:n], others[:n]
+    if n > 1:
+        step = np.not_equal(a[1:], a[:-1])
+        step |= b[1:] > b[:-1]  # increasing major, or same major and increasing other coordinate
+        if not step.all():
+            return None
+    ext = _extents(major, shape)
+    ptr = np.concatenate(([0], np.cumsum(np.bincount(a, minlength=ext[0]), dtype=np.int64)))
+    return Rows(major, ext, ptr, b, val[:n])
+
+
+def _blocks(blocks: tuple[int, int, int], shape: tuple[int, int], bptr: Any, bidx: Any, bval: np.ndarray,
+            dtype: np.dtype, index: np.dtype) -> Rows:
+    """Every slot of every block (compiled), then the padding dropped: zeros and slots outside the shape."""
+    major, r, c = blocks
+    n, m = _extents(major, shape)
+    nbr, nbc = -(-n // r), -(-m // c)
+    nblocks = int(bptr[-1]) if len(bptr) else 0
+    bval = bval[:nblocks * r * c].astype(dtype, copy=False)
+    ptr, idx, val = _kernels.from_blocks(nbr, nbc, r, c, bptr.astype(index, copy=False),
+                                         bidx[:nblocks].astype(index, copy=False), bval)
+    end = int(ptr[n])
+    rows = Rows(major, (n, m), ptr[:n + 1], idx[:end], val[:end])
+    keep = rows.val != 0
+    if nbc * c != m:
+        keep &= rows.idx < m
+    return rows.kept(keep)
+
+
+def _diagonals(fmt: TensorFormat, diagonal: tuple[BinaryExpr, int], shape: tuple[int, int], pos: Any,
+               offsets: Any, val: np.ndarray, dtype: np.dtype, index: np.dtype) -> Rows:
+    """Diagonals read row by row of the dimension the other one increases with along a row: one gather of
+    every (row, diagonal) slot, then the padding dropped (zeros and slots outside the shape)."""
+    e, z = diagonal
+    lhs, rhs = _axis(fmt, e.lhs), _axis(fmt, e.rhs)
+    assert lhs is not None and rhs is not None  # a diagonal level reads two dimensions
+    major = rhs if e.op == "-" else lhs  # other = d + major (x - y: major y) or d - major (x + y: major x)
+    n, m = _extents(major, shape)
+    d = offsets[int(pos[0]):int(pos[1])].astype(np.int64)
+    ext_z = shape[z]
+    rows = np.arange(n, dtype=np.int64)[:, None]
+    minor = d[None, :] + rows if e.op == "-" else d[None, :] - rows
+    inside = (minor >= 0) & (minor < m)
+    slot = np.arange(len(d), dtype=np.int64)[None, :] * ext_z + (rows if z == major else np.where(inside, minor, 0))
+    vals = np.where(inside, val[slot] if slot.size else np.zeros(slot.shape, val.dtype), 0).astype(dtype, copy=False)
+    keep = inside & (vals != 0)
+    ptr = np.concatenate(([0], np.cumsum(keep.sum(axis=1), dtype=np.int64))).astype(index)
+    return Rows(major, (n, m), ptr, minor[keep].astype(index), vals[keep])
+
+
+# ----- writing a target ---------------------------------------------------------------------------------
+def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None:
+    """``(pos, crd, values)`` of ``fmt`` holding ``rows``; None when ``fmt`` has no direct writer."""
+    if (major := grouped_axis(fmt)) is not None:
+        r = rows.oriented(major)
+        return [None, r.ptr], [None, r.idx], r.val
+    if (major := coo_axis(fmt)) is not None:
+        r = rows.oriented(major)
+        return [np.array([0, len(r.idx)], dtype=index), None], [r.majors(index), r.idx], r.val
+    if (blocks := block_axes(fmt)) is not None:
+        return _write_blocks(rows.oriented(blocks[0]), blocks[1], blocks[2])
+    if (diagonal := diagonal_axes(fmt)) is not None:
+        return _write_diagonals(rows, fmt, diagonal, index)
+    if (major := row_ordered_axis(fmt)) is not None:
+        r = rows.oriented(major)
+        shape = r.extents if major == 0 else r.extents[::-1]
+        lvl = level_coordinates_of(fmt, r.dims())
+        return assemble_levels(fmt.levels, fmt.level_extents(shape), fmt.diagonal_offset(shape), lvl, r.val,
+                               not fmt.is_unique, np.int64)
+    return None
+
+
+def _write_blocks(rows: Rows, r: int, c: int) -> Buffers:
+    """Blocks in order of first appearance (compiled), then sorted by block column where they are not."""
+    n, m = rows.extents
+    nbr, nbc = -(-n // r), -(-m // c)
+    ptr = rows.ptr
+    if nbr * r != n:
+        ptr = np.concatenate((ptr, np.full(nbr * r - n, ptr[-1], dtype=ptr.dtype)))
+    bptr, bidx, bval = _kernels.to_blocks(nbr * r, nbc * c, r, c, ptr, rows.idx, rows.val)
+    if len(bidx) > 1:
+        rising = bidx[1:] > bidx[:-1]
+        rising[bptr[1:-1][(bptr[1:-1] > 0) & (bptr[1:-1] < len(bidx))] - 1] = True  # block-row starts
+        if not rising.all():
+            _kernels.sort_blocks(nbr, nbc, r, c, bptr, bidx, bval)
+    return [None, bptr, None, None], [None, bidx, None, None], bval
+
+
+def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, int], index: np.dtype) -> Buffers:
+    """Diagonals present counted by ``bincount`` (no sort), values put at (diagonal, range coordinate)."""
+    e, z = diagonal
+    dims = rows.dims()
+    shape = rows.extents if rows.major == 0 else rows.extents[::-1]
+    ext = fmt.level_extents(shape)
+    off = fmt.diagonal_offset(shape)[0]
+    key = e.evaluate(dict(zip(fmt.dimensions, dims)))
+    key -= off
+    present = np.bincount(key, minlength=ext[0]) > 0
+    slot = np.cumsum(present) - 1
+    diags = np.flatnonzero(present) + off
+    out = np.zeros(len(diags) * ext[1], dtype=rows.val.dtype)
+    at = slot[key]
+    at *= ext[1]
+    at += dims[z]
+    np.put(out, at, rows.val)
+    return [np.array([0, len(diags)], dtype=index), None], [diags.astype(index), None], out
+
+
+def convert_direct(t: StoredTensor, fmt: TensorFormat, index: np.dtype, dtype: np.dtype,
+                   drop_zeros: bool) -> Buffers | None:
+    """``(pos, crd, values)`` of ``t`` in ``fmt`` by a direct path, or None (then the generic path runs).
+    Index buffers come out as ``index`` where they fit (the caller checks and casts as for the generic path)."""
+    if t.ndim != 2 or fmt.num_dimensions != 2 or not _kernels.supports(dtype, index):
+        return None
+    if index == np.int32 and _exceeds_int32(t):
+        return None
+    rows = read_rows(t, dtype, index, drop_zeros)
+    if rows is None:
+        return None
+    built = write_rows(rows, fmt, index)
+    return None if built is None else _owned(built, t.buffers())
+
+
+def _exceeds_int32(t: StoredTensor) -> bool:
+    """Whether an extent, a stored count or a diagonal offset of ``t`` may not fit in int32."""
+    slots = int(np.prod(tuple(t.val.shape)))
+    return sum(int(s) for s in t.shape) + slots > _INT32_MAX
+
+
+def _owned(built: Buffers, sources: Sequence[Any]) -> Buffers:
+    """The buffers with copies of those that share memory with the source (a conversion returns new ones)."""
+    host = [to_host(s) for s in sources if s is not None]
+
+    def own(b: Any) -> Any:
+        if b is None or not any(np.may_share_memory(b, s) for s in host):
+            return b
+        return b.copy()
+    pos, crd, val = built
+    return [own(p) for p in pos], [own(c) for c in crd], own(val)
