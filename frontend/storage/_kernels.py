@@ -6,8 +6,14 @@ of the dtypes SciPy's sparse module supports (:func:`supports`); the callers fal
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from scipy.sparse import _sparsetools as st
+
+try:  # a private SciPy module (scipy is pinned in pyproject.toml); without it the callers take the NumPy paths
+    from scipy.sparse import _sparsetools as st
+except ImportError:  # pragma: no cover - depends on the installed SciPy
+    st: Any = None
 
 _VALUE_KINDS = frozenset("biufc")
 _INDEX = (np.dtype(np.int32), np.dtype(np.int64))
@@ -15,7 +21,7 @@ _INDEX = (np.dtype(np.int32), np.dtype(np.int64))
 
 def supports(values: np.dtype, index: np.dtype) -> bool:
     """Whether the kernels take values of dtype ``values`` with indices of dtype ``index``."""
-    return np.dtype(index) in _INDEX and values.kind in _VALUE_KINDS and values != np.float16
+    return st is not None and np.dtype(index) in _INDEX and values.kind in _VALUE_KINDS and values != np.float16
 
 
 def transpose(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
