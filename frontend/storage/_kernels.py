@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
+st: Any
 try:  # a private SciPy module (scipy is pinned in pyproject.toml); without it the callers take the NumPy paths
     from scipy.sparse import _sparsetools as st
 except ImportError:  # pragma: no cover - depends on the installed SciPy
-    st: Any = None
+    st = None
 
 _VALUE_KINDS = frozenset("biufc")
 _INDEX = (np.dtype(np.int32), np.dtype(np.int64))
