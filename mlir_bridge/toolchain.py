@@ -62,7 +62,7 @@ def distribution_library(dist: str, filename: str) -> Path | None:
         return None
     for entry in found.files or []:
         if entry.name == filename:
-            path = Path(found.locate_file(entry)).resolve()
+            path = Path(str(found.locate_file(entry))).resolve()
             if path.exists():
                 return path
     return None

@@ -84,8 +84,8 @@ class _Ctx:
     def st(self, value: str, mem: str, i: str) -> None:
         self.f.store(value, mem, i, vec(self.E))
 
-    def sweep(self, body: Callable[[str, Lanes], list[str]], nsums: int = 0, **kw: int) -> list[str]:
-        return sweep(self.f, self.n, self.E, body, nsums, team=self.team, **kw)
+    def sweep(self, body: Callable[[str, Lanes], list[str]], nsums: int = 0, unroll: int = 2) -> list[str]:
+        return sweep(self.f, self.n, self.E, body, nsums, unroll=unroll, team=self.team)
 
     def dot(self, a: str, b: str) -> str:
         return dot(self.f, self.n, a, b, self.E, self.team)
