@@ -15,7 +15,8 @@ a few rounds within a time budget.
 ``%bw`` is the memory-bandwidth bound of one iteration over its measured time: the bytes an iteration must
 stream (the matrix once per SpMV: values, column indices, row pointers; the vectors each fused sweep reads
 or writes, see ``vector_passes``) divided by the streaming read bandwidth measured at the start
-(``torch.sum`` over 800 MB on every core). 100% would be a kernel that only streams.
+(``torch.sum`` over 800 MB on every core). 100% would be a kernel that only streams; it is printed for
+iterations streaming at least 64 MB (smaller ones run largely from cache).
 
 Run: ``.venv/bin/python benchmarks/bench_solve.py [--quick] [--only NAME ...] [--threads auto 1 2]`` (full:
 about 5 minutes on an idle machine, mostly scipy on the 2-D Poisson problem).
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import frontend  # noqa: E402
 
 TOL = 1e-8
+CACHED = 64 << 20  # an iteration streaming fewer bytes runs largely from cache: no %bw printed
 SCIPY = {"cg": sla.cg, "bicgstab": sla.bicgstab, "gmres": sla.gmres}
 
 
@@ -154,12 +156,13 @@ def run_iterative(name: str, a: sp.csr_matrix, method: str, pc: str | None, b: n
     times, outs = interleaved(runs, budget=3.0, most=5, least=2 if a.shape[0] > 50_000 else 3)
     ref, (xs, info) = times[-1], outs[-1]
     sres = np.linalg.norm(b - a @ xs) / np.linalg.norm(b)
-    bound = iteration_bytes(a, method, pc) / bandwidth
+    streamed = iteration_bytes(a, method, pc)
     cols = []
     for s, ours, x, plan_s in zip(solvers, times, outs, plans):
         res = np.linalg.norm(b - a @ x) / np.linalg.norm(b)
         its = max(s.info.iterations, 1)
-        cols.append(f"t={s.info.threads} {ours * 1e3:9.2f} ms x{ref / ours:5.1f} {100 * bound * its / ours:3.0f}%bw "
+        bw = f"{100 * streamed / bandwidth * its / ours:3.0f}%bw" if streamed >= CACHED else "    -"
+        cols.append(f"t={s.info.threads} {ours * 1e3:9.2f} ms x{ref / ours:5.1f} {bw} "
                     f"(plan {plan_s * 1e3:5.0f} ms, res {res:.0e})")
     print(f"{name:32s} {method:8s} {pc or 'none':7s} {solvers[0].info.iterations:6d} it  " + "  ".join(cols)
           + f"  scipy {ref * 1e3:9.2f} ms (res {sres:.0e}{', not converged' if info else ''})", flush=True)
