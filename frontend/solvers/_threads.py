@@ -9,7 +9,7 @@ import numpy as np
 #: ``threads=None`` stays single-threaded below this many stored entries plus rows. Each parallel sweep
 #: is one OpenMP fork/join (a few microseconds, 3-6 per iteration): below this size the iteration is too
 #: short for the second core to repay it (measured with ``benchmarks/bench_solve.py --threads``).
-AUTO_MIN_WORK = 200_000
+AUTO_MIN_WORK = 100_000
 
 
 def cpu_count() -> int:
