@@ -13,8 +13,8 @@ Vectors have the matrix element type; dot products, norms and Krylov coefficient
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from lowering.solve.builder import FuncBuilder
 from lowering.solve.precond import Preconditioner

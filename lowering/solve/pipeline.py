@@ -7,7 +7,7 @@ through an rpath when a cached module is loaded. docs/solve.md says why OpenMP a
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from mlir_bridge import CPU, CompiledModule, Stage, Target, compile_module
 from mlir_bridge.toolchain import distribution_library
@@ -25,7 +25,7 @@ def openmp_available() -> bool:
     return distribution_library(OPENMP_DIST, OPENMP_LIBRARY) is not None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _openmp_target() -> Target:
     lib = distribution_library(OPENMP_DIST, OPENMP_LIBRARY)
     if lib is None:
@@ -34,7 +34,7 @@ def _openmp_target() -> Target:
     return Target(name="cpu-openmp", extra_libs=(str(lib),))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stages(threads: int) -> tuple[Stage, ...]:
     from lowering.pipelines import Pipeline
 
