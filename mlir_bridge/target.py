@@ -21,7 +21,9 @@ class Target:
 
     ``device`` is where buffers passed to kernels must live (``"cpu"``); ``cpu``/``triple``
     go to ``llc`` (``"native"``/``""`` = this host); ``link_libs`` are MLIR runtime
-    libraries linked with ``--as-needed`` (found with an rpath, no environment needed).
+    libraries linked with ``--as-needed`` (found with an rpath, no environment needed);
+    ``extra_libs`` are other shared libraries linked by path (e.g. an OpenMP runtime), their
+    folders added to the rpath so a fresh process finds them when it loads a cached module.
     """
 
     name: str = "cpu"
@@ -31,12 +33,14 @@ class Target:
     opt_level: int = 3
     ir_opt: bool = True
     link_libs: tuple[str, ...] = ("mlir_c_runner_utils",)
+    extra_libs: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """Stable text for cache keys (includes the host CPU when compiling for ``native``)."""
         host = toolchain.host_fingerprint() if self.cpu == "native" or not self.triple else ""
+        extra = f"{','.join(self.extra_libs)}|" if self.extra_libs else ""
         return f"{self.name}|{self.device}|{self.triple}|{self.cpu}|O{self.opt_level}|opt={self.ir_opt}|" \
-               f"{','.join(self.link_libs)}|{host}"
+               f"{','.join(self.link_libs)}|{extra}{host}"
 
     def build(self, llvm_module: Path, out: Path) -> None:
         """Translate an LLVM-dialect module (text or bytecode) into the shared object ``out``."""
@@ -64,10 +68,13 @@ class Target:
         return obj
 
     def link(self, objects: list[Path], out: Path, system_libs: tuple[str, ...] = ("m",)) -> None:
-        """Link ``objects`` into the shared object ``out`` with ``link_libs`` (rpath) and ``system_libs``."""
+        """Link ``objects`` into the shared object ``out`` with ``link_libs``, ``extra_libs`` (rpaths) and
+        ``system_libs``."""
         lib = toolchain.runtime_lib_dir()
+        extra_dirs = dict.fromkeys(str(Path(p).parent) for p in self.extra_libs)
         _run("link", ["cc", "-shared", "-o", out, *objects, f"-L{lib}", f"-Wl,-rpath,{lib}", "-Wl,--as-needed"]
-             + [f"-l{name}" for name in self.link_libs] + [f"-l{name}" for name in system_libs])
+             + [f"-Wl,-rpath,{d}" for d in extra_dirs] + [f"-l{name}" for name in self.link_libs]
+             + list(self.extra_libs) + [f"-l{name}" for name in system_libs])
 
 
 def _run(stage: str, cmd: list) -> None:

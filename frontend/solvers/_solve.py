@@ -5,7 +5,9 @@ Methods (``method=``): ``"triangular"`` (forward/backward substitution), ``"cg"`
 a positive diagonal -> CG; otherwise BiCGSTAB. Each iterative method is one compiled function that
 runs the whole iteration (see :mod:`lowering.solve.krylov`). Preconditioners: ``None``, ``"jacobi"``,
 ``"ilu0"``, ``"ic0"`` (IC(0) for symmetric ``a``, computed as ILU(0), whose factors are then L D L^T);
-factorizations happen once, in ``plan()``.
+factorizations happen once, in ``plan()``. ``threads``: the iterative kernels' SpMV, dot products and
+vector updates run on that many OpenMP threads (``None``: every core above a size threshold, see
+:mod:`frontend.solvers._threads`; ``1``: single-threaded code); substitution and ILU(0) stay sequential.
 
 ``Solve(a, ...).plan()`` analyses ``a``, converts it to the walked format and compiles the kernel; each
 ``execute(b)`` then only calls it. ``info`` reports the method, the walked format, iterations and the final
@@ -31,9 +33,18 @@ from frontend.solvers._operands import (
     triangular_operands,
     working_dtype,
 )
+from frontend.solvers._threads import check_threads, solver_threads
 from frontend.storage._buffers import is_torch
 from frontend.tensor._tensor import Tensor
-from lowering.solve import KrylovSpec, TriangularSpec, compile_solver, ilu0_function, krylov_module, triangular_module
+from lowering.solve import (
+    KrylovSpec,
+    TriangularSpec,
+    compile_solver,
+    ilu0_function,
+    krylov_module,
+    openmp_available,
+    triangular_module,
+)
 
 METHODS = ("auto", "triangular", "cg", "bicgstab", "gmres")
 PRECONDITIONERS = (None, "jacobi", "ilu0", "ic0")
@@ -50,7 +61,10 @@ class ConvergenceWarning(RuntimeWarning):
 
 @dataclass(frozen=True)
 class SolveInfo:
-    """What a Solve did: method, walked format, preconditioner, why, and the last execute's outcome."""
+    """What a Solve did: method, walked format, preconditioner, why, and the last execute's outcome.
+
+    ``threads``: the team size of the iterative kernel (1 for substitution).
+    """
 
     method: str
     format: str
@@ -59,6 +73,7 @@ class SolveInfo:
     iterations: int = 0
     residual: float | None = None
     converged: bool = True
+    threads: int = 1
 
 
 def _dense(b: Any, what: str) -> np.ndarray:
@@ -86,7 +101,7 @@ class Solve:
     def __init__(self, a: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: int | None = None,
                  preconditioner: str | None = None, lower: bool | None = None, upper: bool | None = None,
                  unit_diagonal: bool = False, on_failure: str = "raise", restart: int = 30,
-                 dtype: Any = None) -> None:
+                 dtype: Any = None, threads: int | None = None) -> None:
         """See the module docstring; ``dtype`` forces the working precision (float32/float64)."""
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -104,6 +119,7 @@ class Solve:
             raise ValueError("lower=True and upper=True contradict each other")
         if (lower or upper or unit_diagonal) and method not in ("auto", "triangular"):
             raise ValueError(f"lower/upper/unit_diagonal describe triangular solves, not method={method!r}")
+        self.threads = check_threads(threads)
         self._a = a
         self._matrix = as_matrix(a)
         self.method, self.tol, self.maxiter = method, float(tol), maxiter
@@ -148,11 +164,12 @@ class Solve:
             self._method = method
             self._csr = csr_operands(t, dt)
             self._pc_args, pc_kind = self._factorize(self._csr)
+            threads = solver_threads(self.threads, n, self._csr.val.size, openmp_available())
             self._spec = KrylovSpec(method, self._elem, index_width(self._csr.pos.dtype), pc_kind,
-                                    min(self.restart, max(n, 1)))
-            mod = compile_solver(krylov_module(self._spec))
+                                    min(self.restart, max(n, 1)), threads)
+            mod = compile_solver(krylov_module(self._spec), threads)
             self._fn = mod.function(self._spec.name)
-            self._info = SolveInfo(method, "CSR", self.preconditioner, reason)
+            self._info = SolveInfo(method, "CSR", self.preconditioner, reason, threads=threads)
         self._planned = True
         self._kernels = {}
         return self
@@ -311,8 +328,8 @@ def _replace(info: SolveInfo | None, **changes: Any) -> SolveInfo:
 def solve(a: Any, b: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: int | None = None,
           x0: Any = None, preconditioner: str | None = None, lower: bool | None = None,
           upper: bool | None = None, unit_diagonal: bool = False, on_failure: str = "raise",
-          restart: int = 30) -> Any:
+          restart: int = 30, threads: int | None = None) -> Any:
     """Solve ``a @ x = b`` (see the module docstring); returns x in the inputs' package."""
     s = Solve(a, method=method, tol=tol, maxiter=maxiter, preconditioner=preconditioner, lower=lower,
-              upper=upper, unit_diagonal=unit_diagonal, on_failure=on_failure, restart=restart)
+              upper=upper, unit_diagonal=unit_diagonal, on_failure=on_failure, restart=restart, threads=threads)
     return s.execute(b, x0=x0)

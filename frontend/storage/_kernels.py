@@ -6,13 +6,14 @@ of the dtypes SciPy's sparse module supports (:func:`supports`); the callers fal
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
 
 st: Any
 try:  # a private SciPy module (scipy is pinned in pyproject.toml); without it the callers take the NumPy paths
-    from scipy.sparse import _sparsetools as st
+    st = importlib.import_module("scipy.sparse._sparsetools")
 except ImportError:  # pragma: no cover - depends on the installed SciPy
     st = None
 

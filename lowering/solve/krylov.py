@@ -13,13 +13,13 @@ Vectors have the matrix element type; dot products, norms and Krylov coefficient
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .builder import FuncBuilder
 from .precond import Preconditioner
 from .values import FLOAT_TYPES, IndexBuf, Lanes, check_choice, check_positive, from_f64, vec
-from .vectors import Csr, dot, product, residual, spmv, sqrt, sweep
+from .vectors import Csr, Team, dot, free_team, product, residual, spmv, sqrt, sweep, team_buffers
 
 METHODS = ("cg", "bicgstab", "gmres")
 
@@ -33,17 +33,20 @@ class KrylovSpec:
     index_width: int
     preconditioner: str = "none"
     restart: int = 30
+    threads: int = 1
 
     def __post_init__(self) -> None:
         check_choice("method", self.method, METHODS)
         check_choice("element type", self.elem, FLOAT_TYPES)
         check_positive("restart", self.restart)
+        check_positive("threads", self.threads)
         IndexBuf(self.index_width)
 
     @property
     def name(self) -> str:
         extra = f"_m{self.restart}" if self.method == "gmres" else ""
-        return f"{self.method}{extra}_{self.preconditioner}_{self.elem}_i{self.index_width}"
+        par = f"_t{self.threads}" if self.threads > 1 else ""
+        return f"{self.method}{extra}_{self.preconditioner}_{self.elem}_i{self.index_width}{par}"
 
 
 @dataclass
@@ -59,6 +62,7 @@ class _Ctx:
     thr2: str
     maxiter: str
     restart: int
+    team: Team
 
     @property
     def E(self) -> str:
@@ -71,7 +75,7 @@ class _Ctx:
         """``M^-1 src`` in ``dst`` (or ``src`` itself for the identity)."""
         if self.M.identity:
             return src
-        self.M.apply(self.f, self.A, self.n, src, dst)
+        self.M.apply(self.f, self.A, self.n, src, dst, self.team)
         return dst
 
     def ld(self, mem: str, i: str) -> str:
@@ -80,8 +84,14 @@ class _Ctx:
     def st(self, value: str, mem: str, i: str) -> None:
         self.f.store(value, mem, i, vec(self.E))
 
-    def sweep(self, body: Callable[[str, Lanes], list[str]], nsums: int = 0, **kw: int) -> list[str]:
-        return sweep(self.f, self.n, self.E, body, nsums, **kw)
+    def sweep(self, body: Callable[[str, Lanes], list[str]], nsums: int = 0, unroll: int = 2) -> list[str]:
+        return sweep(self.f, self.n, self.E, body, nsums, unroll=unroll, team=self.team)
+
+    def dot(self, a: str, b: str) -> str:
+        return dot(self.f, self.n, a, b, self.E, self.team)
+
+    def spmv(self, x: str, y: str, dots: Sequence[str] = (), offset: str | None = None) -> list[str]:
+        return spmv(self.f, self.A, self.n, x, y, dots, self.team, offset)
 
     def narrow(self, v: str) -> str:
         """An f64 coefficient in the element type."""
@@ -93,11 +103,11 @@ Inner = Callable[[_Ctx, str], tuple[str, list[str]]]
 
 def _cg(c: _Ctx, it0: str) -> tuple[str, list[str]]:
     """Preconditioned CG from residual ``r``; returns (iterations, buffers to free)."""
-    f, E = c.f, c.E
+    f = c.f
     p, q = c.vector(), c.vector()
     z0 = c.vector() if not c.M.identity else c.r
     z = c.precondition(c.r, z0)
-    rz0 = dot(f, c.n, c.r, z, E)
+    rz0 = c.dot(c.r, z)
 
     def init(i: str, L: Lanes) -> list[str]:
         L.st(f, L.ld(f, z, i), p, i)
@@ -110,7 +120,7 @@ def _cg(c: _Ctx, it0: str) -> tuple[str, list[str]]:
         go = f.andi(f.andi(ok, f.cmpi("ult", it, c.maxiter)), f.cmpf("ogt", rr, c.thr2))
         w.cond(go)
         it, rz, rr, ok = w.after
-        pq = spmv(f, c.A, c.n, p, q, dots=[p])[0]
+        pq = c.spmv(p, q, dots=[p])[0]
         good = f.cmpf("ogt", pq, f.c(0.0, "f64"))
         alpha64 = f.select(good, f.div(rz, pq, "f64"), f.c(0.0, "f64"), "f64")
         alpha = c.narrow(alpha64)
@@ -123,7 +133,7 @@ def _cg(c: _Ctx, it0: str) -> tuple[str, list[str]]:
             return [product(f, ri, ri, L)]
         rr2 = c.sweep(update, 1)[0]
         z = c.precondition(c.r, z0)
-        rz2 = rr2 if c.M.identity else dot(f, c.n, c.r, z, E)
+        rz2 = rr2 if c.M.identity else c.dot(c.r, z)
         beta = c.narrow(f.select(good, f.div(rz2, rz, "f64"), f.c(0.0, "f64"), "f64"))
 
         def direction(i: str, L: Lanes) -> list[str]:
@@ -174,7 +184,7 @@ def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
             return []
         c.sweep(direction)
         phat = c.precondition(p, phat0) if phat0 else p
-        rv = spmv(f, c.A, c.n, phat, v, dots=[rhat])[0]
+        rv = c.spmv(phat, v, dots=[rhat])[0]
         alpha64 = safe_div(rho, rv)
         alpha = c.narrow(alpha64)
 
@@ -183,7 +193,7 @@ def _bicgstab(c: _Ctx, it0: str) -> tuple[str, list[str]]:
             return []
         c.sweep(half)
         shat = c.precondition(c.r, shat0) if shat0 else c.r
-        tt, ts = spmv(f, c.A, c.n, shat, t, dots=[t, c.r])
+        tt, ts = c.spmv(shat, t, dots=[t, c.r])
         omega64 = safe_div(ts, tt)
         omega = c.narrow(omega64)
 
@@ -212,7 +222,7 @@ def _gmres(c: _Ctx, it0: str) -> tuple[str, list[str]]:
     cs, sn, g, y = (f.alloc(F, f.c(m + 1)) for _ in range(4))
     z0 = c.vector() if not c.M.identity else None
     u = c.vector()
-    beta = sqrt(f, dot(f, c.n, c.r, c.r, E))
+    beta = sqrt(f, c.dot(c.r, c.r))
     inv = c.narrow(f.div(one, beta, "f64"))
 
     def start(i: str, L: Lanes) -> list[str]:
@@ -241,8 +251,7 @@ def _gmres(c: _Ctx, it0: str) -> tuple[str, list[str]]:
         c.sweep(copy)
         src = u if z0 is None else c.precondition(u, z0)
         # w = A src, written into V[j+1]
-        with f.loop(c0, c.n) as rl:
-            c.st(c.A.row_dot(f, rl.iv, src), V, f.add(vw, rl.iv, "index"))
+        c.spmv(src, V, offset=vw)
         with f.loop(c0, f.add(j, c1, "index")) as gs:
             vi = view(gs.iv)
             h = dot_offsets(f, c, V, vw, vi)
@@ -334,11 +343,12 @@ def krylov_function(spec: KrylovSpec) -> str:
     f = FuncBuilder(spec.name, args, results=["index", "f64"])
     A = Csr("%pos", "%crd", "%val", idx, E)
     n = f.dim("%b", vec(E))
-    bnorm = sqrt(f, dot(f, n, "%b", "%b", E))
+    team = team_buffers(f, spec.threads, A, n)
+    bnorm = sqrt(f, dot(f, n, "%b", "%b", E, team))
     thresh = f.mul("%tol", bnorm, "f64")
     r = f.alloc(vec(E), n)
-    c = _Ctx(f, A, M, n, "%b", "%x", r, thresh, f.mul(thresh, thresh, "f64"), "%maxiter", spec.restart)
-    rn0 = sqrt(f, residual(f, A, n, "%b", "%x", r))
+    c = _Ctx(f, A, M, n, "%b", "%x", r, thresh, f.mul(thresh, thresh, "f64"), "%maxiter", spec.restart, team)
+    rn0 = sqrt(f, residual(f, A, n, "%b", "%x", r, team))
     with f.while_([(f.c(0), "index"), (rn0, "f64"), (f.c(0, "i1"), "i1")]) as w:
         it, rn, stall = w.before
         go = f.andi(f.andi(f.cmpi("ult", it, "%maxiter"), f.cmpf("ogt", rn, thresh)),
@@ -348,9 +358,10 @@ def krylov_function(spec: KrylovSpec) -> str:
         it2, bufs = _INNER[spec.method](c, it)
         for buf in bufs:
             f.dealloc(buf, vec(E))
-        rn2 = sqrt(f, residual(f, A, n, "%b", "%x", r))
+        rn2 = sqrt(f, residual(f, A, n, "%b", "%x", r, team))
         w.yield_(it2, rn2, f.cmpi("eq", it2, it))
     f.dealloc(r, vec(E))
+    free_team(f, team)
     f.ret(w.results[0], f.div(w.results[1], bnorm, "f64"))
     return f.finish()
 

@@ -16,7 +16,7 @@ from typing import Any
 from .builder import FuncBuilder
 from .triangular import emit_rows
 from .values import Block, IndexBuf, Lanes, check_choice, vec
-from .vectors import Csr, sweep
+from .vectors import SEQUENTIAL, Csr, Team, sweep
 
 KINDS = ("none", "jacobi", "ilu0")
 
@@ -45,14 +45,14 @@ class Preconditioner:
             return [("lu", vec(E)), ("dptr", idx.memref), ("uinv", vec(E))]
         return []
 
-    def apply(self, f: FuncBuilder, A: Csr, n: str, src: str, dst: str) -> None:
-        """Emit ``dst = M^-1 src`` (``dst`` != ``src``)."""
+    def apply(self, f: FuncBuilder, A: Csr, n: str, src: str, dst: str, team: Team = SEQUENTIAL) -> None:
+        """Emit ``dst = M^-1 src`` (``dst`` != ``src``); ILU(0)'s substitutions stay sequential."""
         E = self.elem
         if self.kind == "jacobi":
             def body(i: str, L: Lanes) -> list[str]:
                 L.st(f, f.mul(L.ld(f, "%dinv", i), L.ld(f, src, i), L.t), dst, i)
                 return []
-            sweep(f, n, E, body)
+            sweep(f, n, E, body, team=team)
         elif self.kind == "ilu0":
             idx, blk = A.idx, Block(E)
             c1 = f.c(1)
