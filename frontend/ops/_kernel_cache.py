@@ -52,6 +52,12 @@ class Kernel:
             from frontend.ops._threads import RowParallelFunction
             fn = self.function
             self.function = RowParallelFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype, threads)
+        elif lowered.path.startswith("kernel:"):  # a two-pass kernel with a sparse result: row chunks
+            from lowering.kernels.registry import kernel_named
+            entry = kernel_named(lowered.path[len("kernel:"):])
+            if entry.row_ranges is not None:
+                from frontend.ops._two_pass import TwoPassFunction
+                self.function = TwoPassFunction(module, contraction.name, entry.row_ranges(contraction), threads)
         self._in_parts = [buffer_parts(t.fmt) if t.encoded else None for t in contraction.inputs]
         ranks = [a.rank for a in self.function.signature.args]
         self._val_ranks: list[int] = []

@@ -142,13 +142,22 @@ class PlannedOp:
 
     def _use_threads(self, threads: Any) -> None:
         """With ``threads`` other than 1 and a row-parallel contraction (``lowering.emitter.row_parallel``;
-        no registered kernel for it), plan the row-range kernel run in chunks (part of the key)."""
+        no registered kernel for it), plan the row-range kernel run in chunks (part of the key). A sparse
+        result from a two-pass kernel (SpGEMM) runs in row chunks with ``threads=None`` too (all cores
+        above a work threshold: :mod:`frontend.ops._two_pass`)."""
         from frontend.ops._threads import resolve_threads
+        from lowering.kernels.registry import match_kernel
         n = resolve_threads(threads)
-        if n == 1 or self.out_format is not None or self.target != "cpu":
+        if self.out_format is not None and self.target == "cpu":  # a two-pass kernel (SpGEMM): row chunks
+            from frontend.ops._two_pass import kernel_threads
+            k = kernel_threads(match_kernel(self.describe()), threads)
+            if k is not None:
+                self.threads = k
+                self.key = self.key + (("threads", k),)
+            return
+        if n == 1 or self.target != "cpu":
             return
         from lowering.emitter import row_parallel
-        from lowering.kernels.registry import match_kernel
         c = self.describe()
         if match_kernel(c) is not None or not row_parallel(c):
             return

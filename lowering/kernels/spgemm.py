@@ -102,7 +102,7 @@ def applies(c: Any) -> bool:
 
 def row_operand(c: Any) -> int:
     """The input whose rows (outer level) the result's rows are made from: 0 for CSR, 1 for CSC."""
-    return 0 if c.output.fmt.levels[0].dimension == 0 else 1
+    return 0 if c.output.fmt.is_identity else 1
 
 
 def build(c: Any) -> str:
