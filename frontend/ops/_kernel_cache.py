@@ -17,9 +17,11 @@ from frontend.format import index_width
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
+from lowering.kernels.registry import kernel_named
 from mlir_bridge.errors import CompileError
 
 from ._threads import RowParallelFunction
+from ._two_pass import TwoPassFunction
 
 
 def buffer_parts(fmt: Any) -> tuple[tuple[str, int], ...]:
@@ -97,6 +99,10 @@ class Kernel(ArgumentLayout):
         if contraction.row_range:  # the row-range variant, run in chunks on the thread pool
             fn = self.function
             self.function = RowParallelFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype, threads)
+        elif lowered.path.startswith("kernel:"):  # a two-pass kernel with a sparse result: row chunks
+            entry = kernel_named(lowered.path[len("kernel:"):])
+            if entry.row_ranges is not None:
+                self.function = TwoPassFunction(module, contraction.name, entry.row_ranges(contraction), threads)
         ranks = [a.rank for a in self.function.signature.args]
         super().__init__(contraction.inputs, _value_ranks(contraction.inputs, ranks))
         out = contraction.output

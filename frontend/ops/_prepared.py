@@ -22,6 +22,7 @@ from ._operands import check_cpu, elem_of, operand, operand_key, out_width, resu
 from ._options import MatmulOptions, pipeline_key
 from ._semiring import get_semiring, trace_unary
 from ._threads import resolve_threads
+from ._two_pass import kernel_threads
 
 
 def default_sparse_format(like: TensorFormat, rank: int) -> TensorFormat:
@@ -138,9 +139,17 @@ class PreparedOp:
 
     def _use_threads(self, threads: Any) -> None:
         """With ``threads`` other than 1 and a row-parallel contraction (``lowering.emitter.row_parallel``;
-        no registered kernel for it), prepare the row-range kernel run in chunks (part of the key)."""
+        no registered kernel for it), prepare the row-range kernel run in chunks (part of the key). A sparse
+        result from a two-pass kernel (SpGEMM) runs in row chunks with ``threads=None`` too (all cores
+        above a work threshold: :mod:`frontend.ops._two_pass`)."""
         n = resolve_threads(threads)
-        if n == 1 or self.out_format is not None or self.target != "cpu":
+        if self.out_format is not None and self.target == "cpu":  # a two-pass kernel (SpGEMM): row chunks
+            k = kernel_threads(match_kernel(self.describe()), threads)
+            if k is not None:
+                self.threads = k
+                self.key = self.key + (("threads", k),)
+            return
+        if n == 1 or self.target != "cpu":
             return
         c = self.describe()
         if match_kernel(c) is not None or not row_parallel(c):

@@ -11,6 +11,12 @@ or an MLIR text template (``string.Template``: ``$name``, ``$elem``, ``$pos_t``,
 optional predicate on the whole contraction (e.g. no alpha/beta). The function must be ``@{name}`` with the argument
 convention of the generated kernels (lowering.emitter.operand / sparse-assembler order, then ``c``,
 ``alpha``, ``beta``) and return the dense output. The latest matching registration wins.
+
+``row_ranges``: for a kernel with a sparse result whose module also exports the two-pass row-range pair
+``@{name}_count(*args, c_pos, row_begin, row_end)`` (writes ``c_pos[i + 1]``, the entries of result row
+``i``) and ``@{name}_fill(*args, c_pos, c_crd, c_val, row_begin, row_end)`` (writes the rows at the prefix
+sums ``c_pos[i]``), a function ``(contraction) -> k``: input ``k``'s rows make the result's rows. The
+frontend then runs the passes in row chunks on its thread pool (:mod:`lowering.kernels.spgemm`).
 """
 from __future__ import annotations
 
@@ -55,6 +61,7 @@ class KernelEntry:
     dtypes: tuple[str, ...] | None = None
     version: str = "1"
     when: Callable[[Any], bool] | None = None
+    row_ranges: Callable[[Any], int] | None = None
 
     def matches(self, c: Any) -> bool:
         if self.op != "*" and op_name(c) != self.op:
@@ -94,7 +101,8 @@ class KernelEntry:
         ident = b if isinstance(b, str) else f"{getattr(b, '__module__', '?')}.{getattr(b, '__qualname__', b)}"
         pipe = None if self.pipeline is None else _describe(self.pipeline)
         return (self.name, self.op, tuple(_pattern_key(p) for p in self.pattern), ident, pipe, self.dtypes,
-                self.version, None if self.when is None else _pattern_key(self.when))
+                self.version, None if self.when is None else _pattern_key(self.when),
+                None if self.row_ranges is None else _pattern_key(self.row_ranges))
 
 
 def _describe(p: Any) -> str:
@@ -126,13 +134,15 @@ _generation = 0
 
 def register_kernel(op: str, pattern: Sequence[PatternItem], builder: Builder, *, name: str | None = None,
                     pipeline: Any = None, dtypes: Sequence[str] | None = None, version: str = "1",
-                    when: Callable[[Any], bool] | None = None) -> KernelEntry:
+                    when: Callable[[Any], bool] | None = None,
+                    row_ranges: Callable[[Any], int] | None = None) -> KernelEntry:
     """Use ``builder`` for ``op`` on inputs matching ``pattern`` (see the module docstring).
 
     ``pipeline``: a Pipeline (or pass-pipeline string / Stage list) to compile it with instead of the
     target's default; ``dtypes``: MLIR element types it handles (``("f32", "f64")``; None = any);
     ``version``: bump when the builder's output changes (part of cache keys); ``when``: a predicate on
-    the contraction (``alpha``, ``init``, ``semiring``, ...). Returns the entry.
+    the contraction (``alpha``, ``init``, ``semiring``, ...); ``row_ranges``: see the module docstring.
+    Returns the entry.
     """
     global _generation
     if not isinstance(op, str) or op not in KNOWN_OPS:
@@ -151,9 +161,11 @@ def register_kernel(op: str, pattern: Sequence[PatternItem], builder: Builder, *
         raise ValueError("an MLIR template must define the kernel function as 'func.func @$name(...)'")
     if when is not None and not callable(when):
         raise TypeError(f"when must be a predicate on the contraction, got {when!r}")
+    if row_ranges is not None and not callable(row_ranges):
+        raise TypeError(f"row_ranges must be a function of the contraction, got {row_ranges!r}")
     name = name or (getattr(builder, "__name__", None) if callable(builder) else None) or f"kernel{len(_entries)}"
     entry = KernelEntry(name, op, tuple(pattern), builder, pipeline,
-                        None if dtypes is None else tuple(dtypes), str(version), when)
+                        None if dtypes is None else tuple(dtypes), str(version), when, row_ranges)
     with _lock:
         if any(e.name == name for e in _entries):
             raise ValueError(f"a kernel named {name!r} is registered; unregister_kernel({name!r}) first")

@@ -1,18 +1,29 @@
 """A hand-written SpGEMM kernel for CSR x CSR -> CSR (plus-times), registered by ``lowering.builtins``.
 
 MLIR's sparsifier compiles SpGEMM as one pass that inserts every entry through a growing buffer with a
-function call per entry and quick-sorts each row's workspace (about 7x scipy's time here). This kernel:
+function call per entry and quick-sorts each row's workspace (about 7x scipy's time here). This kernel is
+Gustavson's row-by-row algorithm in two passes, so the output is allocated once at its exact size:
 
-Gustavson's row-by-row algorithm in one pass over the products. Each row is accumulated in a dense
-workspace; the columns it reaches are marked in a bitmap (one bit per column) and a summary bitmap (one
-bit per nonzero bitmap word). The row is then written in column order by walking the set bits of the
-summary words and of the words they point to (``math.cttz``), clearing them on the way: no sorting, and
-per row only ``n / 4096`` summary words plus the touched words are visited. The output buffers are
-allocated once with an upper bound of the entries (the B rows each A entry reaches, at most m*n) and
-shrunk to the exact size at the end (``memref.realloc``), so the caller owns exactly-sized buffers.
+- count: the number of columns of each result row, marking reached columns with the row's number in a
+  marker array (no clearing between rows);
+- fill: each row is accumulated in a dense workspace; a column's first product is stored and marked in a
+  bitmap (one bit per column) and a summary bitmap (one bit per bitmap word), later ones are added; the
+  row's lowest and highest columns are tracked. The row is then written in column order by walking the
+  set bits of the summary words between those columns and of the words they point to (``math.cttz``),
+  clearing the words on the way: no sorting, and per row only the summary words of its column range plus
+  the touched words are visited.
 
-Signature (sparse-assembler order): ``(a_pos, a_crd, a_val, b_pos, b_crd, b_val) -> (c_pos, c_crd,
-c_val)``. CSC x CSC -> CSC is the same kernel on the transposed problem (operands swapped).
+The module holds three functions (sparse-assembler argument order; ``<name>`` is the contraction's):
+
+- ``@<name>(a_pos, a_crd, a_val, b_pos, b_crd, b_val) -> (c_pos, c_crd, c_val)``: the whole product
+  (count, then exactly-sized buffers, then fill);
+- ``@<name>_count(a..., b..., c_pos, row_begin, row_end)``: writes ``c_pos[i + 1]`` = the number of
+  entries of row ``i`` for the rows in ``[row_begin, row_end)``;
+- ``@<name>_fill(a..., b..., c_pos, c_crd, c_val, row_begin, row_end)``: writes rows ``[row_begin,
+  row_end)`` at their offsets ``c_pos[i]`` (``c_pos`` holds the prefix sums of the counts).
+
+The row-range pair lets the caller run both passes in row chunks on several threads (see
+:func:`row_operand`). CSC x CSC -> CSC is the same kernel on the transposed problem (operands swapped).
 """
 from __future__ import annotations
 
@@ -25,9 +36,12 @@ from ..mlir_text import MlirText
 from ..scalar_fn import arith_ops
 from .registry import op_name
 
+#: The i64 constants every function of the kernel uses (name -> value).
+_I64 = {"z64": 0, "o64": 1}
+
 
 class _Text(MlirText):
-    """The kernel's body lines (one level inside its ``func.func``)."""
+    """The body lines of one of the kernel's functions (one level inside its ``func.func``)."""
 
     def __init__(self) -> None:
         super().__init__(depth=1)
@@ -48,6 +62,18 @@ class _Text(MlirText):
         w = self.assign(f"arith.shrui {x}, %c6 : index")
         b = self.index_cast(self.assign(f"arith.andi {x}, %c63 : index"), "index", "i64")
         return w, self.assign(f"arith.shli %o64, {b} : i64")
+
+    def set_bit(self, buf: str, x: str) -> str:
+        """``buf[x / 64] |= 1 << (x % 64)``; returns the word's index."""
+        w, one = self.bit_of(x)
+        word = self.assign(f"memref.load {buf}[{w}] : memref<?xi64>")
+        self.emit(f"memref.store {self.assign(f'arith.ori {word}, {one} : i64')}, {buf}[{w}] : memref<?xi64>")
+        return w
+
+    def fill(self, buf: str, size: str, value: str, ty: str) -> None:
+        self.emit(f"scf.for %z = %c0 to {size} step %c1 {{")
+        self.emit(f"  memref.store {value}, {buf}[%z] : memref<?x{ty}>")
+        self.emit("}")
 
     def over_set_bits(self, word0: str, o0: str, body: Callable[[str, str], str]) -> str:
         """``scf.while`` over the set bits of the i64 ``word0``, lowest first, threading an index from
@@ -75,142 +101,216 @@ def applies(c: Any) -> bool:
             and c.output.fmt.structure_key() == c.inputs[0].fmt.structure_key())
 
 
+def row_operand(c: Any) -> int:
+    """The input whose rows (outer level) the result's rows are made from: 0 for CSR, 1 for CSC."""
+    return 0 if c.output.fmt.is_identity else 1
+
+
 def build(c: Any) -> str:
     """The MLIR module text of the SpGEMM for CSR x CSR -> CSR contraction ``c`` (module docstring)."""
-    return _build(c, transposed=False)
+    return _Kernel(c, transposed=False).module()
 
 
 def build_csc(c: Any) -> str:
     """CSC x CSC -> CSC: the CSR kernel on the transposed problem C^T = B^T A^T (same buffers)."""
-    return _build(c, transposed=True)
+    return _Kernel(c, transposed=True).module()
 
 
-def _build(c: Any, transposed: bool) -> str:
-    a, b, out = c.inputs[0], c.inputs[1], c.output
-    m, n = out.shape
-    if transposed:
-        a, b, m, n = b, a, n, m
-    elem = out.elem
-    ops = arith_ops(elem)
-    mul, add = ops["mul"], ops["add"]
-    ap, ac = INDEX_WIDTH_TYPES[a.pos_width], INDEX_WIDTH_TYPES[a.crd_width]
-    bp, bc = INDEX_WIDTH_TYPES[b.pos_width], INDEX_WIDTH_TYPES[b.crd_width]
-    cp, cc = INDEX_WIDTH_TYPES[out.pos_width], INDEX_WIDTH_TYPES[out.crd_width]
-    words = max(1, -(-n // 64))
-    groups = max(1, -(-words // 64))
-    t = _Text()
-    for name, value in (("c0", 0), ("c1", 1), ("c6", 6), ("c63", 63), ("m", m), ("m1", m + 1),
-                        ("mn", m * n), ("words", words), ("groups", groups)):
-        t.emit(f"%{name} = arith.constant {value} : index")
-    t.emit("%z64 = arith.constant 0 : i64")
-    t.emit("%o64 = arith.constant 1 : i64")
-    annz = t.load_index("%a_pos", "%m", ap)
-    t.emit(f"%annz = arith.addi {annz}, %c0 : index")
-    # bits: one bit per column reached by the current row; summary: one bit per nonzero word of bits
-    t.emit("%bits = memref.alloc(%words) : memref<?xi64>")
-    t.emit("%summary = memref.alloc(%groups) : memref<?xi64>")
-    t.emit("scf.for %z = %c0 to %words step %c1 {")
-    t.emit("  memref.store %z64, %bits[%z] : memref<?xi64>")
-    t.emit("}")
-    t.emit("scf.for %z = %c0 to %groups step %c1 {")
-    t.emit("  memref.store %z64, %summary[%z] : memref<?xi64>")
-    t.emit("}")
-    t.emit("%wn = arith.shli %words, %c6 : index")
-    t.emit(f"%work = memref.alloc(%wn) : memref<?x{elem}>")
-    t.emit(f"%cpos = memref.alloc(%m1) : memref<?x{cp}>")
-    t.store_index("%c0", "%cpos", "%c0", cp)
-    # capacity: an upper bound of the result's entries (sum of the B rows each A entry reaches)
-    t.emit("%cap = scf.for %p = %c0 to %annz step %c1 iter_args(%u0 = %c0) -> (index) {")
-    t.depth += 1
-    blo, bhi, _ = t.row_range("%b_pos", t.load_index("%a_crd", "%p", ac), bp)
-    span = t.assign(f"arith.subi {bhi}, {blo} : index")
-    t.emit(f"%u1 = arith.addi %u0, {span} : index")
-    t.emit("scf.yield %u1 : index")
-    t.depth -= 1
-    t.emit("}")
-    t.emit("%capn = arith.minui %cap, %mn : index")
-    t.emit(f"%ccrd0 = memref.alloc(%capn) : memref<?x{cc}>")
-    t.emit(f"%cval0 = memref.alloc(%capn) : memref<?x{elem}>")
-    t.emit("%nnz = scf.for %i = %c0 to %m step %c1 iter_args(%start = %c0) -> (index) {")
-    t.depth += 1
-    lo, hi, i1 = t.row_range("%a_pos", "%i", ap)
-    # accumulate the row: work[j] (+)= a[i, k] * b[k, j], marking each new column's bit
-    t.emit(f"scf.for %p = {lo} to {hi} step %c1 {{")
-    t.depth += 1
-    k = t.load_index("%a_crd", "%p", ac)
-    av = t.assign(f"memref.load %a_val[%p] : memref<?x{elem}>")
-    blo, bhi, _ = t.row_range("%b_pos", k, bp)
-    t.emit(f"scf.for %q = {blo} to {bhi} step %c1 {{")
-    t.depth += 1
-    j = t.load_index("%b_crd", "%q", bc)
-    bv = t.assign(f"memref.load %b_val[%q] : memref<?x{elem}>")
-    prod = t.assign(f"{mul} {av}, {bv} : {elem}")
-    w, one = t.bit_of(j)
-    word = t.assign(f"memref.load %bits[{w}] : memref<?xi64>")
-    has = t.assign(f"arith.andi {word}, {one} : i64")
-    new = t.assign(f"arith.cmpi eq, {has}, %z64 : i64")
-    t.emit(f"scf.if {new} {{")
-    t.depth += 1
-    t.emit(f"memref.store {prod}, %work[{j}] : memref<?x{elem}>")
-    nw = t.assign(f"arith.ori {word}, {one} : i64")
-    t.emit(f"memref.store {nw}, %bits[{w}] : memref<?xi64>")
-    g, gone = t.bit_of(w)
-    gw = t.assign(f"memref.load %summary[{g}] : memref<?xi64>")
-    ngw = t.assign(f"arith.ori {gw}, {gone} : i64")
-    t.emit(f"memref.store {ngw}, %summary[{g}] : memref<?xi64>")
-    t.depth -= 1
-    t.emit("} else {")
-    t.depth += 1
-    old = t.assign(f"memref.load %work[{j}] : memref<?x{elem}>")
-    acc = t.assign(f"{add} {old}, {prod} : {elem}")
-    t.emit(f"memref.store {acc}, %work[{j}] : memref<?x{elem}>")
-    t.depth -= 1
-    t.emit("}")
-    t.depth -= 1
-    t.emit("}")
-    t.depth -= 1
-    t.emit("}")
-    # emit the row in column order: set bits of the summary words, then of the words they point to
-    t.emit("%end = scf.for %g = %c0 to %groups step %c1 iter_args(%o0 = %start) -> (index) {")
-    t.depth += 1
-    sw0 = t.assign("memref.load %summary[%g] : memref<?xi64>")
+class _Kernel:
+    """Types, shapes and the three functions of one SpGEMM (the module docstring)."""
 
-    def word_columns(tzi: str, o1: str) -> str:  # the set bits of bits[64 g + tzi]: columns 64 (64 g + tzi) + bzi
-        wi = t.assign(f"arith.addi {t.assign('arith.shli %g, %c6 : index')}, {tzi} : index")
-        jbase = t.assign(f"arith.shli {wi}, %c6 : index")
+    def __init__(self, c: Any, transposed: bool) -> None:
+        a, b, out = c.inputs[0], c.inputs[1], c.output
+        m, n = out.shape
+        if transposed:
+            a, b, m, n = b, a, n, m
+        self.name, self.transposed, self.m, self.n = c.name, transposed, m, n
+        self.elem = out.elem
+        ops = arith_ops(self.elem)
+        self.mul, self.add = ops["mul"], ops["add"]
+        self.ap, self.ac = INDEX_WIDTH_TYPES[a.pos_width], INDEX_WIDTH_TYPES[a.crd_width]
+        self.bp, self.bc = INDEX_WIDTH_TYPES[b.pos_width], INDEX_WIDTH_TYPES[b.crd_width]
+        self.cp, self.cc = INDEX_WIDTH_TYPES[out.pos_width], INDEX_WIDTH_TYPES[out.crd_width]
+        self.words = max(1, -(-n // 64))
+        self.groups = max(1, -(-self.words // 64))
+        self.mark = "i32" if m < 2**31 - 1 else "i64"  # the marker array's type (row numbers, -1 = none)
 
-        def column(bzi: str, oo1: str) -> str:
-            col = t.assign(f"arith.addi {jbase}, {bzi} : index")
-            t.store_index(col, "%ccrd0", oo1, cc)
-            val = t.assign(f"memref.load %work[{col}] : memref<?x{elem}>")
-            t.emit(f"memref.store {val}, %cval0[{oo1}] : memref<?x{elem}>")
-            return t.assign(f"arith.addi {oo1}, %c1 : index")
+    def module(self) -> str:
+        return "\n".join([self._whole(), self._count(), self._fill()])
 
-        bw0 = t.assign(f"memref.load %bits[{wi}] : memref<?xi64>")
-        out = t.over_set_bits(bw0, o1, column)
-        t.emit(f"memref.store %z64, %bits[{wi}] : memref<?xi64>")
-        return out
+    # ----- functions -----------------------------------------------------------------------------------
+    def _operands(self, values: bool = True) -> str:
+        e = self.elem
+        first = f"%a_pos: memref<?x{self.ap}>, %a_crd: memref<?x{self.ac}>, %a_val: memref<?x{e}>"
+        second = f"%b_pos: memref<?x{self.bp}>, %b_crd: memref<?x{self.bc}>, %b_val: memref<?x{e}>"
+        return f"{second}, {first}" if self.transposed else f"{first}, {second}"
 
-    gw = t.over_set_bits(sw0, "%o0", word_columns)
-    t.emit("memref.store %z64, %summary[%g] : memref<?xi64>")
-    t.emit(f"scf.yield {gw} : index")
-    t.depth -= 1
-    t.emit("}")
-    t.store_index("%end", "%cpos", i1, cp)
-    t.emit("scf.yield %end : index")
-    t.depth -= 1
-    t.emit("}")
-    # shrink the buffers to the exact size (the caller owns exactly-sized buffers)
-    t.emit(f"%ccrd = memref.realloc %ccrd0(%nnz) : memref<?x{cc}> to memref<?x{cc}>")
-    t.emit(f"%cval = memref.realloc %cval0(%nnz) : memref<?x{elem}> to memref<?x{elem}>")
-    t.emit("memref.dealloc %bits : memref<?xi64>")
-    t.emit("memref.dealloc %summary : memref<?xi64>")
-    t.emit(f"memref.dealloc %work : memref<?x{elem}>")
-    t.emit(f"return %cpos, %ccrd, %cval : memref<?x{cp}>, memref<?x{cc}>, memref<?x{elem}>")
-    first = f"%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>"
-    second = f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>"
-    params = f"{second}, {first}" if transposed else f"{first}, {second}"
-    head = (f"func.func @{c.name}({params}) -> (memref<?x{cp}>, memref<?x{cc}>, memref<?x{elem}>) "
-            "attributes {llvm.emit_c_interface} {")
-    return "\n".join([head] + t.lines + ["}"]) + "\n"
+    def _function(self, name: str, params: str, results: str, t: _Text) -> str:
+        arrow = f" -> ({results})" if results else ""
+        head = f"func.func @{name}({params}){arrow} attributes {{llvm.emit_c_interface}} {{"
+        return "\n".join([head] + self._constants() + t.lines + ["}"]) + "\n"
 
+    def _constants(self) -> list[str]:
+        values = {"c0": 0, "c1": 1, "c6": 6, "c12": 12, "c63": 63, "m": self.m, "m1": self.m + 1, "n": self.n,
+                  "words": self.words, "groups": self.groups}
+        lines = [f"  %{k} = arith.constant {v} : index" for k, v in values.items()]
+        lines += [f"  %{k} = arith.constant {v} : i64" for k, v in _I64.items()]
+        return lines
+
+    def _whole(self) -> str:
+        """``@<name>``: count all rows, allocate the exact result, fill all rows."""
+        t = _Text()
+        cp, cc, e = self.cp, self.cc, self.elem
+        t.emit(f"%cpos = memref.alloc(%m1) : memref<?x{cp}>")
+        self._count_rows(t, "%c0", "%m", "%cpos")
+        t.store_index("%c0", "%cpos", "%c0", cp)
+        # prefix sums of the counts: the rows' offsets
+        t.emit("%nnz = scf.for %i = %c0 to %m step %c1 iter_args(%s = %c0) -> (index) {")
+        with t.nested():
+            i1 = t.assign("arith.addi %i, %c1 : index")
+            s1 = t.assign(f"arith.addi %s, {t.load_index('%cpos', i1, cp)} : index")
+            t.store_index(s1, "%cpos", i1, cp)
+            t.emit(f"scf.yield {s1} : index")
+        t.emit("}")
+        t.emit(f"%ccrd = memref.alloc(%nnz) : memref<?x{cc}>")
+        t.emit(f"%cval = memref.alloc(%nnz) : memref<?x{e}>")
+        self._fill_rows(t, "%c0", "%m", "%cpos", "%ccrd", "%cval")
+        t.emit(f"return %cpos, %ccrd, %cval : memref<?x{cp}>, memref<?x{cc}>, memref<?x{e}>")
+        return self._function(self.name, self._operands(),
+                              f"memref<?x{cp}>, memref<?x{cc}>, memref<?x{e}>", t)
+
+    def _count(self) -> str:
+        t = _Text()
+        self._count_rows(t, "%row_begin", "%row_end", "%c_pos")
+        t.emit("return")
+        params = f"{self._operands()}, %c_pos: memref<?x{self.cp}>, %row_begin: index, %row_end: index"
+        return self._function(f"{self.name}_count", params, "", t)
+
+    def _fill(self) -> str:
+        t = _Text()
+        self._fill_rows(t, "%row_begin", "%row_end", "%c_pos", "%c_crd", "%c_val")
+        t.emit("return")
+        params = (f"{self._operands()}, %c_pos: memref<?x{self.cp}>, %c_crd: memref<?x{self.cc}>, "
+                  f"%c_val: memref<?x{self.elem}>, %row_begin: index, %row_end: index")
+        return self._function(f"{self.name}_fill", params, "", t)
+
+    # ----- passes ----------------------------------------------------------------------------------------
+    def _count_rows(self, t: _Text, lo: str, hi: str, cpos: str) -> None:
+        """``cpos[i + 1]`` = the number of columns row ``i`` reaches, for ``i`` in ``[lo, hi)``."""
+        mk, ap, ac, bp, bc = self.mark, self.ap, self.ac, self.bp, self.bc
+        mark = t.assign(f"memref.alloc(%n) : memref<?x{mk}>", "mark")
+        none = t.assign(f"arith.constant -1 : {mk}")
+        t.fill(mark, "%n", none, mk)
+        i = t.fresh("i")
+        t.emit(f"scf.for {i} = {lo} to {hi} step %c1 {{")
+        with t.nested():
+            im = t.index_cast(i, "index", mk)
+            alo, ahi, i1 = t.row_range("%a_pos", i, ap)
+            p, u0 = t.fresh("p"), t.fresh("u")
+            total = t.fresh("rc")
+            t.emit(f"{total} = scf.for {p} = {alo} to {ahi} step %c1 iter_args({u0} = %c0) -> (index) {{")
+            with t.nested():
+                blo, bhi, _ = t.row_range("%b_pos", t.load_index("%a_crd", p, ac), bp)
+                q, u1 = t.fresh("q"), t.fresh("u")
+                inner = t.fresh("rc")
+                t.emit(f"{inner} = scf.for {q} = {blo} to {bhi} step %c1 iter_args({u1} = {u0}) -> (index) {{")
+                with t.nested():
+                    j = t.load_index("%b_crd", q, bc)
+                    seen = t.assign(f"memref.load {mark}[{j}] : memref<?x{mk}>")
+                    new = t.assign(f"arith.select {t.cmpi('ne', seen, im, mk)}, %c1, %c0 : index")
+                    t.emit(f"memref.store {im}, {mark}[{j}] : memref<?x{mk}>")
+                    t.emit(f"scf.yield {t.assign(f'arith.addi {u1}, {new} : index')} : index")
+                t.emit("}")
+                t.emit(f"scf.yield {inner} : index")
+            t.emit("}")
+            t.store_index(total, cpos, i1, self.cp)
+        t.emit("}")
+        t.emit(f"memref.dealloc {mark} : memref<?x{mk}>")
+
+    def _fill_rows(self, t: _Text, lo: str, hi: str, cpos: str, crd: str, val: str) -> None:
+        """Rows ``[lo, hi)`` of the result, each at its offset ``cpos[i]`` of ``crd`` and ``val``."""
+        e, ap, ac, bp, bc, cp, cc = self.elem, self.ap, self.ac, self.bp, self.bc, self.cp, self.cc
+        # bits: one bit per column reached by the current row; summary: one bit per nonzero word of bits;
+        # work: the row's values (valid where the bit is set)
+        t.emit("%bits = memref.alloc(%words) : memref<?xi64>")
+        t.emit("%summary = memref.alloc(%groups) : memref<?xi64>")
+        t.fill("%bits", "%words", "%z64", "i64")
+        t.fill("%summary", "%groups", "%z64", "i64")
+        t.emit("%wn = arith.shli %words, %c6 : index")
+        t.emit(f"%work = memref.alloc(%wn) : memref<?x{e}>")
+        i = t.fresh("i")
+        t.emit(f"scf.for {i} = {lo} to {hi} step %c1 {{")
+        with t.nested():
+            alo, ahi, _ = t.row_range("%a_pos", i, ap)
+            # accumulate the row: work[j] += a[i, k] * b[k, j]; mark j; track the lowest and highest j
+            p, lo0, hi0 = t.fresh("p"), t.fresh("jl"), t.fresh("jh")
+            span = t.fresh("span")
+            t.emit(f"{span}:2 = scf.for {p} = {alo} to {ahi} step %c1 iter_args({lo0} = %n, {hi0} = %c0) "
+                   "-> (index, index) {")
+            with t.nested():
+                k = t.load_index("%a_crd", p, ac)
+                av = t.assign(f"memref.load %a_val[{p}] : memref<?x{e}>")
+                blo, bhi, _ = t.row_range("%b_pos", k, bp)
+                q, lo1, hi1 = t.fresh("q"), t.fresh("jl"), t.fresh("jh")
+                inner = t.fresh("span")
+                t.emit(f"{inner}:2 = scf.for {q} = {blo} to {bhi} step %c1 iter_args({lo1} = {lo0}, "
+                       f"{hi1} = {hi0}) -> (index, index) {{")
+                with t.nested():
+                    j = t.load_index("%b_crd", q, bc)
+                    bv = t.assign(f"memref.load %b_val[{q}] : memref<?x{e}>")
+                    prod = t.assign(f"{self.mul} {av}, {bv} : {e}")
+                    w, one = t.bit_of(j)
+                    word = t.assign(f"memref.load %bits[{w}] : memref<?xi64>")
+                    fresh = t.assign(f"arith.cmpi eq, {t.assign(f'arith.andi {word}, {one} : i64')}, %z64 : i64")
+                    t.emit(f"scf.if {fresh} {{")  # a new column: its first product, its bit, its word's bit
+                    with t.nested():
+                        t.emit(f"memref.store {prod}, %work[{j}] : memref<?x{e}>")
+                        t.emit(f"memref.store {t.assign(f'arith.ori {word}, {one} : i64')}, %bits[{w}] : "
+                               "memref<?xi64>")
+                        t.set_bit("%summary", w)
+                    t.emit("} else {")
+                    with t.nested():
+                        old = t.assign(f"memref.load %work[{j}] : memref<?x{e}>")
+                        t.emit(f"memref.store {t.assign(f'{self.add} {old}, {prod} : {e}')}, %work[{j}] : "
+                               f"memref<?x{e}>")
+                    t.emit("}")
+                    t.emit_yield([t.assign(f"arith.minui {lo1}, {j} : index"),
+                                  t.assign(f"arith.maxui {hi1}, {j} : index")], ["index", "index"])
+                t.emit("}")
+                t.emit_yield([f"{inner}#0", f"{inner}#1"], ["index", "index"])
+            t.emit("}")
+            # write the row in column order: the set bits of the summary words between its lowest and
+            # highest column, then of the words they point to; clear the words on the way
+            start = t.load_index(cpos, i, cp)
+            g0 = t.assign(f"arith.shrui {span}#0, %c12 : index")
+            g1 = t.assign(f"arith.addi {t.assign(f'arith.shrui {span}#1, %c12 : index')}, %c1 : index")
+            g, o0 = t.fresh("g"), t.fresh("o")
+            done = t.fresh("end")
+            t.emit(f"{done} = scf.for {g} = {g0} to {g1} step %c1 iter_args({o0} = {start}) -> (index) {{")
+            with t.nested():
+                sw0 = t.assign(f"memref.load %summary[{g}] : memref<?xi64>")
+
+                def word_columns(tzi: str, o1: str) -> str:  # the set bits of bits[64 g + tzi]
+                    wi = t.assign(f"arith.addi {t.assign(f'arith.shli {g}, %c6 : index')}, {tzi} : index")
+                    jbase = t.assign(f"arith.shli {wi}, %c6 : index")
+
+                    def column(bzi: str, oo1: str) -> str:
+                        col = t.assign(f"arith.addi {jbase}, {bzi} : index")
+                        t.store_index(col, crd, oo1, cc)
+                        v = t.assign(f"memref.load %work[{col}] : memref<?x{e}>")
+                        t.emit(f"memref.store {v}, {val}[{oo1}] : memref<?x{e}>")
+                        return t.assign(f"arith.addi {oo1}, %c1 : index")
+
+                    bw0 = t.assign(f"memref.load %bits[{wi}] : memref<?xi64>")
+                    out = t.over_set_bits(bw0, o1, column)
+                    t.emit(f"memref.store %z64, %bits[{wi}] : memref<?xi64>")
+                    return out
+
+                o1 = t.over_set_bits(sw0, o0, word_columns)
+                t.emit(f"memref.store %z64, %summary[{g}] : memref<?xi64>")
+                t.emit(f"scf.yield {o1} : index")
+            t.emit("}")
+        t.emit("}")
+        t.emit("memref.dealloc %bits : memref<?xi64>")
+        t.emit("memref.dealloc %summary : memref<?xi64>")
+        t.emit(f"memref.dealloc %work : memref<?x{e}>")
