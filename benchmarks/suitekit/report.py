@@ -51,12 +51,12 @@ def peer_ratio(rec: Record, peer: str) -> float | None:
 
 
 def _stats(pairs: list[tuple[str, float | None]]) -> dict[str, Any] | None:
-    pairs = [(m, r) for m, r in pairs if r is not None]
-    if not pairs:
+    known = [(m, r) for m, r in pairs if r is not None]
+    if not known:
         return None
-    worst = max(pairs, key=lambda p: p[1])
-    return {"geomean": math.exp(sum(math.log(r) for _, r in pairs) / len(pairs)), "worst": worst[1],
-            "worst_matrix": worst[0], "count": len(pairs)}
+    worst = max(known, key=lambda p: p[1])
+    return {"geomean": math.exp(sum(math.log(r) for _, r in known) / len(known)), "worst": worst[1],
+            "worst_matrix": worst[0], "count": len(known)}
 
 
 def op_table(records: list[Record], op: str) -> list[list[str]]:
@@ -110,12 +110,12 @@ def write_results(out_dir: Path, meta: dict[str, Any], records: list[Record], su
     (out_dir / "suite.json").write_text(json.dumps({"meta": meta, "summary": summary, "records": records},
                                                   indent=1, default=str))
     lines = ["# Benchmark suite (`make bench`, `benchmarks/suite.py`)", "",
-             f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory_gb']} GB RAM. "
-             f"Read bandwidth {meta['bandwidth_gbs']:.1f} GB/s ({meta['bandwidth_how']}).", "",
+             (f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory_gb']} GB RAM. "
+              f"Read bandwidth {meta['bandwidth_gbs']:.1f} GB/s ({meta['bandwidth_how']})."), "",
              "Threads: " + "; ".join(f"{k}: {v}" for k, v in meta["threads"].items()) + ".", "",
-             f"Command: `{meta['command']}`; {meta['wall_s']:.0f} s, peak RSS {meta['peak_rss_mb']:.0f} MB. "
-             "Times are the minimum over interleaved repeats; % is the share of the bandwidth bound "
-             "(bytes the operation must move / read bandwidth); ours/best < 1 means ours is faster.", "",
+             (f"Command: `{meta['command']}`; {meta['wall_s']:.0f} s, peak RSS {meta['peak_rss_mb']:.0f} MB. "
+              "Times are the minimum over interleaved repeats; % is the share of the bandwidth bound "
+              "(bytes the operation must move / read bandwidth); ours/best < 1 means ours is faster."), "",
              "## Summary: ours / peer, geometric mean / worst (matrix)", "", markdown_table(summary_table(summary))]
     for op in summary:
         lines += ["", f"## {op}", "", markdown_table(op_table(records, op))]

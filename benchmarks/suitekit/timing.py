@@ -42,12 +42,15 @@ def read_bandwidth(torch: Any, megabytes: int = 800, runs: int = 5) -> tuple[flo
     if torch is not None:
         data = torch.ones(n, dtype=torch.float32)
         how = f"torch.sum of {megabytes} MB float32, {torch.get_num_threads()} threads, best of {runs}"
-        fn: Callable[[], Any] = lambda: torch.sum(data)  # noqa: E731
+        total = torch.sum
     else:
         import numpy as np
         data = np.ones(n, dtype=np.float32)
         how = f"numpy sum of {megabytes} MB float32, 1 thread, best of {runs}"
-        fn = lambda: data.sum()  # noqa: E731
+        total = np.sum
+
+    def fn() -> Any:
+        return total(data)
     fn()
     best = min(call_time(fn)[0] for _ in range(runs))
     return n * 4 / best, how
