@@ -36,8 +36,8 @@ class Skip(Exception):
 class Settings:
     threads: Any = "auto"  # our ``threads=`` for matmul-family kernels
     spgemm_max_flops: float = 50e6  # multiply-adds; larger products are skipped (time budget)
-    spmm_max_work: float = 750e6  # nnz x columns, same
-    sddmm_max_work: float = 500e6
+    spmm_max_work: float = 400e6  # nnz x columns, same
+    sddmm_max_work: float = 200e6
 
 
 @dataclass
