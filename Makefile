@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV
 
-.PHONY: setup demo lint test test-gpu bench clean
+.PHONY: setup demo lint test test-gpu bench bench-all clean
 
 setup:
 	@bash scripts/install.sh
@@ -21,6 +21,10 @@ test-gpu: setup
 	$(PY) -m pytest -q -m gpu
 
 bench: setup
+	$(PY) -m pip install --quiet -e ".[bench]"
+	$(PY) benchmarks/suite.py
+
+bench-all: setup
 	$(PY) benchmarks/run.py
 
 clean:

@@ -1,10 +1,11 @@
-"""Run every benchmark (``make bench``): each ``bench_*.py`` in a fresh interpreter, one after another.
+"""Run the per-area benchmarks (``make bench-all``): each ``bench_*.py`` in a fresh interpreter, one after another.
 
     .venv/bin/python benchmarks/run.py [--quick] [--only ops solve ...]
 
 Each script prints its own table; ``bench_ops.py`` also writes ``benchmarks/results/ops.json``. A summary of
 which scripts ran, their wall time and exit status is printed at the end and written to
-``benchmarks/results/run.json``. ``--quick`` is passed to scripts that accept it.
+``benchmarks/results/run.json``. ``--quick`` is passed to scripts that accept it. ``make bench`` runs the
+cross-peer suite instead (``benchmarks/suite.py``).
 """
 from __future__ import annotations
 

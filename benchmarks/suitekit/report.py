@@ -1,0 +1,125 @@
+"""The suite's report: a table per operation, geometric-mean and worst ratios, and the JSON / Markdown files."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from .peers import PEER_NAMES
+
+Record = dict[str, Any]
+CONTENDERS = ("ours", *PEER_NAMES)
+
+
+def fmt_time(t: float) -> str:
+    if t < 1e-3:
+        return f"{t * 1e6:.1f}us"
+    return f"{t * 1e3:.2f}ms" if t < 1 else f"{t:.2f}s"
+
+
+def cell(rec: Record, who: str) -> str:
+    status, t = rec["status"].get(who, "n/a"), rec["times"].get(who)
+    if t is None:
+        return "n/a" if status == "n/a" else status.split(":")[0].upper()
+    pct = rec["pct_bound"].get(who)
+    text = f"{fmt_time(t)} {pct:.0f}%" if pct is not None else fmt_time(t)
+    return text if status == "ok" else f"{text} !!{status.upper()}!!"
+
+
+def ratio_text(r: float | None) -> str:
+    return "n/a" if r is None else f"{r:.2f}"
+
+
+def summarize(records: list[Record]) -> dict[str, Any]:
+    """Per operation: geometric mean and worst (largest) of ours/best-peer and of ours/each peer."""
+    out: dict[str, Any] = {}
+    for op in dict.fromkeys(r["op"] for r in records):
+        rows = [r for r in records if r["op"] == op]
+        entry = {"vs_best": _stats([(r["matrix"], r["ratio"]) for r in rows])}
+        for peer in PEER_NAMES:
+            entry[f"vs_{peer}"] = _stats([(r["matrix"], peer_ratio(r, peer)) for r in rows])
+        out[op] = entry
+    return out
+
+
+def peer_ratio(rec: Record, peer: str) -> float | None:
+    ours, theirs = rec["times"].get("ours"), rec["times"].get(peer)
+    if ours is None or theirs is None or rec["status"].get(peer) != "ok":
+        return None
+    return ours / theirs
+
+
+def _stats(pairs: list[tuple[str, float | None]]) -> dict[str, Any] | None:
+    known = [(m, r) for m, r in pairs if r is not None]
+    if not known:
+        return None
+    worst = max(known, key=lambda p: p[1])
+    return {"geomean": math.exp(sum(math.log(r) for _, r in known) / len(known)), "worst": worst[1],
+            "worst_matrix": worst[0], "count": len(known)}
+
+
+def op_table(records: list[Record], op: str) -> list[list[str]]:
+    """Header and rows of one operation's table."""
+    head = ["matrix", "rows", "nnz", *CONTENDERS, "ours/best"]
+    body = [[r["matrix"] + (f" ({r['note']})" if r["note"] else ""), str(r["rows"]), str(r["nnz"]),
+             *(cell(r, c) for c in CONTENDERS),
+             ratio_text(r["ratio"]) + (f" {r['best_peer']}" if r["best_peer"] else "")]
+            for r in records if r["op"] == op]
+    return [head, *body]
+
+
+def summary_table(summary: dict[str, Any]) -> list[list[str]]:
+    def s(st: dict[str, Any] | None) -> str:
+        return "n/a" if st is None else f"{st['geomean']:.2f} / {st['worst']:.2f} ({st['worst_matrix']})"
+    head = ["op", "vs best peer", *(f"vs {p}" for p in PEER_NAMES)]
+    return [head, *([op, s(e["vs_best"]), *(s(e[f"vs_{p}"]) for p in PEER_NAMES)] for op, e in summary.items())]
+
+
+def text_table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(r) + " |" for r in rows]
+    lines.insert(1, "|" + " --- |" * len(rows[0]))
+    return "\n".join(lines)
+
+
+def mismatches(records: list[Record]) -> list[str]:
+    return [f"{r['op']} on {r['matrix']}: {who} {st}" for r in records for who, st in r["status"].items()
+            if st not in ("ok", "n/a")]
+
+
+def print_report(records: list[Record], summary: dict[str, Any]) -> None:
+    for op in summary:
+        print(f"\n== {op}: time per call and % of the bandwidth bound (ours/best < 1: we are faster)")
+        print(text_table(op_table(records, op)))
+    print("\n== summary: ours / peer time, geometric mean / worst (matrix)")
+    print(text_table(summary_table(summary)))
+    bad = mismatches(records)
+    if bad:
+        print("\n!!!!!! MISMATCHES / ERRORS !!!!!!\n" + "\n".join(bad))
+
+
+def write_results(out_dir: Path, meta: dict[str, Any], records: list[Record], summary: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "suite.json").write_text(json.dumps({"meta": meta, "summary": summary, "records": records},
+                                                  indent=1, default=str))
+    lines = ["# Benchmark suite (`make bench`, `benchmarks/suite.py`)", "",
+             (f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory_gb']} GB RAM. "
+              f"Read bandwidth {meta['bandwidth_gbs']:.1f} GB/s ({meta['bandwidth_how']})."), "",
+             "Threads: " + "; ".join(f"{k}: {v}" for k, v in meta["threads"].items()) + ".", "",
+             (f"Command: `{meta['command']}`; {meta['wall_s']:.0f} s, peak RSS {meta['peak_rss_mb']:.0f} MB. "
+              "Times are the minimum over interleaved repeats; % is the share of the bandwidth bound "
+              "(bytes the operation must move / read bandwidth); ours/best < 1 means ours is faster."), "",
+             "## Summary: ours / peer, geometric mean / worst (matrix)", "", markdown_table(summary_table(summary))]
+    for op in summary:
+        lines += ["", f"## {op}", "", markdown_table(op_table(records, op))]
+    bad = mismatches(records)
+    if bad:
+        lines += ["", "## Mismatches and errors", "", *(f"- {b}" for b in bad)]
+    (out_dir / "suite.md").write_text("\n".join(lines) + "\n")
