@@ -16,7 +16,7 @@ from .arith import Arith, vtype
 from .builder import Builder, Carry, Value
 from .operand import WalkedOperand
 from .resolution import known_after, resolution_plan
-from .walker import NO_CARRY, VECTOR_LANES, row_mode, walk
+from .walker import NO_CARRY, loop_widths, row_mode, walk
 
 
 def memref_type(shape: tuple[int, ...], elem: str) -> str:
@@ -44,6 +44,7 @@ class _Visitor:
     def __init__(self, b: Builder, c: Any, w: int, ins: list[Value | None], val: Value, out: Value,
                  alpha: Value | None, ar: Arith) -> None:
         self.b, self.c, self.w, self.ins, self.val, self.out, self.alpha, self.ar = b, c, w, ins, val, out, alpha, ar
+        self.lanes = loop_widths(c.lanes)[0]
         self.wsub = c.subscripts[w]
         self.free = [ch for ch in c.loop_letters if ch not in self.wsub]
         self.size = {}
@@ -140,9 +141,9 @@ class _Visitor:
 
         ls_probe = {x: 0 for x in letters}
         ls_probe[ch] = 1
-        if (last and self.ar.vectorizable and self.c.prolog is None and self._unit_access(ls_probe)
-                and self.size[ch] >= VECTOR_LANES):
-            vl = VECTOR_LANES
+        if (last and self.lanes > 1 and self.ar.vectorizable and self.c.prolog is None
+                and self._unit_access(ls_probe) and self.size[ch] >= self.lanes):
+            vl = self.lanes
             mid = b.index(self.size[ch] - self.size[ch] % vl)
             b.for_(b.index(0), mid, b.index(vl), [], lambda iv, c: step(iv, vl) or [])
             b.for_(mid, hi, b.index(1), [], lambda iv, c: step(iv, 1) or [])
@@ -306,7 +307,7 @@ def emit_contraction(c: Any, rows: bool = False) -> str:
 
     _for_each(b, shape, init, rng)
     walk(b, walked, level_args, _Visitor(b, c, w, ins, val, out, alpha, ar),  # type: ignore[arg-type]
-         rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0)
+         rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0, c.lanes)
     if c.epilog is not None:
         def epi(idx: list[Value]) -> None:
             at = ", ".join(i.name for i in idx)
