@@ -7,6 +7,7 @@ ratio variant/scipy. The rules in ``lowering/schedule.py`` (``docs/performance.m
 
     PYTHONPATH=. python benchmarks/bench_variants.py                 # SpMV, every matrix, lanes 1 / 4 / 8 / 16
     PYTHONPATH=. python benchmarks/bench_variants.py --cols 16 64    # SpMM with 16 and 64 dense columns
+    PYTHONPATH=. python benchmarks/bench_variants.py --split         # 1 vs 2 chunks by work (auto threshold)
 """
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ def run_case(name: str, a: sp.csr_matrix, variants: list[int | None], cols: int,
     for lanes in variants:
         fn = kernel(a, lanes, cols)
         fn(*bufs, x, out, 0, m)
-        np.testing.assert_allclose(out, a @ x, rtol=1e-4, atol=1e-4)
+        ref = a @ x
+        assert np.abs(out - ref).max() <= 1e-4 * max(np.abs(ref).max(), 1.0), f"lanes={lanes}: wrong result"
         calls[f"lanes={lanes}"] = fn.bind(*bufs, x, out, 0, m)  # a prepared call: the kernel's time
     best = {k: float("inf") for k in calls}
     for _ in range(rounds):  # round-robin: every variant sees the same machine load
@@ -120,6 +122,38 @@ def run_case(name: str, a: sp.csr_matrix, variants: list[int | None], cols: int,
           f"{lengths.std() / max(lengths.mean(), 1e-9):4.2f} | {row}", flush=True)
 
 
+def run_split(rows: int, rounds: int) -> None:
+    """One call over all rows against two halves (by entries) on two threads, for 2-D Poisson of ``rows``
+    rows: where the second thread starts to pay (``lowering.schedule.AUTO_MIN_WORK``)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyamg.gallery import poisson
+
+    side = max(int(np.sqrt(rows)), 2)
+    a = sp.csr_matrix(poisson((side, side)))
+    a.indptr, a.indices = a.indptr.astype(np.int32), a.indices.astype(np.int32)
+    m = a.shape[0]
+    x = np.random.default_rng(0).standard_normal(m)
+    out = np.empty(m)
+    fn = kernel(a, 1, 0)
+    bufs = operand_buffers(Tensor.from_package(a))
+    mid = int(np.searchsorted(a.indptr, a.nnz // 2))
+    pool = ThreadPoolExecutor(1)
+
+    def two() -> None:
+        f = pool.submit(fn, *bufs, x, out, mid, m)
+        fn(*bufs, x, out, 0, mid)
+        f.result()
+
+    one = fn.bind(*bufs, x, out, 0, m)
+    best = {"1": float("inf"), "2": float("inf")}
+    for _ in range(rounds):
+        best["1"] = min(best["1"], best_time(one, 3))
+        best["2"] = min(best["2"], best_time(two, 3))
+    print(f"poisson2d rows {m:8d} nnz {a.nnz:9d} work {a.nnz + m:9d} | 1 thread {best['1'] * 1e6:9.1f}us  "
+          f"2 threads {best['2'] * 1e6:9.1f}us ({best['2'] / best['1']:4.2f})", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cols", type=int, nargs="*", default=[0], help="0 = SpMV, else SpMM columns")
@@ -128,7 +162,12 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=1, help="divide the large matrices' rows by this")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="matrix names")
+    parser.add_argument("--split", action="store_true", help="time 1 vs 2 chunks on growing Poisson matrices")
     args = parser.parse_args()
+    if args.split:
+        for rows in (1_000, 4_000, 16_000, 32_000, 64_000, 256_000):
+            run_split(rows, args.rounds)
+        return
     for cols in args.cols:
         print(f"--- {'SpMV' if cols == 0 else f'SpMM {cols} columns'} (one thread) ---")
         for name, build in matrices(args.scale).items():

@@ -16,13 +16,17 @@ from .emitter.kernel import row_parallel, walked_index
 if TYPE_CHECKING:
     from .contraction import Contraction
 
-#: Vector lanes of the wide variant (8 f32/f64 lanes: one or two AVX2/AVX-512 registers).
+#: Vector lanes over dense columns (SpMM: 8 f64 = one AVX-512 register; the output row's chunks stay in
+#: registers).
 WIDE_LANES = 8
-#: Reductions over stored entries use the wide (unrolled) inner loop from this mean row length on;
-#: shorter rows run a scalar loop (the wide loop's remainder handling costs more than it saves).
-LONG_ROW = 32
+#: Partial sums of reductions over long rows (hide the add latency; 8 and 16 were slower: remainders).
+MID_LANES = 4
+#: Reductions over stored entries run a scalar loop below this mean row length (the unrolled loop's
+#: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on.
+LONG_ROW = 16
 #: ``threads=None`` (auto) uses every core from this much work on (stored entries times the dense
-#: columns each one multiplies, plus the output's rows); below it one thread.
+#: columns each one multiplies, plus the output's rows); below it one thread: handing a chunk to another
+#: thread cost ~35 us, one thread does ~0.55 ns per unit of work, so a second thread pays from ~2 x 35 us.
 AUTO_MIN_WORK = 1 << 17
 #: Level formats below the row level whose position buffer lets the frontend balance chunks by entries.
 _POSITIONED = {"compressed", "loose_compressed", "delta"}
@@ -71,8 +75,9 @@ def _free_extent(c: Contraction, w: int) -> int:
 
 def _split(c: Contraction, w: int) -> str:
     """``"nnz"`` when the level under the walked operand's row level has positions, else ``"rows"``."""
-    levels = c.inputs[w].fmt.levels if c.inputs[w].fmt is not None else ()
-    return "nnz" if any(lv.format.value in _POSITIONED for lv in levels[1:2]) else "rows"
+    fmt = c.inputs[w].fmt
+    levels = fmt.levels[1:2] if fmt is not None else []
+    return "nnz" if any(lv.format.value in _POSITIONED for lv in levels) else "rows"
 
 
 def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str]:
@@ -84,7 +89,7 @@ def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str
     if stats is None:
         return 1, "no stats: scalar"
     if stats.row_mean >= LONG_ROW:
-        return WIDE_LANES, f"rows avg {stats.row_mean:.1f} >= {LONG_ROW}: {WIDE_LANES} lanes"
+        return MID_LANES, f"rows avg {stats.row_mean:.1f} >= {LONG_ROW}: {MID_LANES} partial sums"
     return 1, f"rows avg {stats.row_mean:.1f} < {LONG_ROW}: scalar"
 
 
