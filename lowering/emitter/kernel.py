@@ -338,8 +338,12 @@ def row_parallel(c: Any) -> bool:
     return row_mode(walked, carry, wsub.index(row)) is not None
 
 
-def emit_contraction(c: Any, rows: bool = False) -> str:
+def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True) -> str:
     """MLIR module text for ``c`` (see the module docstring).
+
+    ``fuse_init``: where every output element is written once (:func:`_writes_each_output_once`), write
+    its initial value, reduction and epilog in that one store; False keeps a separate initialization loop
+    (the GPU path turns that copy of ``c`` into writing ``c`` in place).
 
     ``rows=True`` (needs :func:`row_parallel`): the row-range variant ``@<name>(..., %out, %row_begin:
     index, %row_end: index)`` that computes only output rows ``[row_begin, row_end)`` into the caller's
@@ -408,7 +412,7 @@ def emit_contraction(c: Any, rows: bool = False) -> str:
         b.emit(f"memref.store {initial(idx)}, {out}[{', '.join(i.name for i in idx)}] : {out_t}")
 
     visitor = _Visitor(b, c, w, ins, val, out, alpha, ar)  # type: ignore[arg-type]
-    fused = _writes_each_output_once(c, w, walked, visitor)
+    fused = fuse_init and _writes_each_output_once(c, w, walked, visitor)
     if fused:
         visitor.fused = (initial, lambda v: v if c.epilog is None else ar.apply(c.epilog, v))
     else:

@@ -97,9 +97,10 @@ class WalkContext:
         partial sums, or plain. ``carry[:own]`` are the rule's own sequential values (e.g. a running
         coordinate), the rest the visitor's accumulators."""
         b = self.b
-        span = _static_span(b, lo, hi)
-        if span is not None and span < max(self.vector_lanes, self.unroll):  # e.g. a block's rows: LLVM unrolls
-            return b.for_(lo, hi, b.index(1), carry, lambda iv, c: body(iv, c, 1))
+        if k in (self.gather_level, self.unroll_level, self.vector_level):
+            span = _static_span(b, lo, hi)
+            if span is not None and span < max(self.vector_lanes, self.unroll):  # a block's columns: LLVM unrolls
+                return b.for_(lo, hi, b.index(1), carry, lambda iv, c: body(iv, c, 1))
         if k == self.gather_level and len(carry) == own + 1:
             return self._gathered(lo, hi, carry, body, own)
         if k == self.unroll_level and len(carry) == own + 1:
