@@ -79,6 +79,9 @@ class Contraction:
     #: compile the row-range variant (``lowering.emitter.row_parallel``): output rows ``[begin, end)``
     #: into a caller-given output, for multi-threaded execution
     row_range: bool = False
+    #: inner-loop width of the walk (``lowering.schedule``): 1 = scalar loops, n > 1 = n-lane vector loops
+    #: (n partial sums for reductions over stored entries); None = the path's default
+    lanes: int | None = None
 
     def __post_init__(self) -> None:
         if len(self.subscripts) != len(self.inputs) or not self.inputs:
@@ -92,13 +95,15 @@ class Contraction:
             raise ValueError("an initial value (c) needs a dense output")
         if self.semiring is not None and (self.alpha or self.init == "beta_c"):
             raise ValueError("alpha/beta scaling applies to the plus-times semiring only")
+        if self.lanes is not None and (type(self.lanes) is not int or self.lanes < 1):
+            raise ValueError(f"lanes must be None or an int >= 1, got {self.lanes!r}")
 
     def key(self) -> tuple:
         """Structural cache key (format structure keys, never names)."""
         sr = None if self.semiring is None else (self.semiring.add, self.semiring.mul, repr(self.semiring.identity))
         return ("contraction", self.subscripts, tuple(t.key() for t in self.inputs), self.output_subscripts,
                 self.output.key(), sr, self.alpha, self.init, self.prolog, self.epilog, self.name,
-                self.row_range)
+                self.row_range, self.lanes)
 
     @property
     def loop_letters(self) -> str:

@@ -29,6 +29,14 @@ RANGE_TILE = 2048
 NO_CARRY = 1 << 30
 
 
+def loop_widths(lanes: int | None) -> tuple[int, int]:
+    """(vector lanes, unrolled partial sums) of a walk whose inner-loop width is ``lanes``
+    (``Contraction.lanes``; None: :data:`VECTOR_LANES`, :data:`UNROLL`); 1 means plain scalar loops."""
+    if lanes is None:
+        return VECTOR_LANES, UNROLL
+    return lanes, lanes
+
+
 class Visitor(Protocol):
     def carry_level(self, known: list[set[int]]) -> int:
         """Level before whose loop accumulators start (``known[k]``: dims known before level k)."""
@@ -54,8 +62,9 @@ class Visitor(Protocol):
 class WalkContext:
     """What rules see: the builder, buffers and extents of each level, and loop emission."""
 
-    def __init__(self, b: Builder, operand: WalkedOperand, args: list[LevelArgs]) -> None:
+    def __init__(self, b: Builder, operand: WalkedOperand, args: list[LevelArgs], lanes: int | None = None) -> None:
         self.b = b
+        self.vector_lanes, self.unroll = loop_widths(lanes)
         self.operand = operand
         self.fmt = operand.fmt
         self.args = args
@@ -89,16 +98,21 @@ class WalkContext:
         partial sums, or plain. ``carry[:own]`` are the rule's own sequential values (e.g. a running
         coordinate), the rest the visitor's accumulators."""
         b = self.b
+        if k in (self.gather_level, self.unroll_level, self.vector_level):
+            span = _static_span(b, lo, hi)
+            if span is not None and span < max(self.vector_lanes, self.unroll):  # a block's columns: LLVM unrolls
+                return b.for_(lo, hi, b.index(1), carry, lambda iv, c: body(iv, c, 1))
         if k == self.gather_level and len(carry) == own + 1:
             return self._gathered(lo, hi, carry, body, own)
         if k == self.unroll_level and len(carry) == own + 1:
             return self._unrolled(lo, hi, carry, body, own)
         if k == self.vector_level and not carry:
-            vl = b.index(VECTOR_LANES)
+            lanes = self.vector_lanes
+            vl = b.index(lanes)
             n = b.max(b.sub(hi, lo), b.index(0))
             tail = b.op(f"arith.remui {n}, {vl} : index", "index", "i")
             mid = b.add(lo, b.sub(n, tail))
-            b.for_(lo, mid, vl, [], lambda iv, c: body(iv, c, VECTOR_LANES))
+            b.for_(lo, mid, vl, [], lambda iv, c: body(iv, c, lanes))
             return b.for_(mid, hi, b.index(1), [], lambda iv, c: body(iv, c, 1))
         if k == self.parallel_level and not carry:
             b.parallel(lo, hi, lambda iv: body(iv, [], 1))
@@ -109,20 +123,21 @@ class WalkContext:
                   own: int) -> Carry:
         b = self.b
         identity, combine = self.reduction
+        unroll = self.unroll
         n = b.max(b.sub(hi, lo), b.index(0))
-        mid = b.add(lo, b.sub(n, b.op(f"arith.remui {n}, {b.index(UNROLL)} : index", "index", "i")))
-        init = list(carry) + [identity() for _ in range(UNROLL - 1)]
+        mid = b.add(lo, b.sub(n, b.op(f"arith.remui {n}, {b.index(unroll)} : index", "index", "i")))
+        init = list(carry) + [identity() for _ in range(unroll - 1)]
 
         def step(iv: Value, c: Carry) -> Carry:
             state, accs = c[:own], c[own:]
             new = []
-            for u in range(UNROLL):
+            for u in range(unroll):
                 out = body(b.add(iv, b.index(u)), state + [accs[u]], 1)
                 state = out[:own]
                 new.append(out[own])
             return state + new
 
-        res = b.for_(lo, mid, b.index(UNROLL), init, step)
+        res = b.for_(lo, mid, b.index(unroll), init, step)
         acc = res[own]
         for part in res[own + 1:]:
             acc = combine(acc, part)
@@ -130,10 +145,10 @@ class WalkContext:
 
     def _gathered(self, lo: Value, hi: Value, carry: Carry, body: Callable[[Value, Carry, int], Carry],
                   own: int) -> Carry:
-        """Main loop ``VECTOR_LANES`` entries at a time into a vector accumulator, then a scalar tail."""
+        """Main loop ``vector_lanes`` entries at a time into a vector accumulator, then a scalar tail."""
         b = self.b
         identity, combine = self.reduction
-        vl = VECTOR_LANES
+        vl = self.vector_lanes
         n = b.max(b.sub(hi, lo), b.index(0))
         mid = b.add(lo, b.sub(n, b.op(f"arith.remui {n}, {b.index(vl)} : index", "index", "i")))
         acc = carry[own]
@@ -191,6 +206,12 @@ class WalkContext:
         return b.add(xs, c) if r.csign == 1 else b.sub(xs, c)
 
 
+def _static_span(b: Builder, lo: Value, hi: Value) -> int | None:
+    """``hi - lo`` when both are constants, else None."""
+    a, z = b.constant_key(lo.name, "index"), b.constant_key(hi.name, "index")
+    return None if a is None or z is None else int(z) - int(a)
+
+
 def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | None:
     """How a walk can be restricted to a range of dimension ``row_dim``'s coordinates: ``"outer"``
     (level 0 is a dense/batch level over exactly that dimension), ``"tiled"`` (the last level is a
@@ -213,12 +234,12 @@ def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | No
 
 
 def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor,
-         rows: tuple[Value, Value] | None = None, row_dim: int = 0) -> None:
+         rows: tuple[Value, Value] | None = None, row_dim: int = 0, lanes: int | None = None) -> None:
     """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc).
 
     ``rows``: walk only the entries whose dimension ``row_dim`` lies in ``[rows[0], rows[1])`` (needs
-    :func:`row_mode`; ValueError otherwise)."""
-    ctx = WalkContext(b, operand, args)
+    :func:`row_mode`; ValueError otherwise). ``lanes``: the inner loops' width (:func:`loop_widths`)."""
+    ctx = WalkContext(b, operand, args, lanes)
     n = len(ctx.fmt.levels)
     known = known_after(ctx.plan)
     carry_level = visitor.carry_level(known)
@@ -231,7 +252,7 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
         if mode == "outer":
             ctx.rows = rows
     strides = last_level_strides(ctx.plan, len(ctx.fmt.dimensions))
-    if (n and carry_level >= n and ctx.level(n - 1).format.value in CONTIGUOUS
+    if (n and carry_level >= n and ctx.vector_lanes > 1 and ctx.level(n - 1).format.value in CONTIGUOUS
             and not any(r.guard for r in ctx.plan[-1]) and visitor.vectorizable(strides)):
         ctx.vector_level = n - 1
     if n and ctx.level(0).format.value in ("dense", "batch") and carry_level >= 1:
@@ -239,7 +260,7 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
             ctx.parallel_level = 0
     if n and carry_level < n and ctx.vector_level is None:
         ctx.reduction = visitor.reduction()
-        if ctx.reduction is not None:
+        if ctx.reduction is not None and ctx.unroll > 1:
             ctx.unroll_level = n - 1
             last_step = ctx.plan[-1]
             if (ctx.level(n - 1).format.value in GATHER

@@ -14,11 +14,17 @@ from .generic import build_module
 CPU_SPARSIFIER_OPTIONS: dict[str, Any] = {"vl": 8, "reassociate_fp_reductions": True}
 
 
-def sparsifier_pipeline(target: str = "cpu") -> Pipeline:
-    """The sparsifier Pipeline generated contractions compile with on ``target``."""
-    return Pipeline(target=target, **(CPU_SPARSIFIER_OPTIONS if target == "cpu" else {}))
+def sparsifier_pipeline(target: str = "cpu", lanes: int | None = None) -> Pipeline:
+    """The sparsifier Pipeline generated contractions compile with on ``target``; ``lanes``
+    (``Contraction.lanes``) replaces the CPU's vector length (1: no vectorization)."""
+    if target != "cpu":
+        return Pipeline(target=target)
+    options = dict(CPU_SPARSIFIER_OPTIONS)
+    if lanes is not None:
+        options["vl"] = 0 if lanes == 1 else lanes
+    return Pipeline(target=target, **options)
 
 
 def lower_sparsifier(c: Contraction, target: str = "cpu") -> Lowered:
     """The ``linalg.generic`` module of ``c`` with the sparsifier pipeline for ``target``."""
-    return Lowered(build_module(c), sparsifier_pipeline(target), "sparsifier")
+    return Lowered(build_module(c), sparsifier_pipeline(target, c.lanes), "sparsifier")
