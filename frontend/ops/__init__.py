@@ -2,5 +2,6 @@
 plan (``_plan``): the CPU's (``_cpu``: a ``_prepared`` contraction, its ``_kernel_cache`` kernel) or the GPU's
 (:mod:`frontend.ops.gpu`); options (``_options``), operands, semirings and host threads have their own modules."""
 from ._api import Matmul, cache_info, clear_cache, einsum, matmul, print_mlir
+from ._plan import MatmulInfo
 
-__all__ = ["Matmul", "cache_info", "clear_cache", "einsum", "matmul", "print_mlir"]
+__all__ = ["Matmul", "MatmulInfo", "cache_info", "clear_cache", "einsum", "matmul", "print_mlir"]

@@ -19,7 +19,7 @@ from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
 from mlir_bridge.errors import CompileError
 
-from ._threads import RowParallelFunction
+from ._threads import RowRangeFunction
 
 
 def buffer_parts(fmt: Any) -> tuple[tuple[str, int], ...]:
@@ -89,19 +89,26 @@ def _value_ranks(inputs: Sequence[TensorSpec], ranks: Sequence[int]) -> list[int
 class Kernel(ArgumentLayout):
     """A compiled contraction: ``flatten`` operands into arguments, ``decode`` the results."""
 
-    def __init__(self, contraction: Contraction, lowered: Lowered, module: Any, threads: int | str = 1) -> None:
+    def __init__(self, contraction: Contraction, lowered: Lowered, module: Any) -> None:
         self.contraction = contraction
         self.lowered = lowered
         self.module = module
         self.function = module.function(contraction.name)
-        if contraction.row_range:  # the row-range variant, run in chunks on the thread pool
+        self.row_range = contraction.row_range
+        if contraction.row_range:  # the row-range variant: run in chunks into an output the caller allocates
             fn = self.function
-            self.function = RowParallelFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype, threads)
+            self.function = RowRangeFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype)
         ranks = [a.rank for a in self.function.signature.args]
         super().__init__(contraction.inputs, _value_ranks(contraction.inputs, ranks))
         out = contraction.output
         self._out_parts = buffer_parts(out.fmt) if out.sparse else None
         self._out_index = np.dtype(f"int{out.crd_width}") if out.sparse else None
+
+    def bind(self, args: Sequence[Any], bounds: tuple[int, ...] | None = None) -> Any:
+        """A prepared call over ``args`` (row-range kernels: over the chunks ``bounds`` delimit)."""
+        if self.row_range:
+            return self.function.bind(*args, bounds=bounds)
+        return self.function.bind(*args)
 
     @property
     def text(self) -> str:
@@ -144,10 +151,8 @@ _building: dict[Any, Future] = {}  # structural key -> the Future of the build i
 _failed: dict[Any, BaseException] = {}  # structural key -> CompileError; unbounded, emptied by clear_kernels
 
 
-def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu", pipeline: Any = None,
-               threads: int | str = 1) -> Kernel:
-    """The kernel for ``key``: from memory, else lowered and compiled (or fetched from the disk cache).
-    ``threads``: chunks a row-range contraction runs in (part of ``key``)."""
+def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu", pipeline: Any = None) -> Kernel:
+    """The kernel for ``key``: from memory, else lowered and compiled (or fetched from the disk cache)."""
     k = _kernels.get(key)
     if k is not None:
         return k
@@ -171,7 +176,7 @@ def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu
         contraction = describe()
         lowered = lower(contraction, target, pipeline)
         module = compile_module(lowered.text, lowered.pipeline, target=target)
-        k = Kernel(contraction, lowered, module, threads)
+        k = Kernel(contraction, lowered, module)
     except BaseException as err:
         with _lock:
             del _building[key]
