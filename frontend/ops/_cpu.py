@@ -121,13 +121,13 @@ class CpuMatmul(MatmulPlan):
         op = self._live()
         op.check_out(out)
         if op.row_range or op.schedule is None or op.restore is not None:
-            return self._result(op.run(self._bound, out))
+            return self._result(op.run(self._bound, out), out)
         if self._into is None:
             into = op.with_row_range()
             kernel = into.kernel_for()
             self._into = (into, kernel.bind(kernel.flatten(into.tensors, into.extra), into.bounds))
         into, bound = self._into
-        return self._result(into.run(bound, out))
+        return self._result(into.run(bound, out), out)
 
     def execute_once(self, out: np.ndarray | None = None) -> Any:
         op = self._live()
@@ -140,14 +140,16 @@ class CpuMatmul(MatmulPlan):
         elif kernel.row_range:
             call = kernel.bind(args, op.bounds)
         else:
-            return self._result(op.run(lambda: kernel.function(*args), out))
-        return self._result(op.run(call, out))
+            return self._result(op.run(lambda: kernel.function(*args), out), out)
+        return self._result(op.run(call, out), out)
 
-    def _result(self, result: Any) -> Any:
-        """``c``'s object when ``c`` was given, else the result in the operands' package."""
+    def _result(self, result: Any, out: np.ndarray | None = None) -> Any:
+        """``c``'s object when ``c`` was given, ``out`` when given, else the result in the operands' package."""
         op = self._op
         if op is not None and op.c_obj is not None:
             return op.c_obj
+        if out is not None:
+            return out
         return to_package(result, self._package)
 
     def reset_operands(self, a: Any = None, b: Any = None, c: Any = None) -> CpuMatmul:
