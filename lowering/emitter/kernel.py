@@ -16,7 +16,12 @@ from .arith import Arith, vtype
 from .builder import Builder, Carry, Value
 from .operand import WalkedOperand
 from .resolution import known_after, resolution_plan
+from .rules import dense as dense_rule, rule_for
 from .walker import NO_CARRY, loop_widths, row_mode, walk
+
+#: Most accumulators (vectors or scalars) an output row tile keeps in registers (AVX-512 has 32 vector
+#: registers; the dense operand's chunks and the broadcast entry need some of the rest).
+TILE_REGISTERS = 16
 
 
 def memref_type(shape: tuple[int, ...], elem: str) -> str:
@@ -45,6 +50,10 @@ class _Visitor:
                  alpha: Value | None, ar: Arith) -> None:
         self.b, self.c, self.w, self.ins, self.val, self.out, self.alpha, self.ar = b, c, w, ins, val, out, alpha, ar
         self.lanes = loop_widths(c.lanes)[0]
+        #: ``(init, finish)`` when each output element is written exactly once, by :meth:`end`:
+        #: ``init(idx, lanes)`` its initial value(s), ``finish(v)`` the epilog on a scalar (see
+        #: :func:`_writes_each_output_once`)
+        self.fused: tuple[Callable[[list[Value], int], Value], Callable[[Value], Value]] | None = None
         self.wsub = c.subscripts[w]
         self.free = [ch for ch in c.loop_letters if ch not in self.wsub]
         self.size = {}
@@ -52,28 +61,84 @@ class _Visitor:
             for ch, n in zip(s, t.shape):
                 if self.size.setdefault(ch, int(n)) != int(n):
                     raise ValueError(f"letter {ch!r} has extents {self.size[ch]} and {n}")
+        self.tile = self._row_tile()
+
+    def _row_tile(self) -> tuple[str, list[tuple[int, int]]] | None:
+        """SpMM-like (one free letter, last in the output and unit-stride in the dense operands, at most
+        :data:`TILE_REGISTERS` accumulators): ``(letter, [(start, lanes), ...])``, the output row's
+        chunks kept in registers across the row's entries and stored once."""
+        c = self.c
+        if len(self.free) != 1 or c.prolog is not None or c.output_subscripts[-1] != self.free[0]:
+            return None
+        ch = self.free[0]
+        probe = {x: 0 for x in self.wsub}
+        probe[ch] = 1
+        if not self._unit_access(probe):
+            return None
+        size = self.size[ch]
+        vl = self.lanes if self.ar.vectorizable else 1
+        chunks = [(j, vl) for j in range(0, size - size % vl, vl)] if vl > 1 else []
+        chunks += [(j, 1) for j in range(len(chunks) * vl, size)]
+        return (ch, chunks) if 0 < len(chunks) <= TILE_REGISTERS else None
 
     # ----- walker protocol ------------------------------------------------------------------------
     def carry_level(self, known: list[set[int]]) -> int:
-        if self.free:
+        if self.free and self.tile is None:
             return NO_CARRY
-        need = {self.wsub.index(ch) for ch in self.c.output_subscripts}
+        need = {self.wsub.index(ch) for ch in self.c.output_subscripts if ch in self.wsub}
         for k, dims in enumerate(known):
             if need <= dims:
+                if k == len(known) - 1:  # known only after the last level: nothing to carry a row tile over
+                    self.tile = None
+                    return NO_CARRY
                 return k
         return NO_CARRY
 
     def begin(self, dims: dict[int, Value]) -> Carry:
+        if self.tile is not None:
+            return [self.b.splat(self.ar.identity(), n) if n > 1 else self.ar.identity() for _, n in self.tile[1]]
         return [self.ar.identity()]
 
     def end(self, dims: dict[int, Value], carry: Carry) -> None:
+        if self.tile is not None:
+            self._end_tile(dims, carry)
+            return
         acc = carry[0]
         if self.alpha is not None:
             acc = self.ar.scale(acc, self.alpha)
-        self._accumulate(self._letters(dims), {}, acc, 1)
+        letters = self._letters(dims)
+        if self.fused is None:
+            self._accumulate(letters, {}, acc, 1)
+            return
+        init, finish = self.fused
+        idx = [letters[ch] for ch in self.c.output_subscripts]
+        v = acc if self.c.init == "zero" else self.ar.add(init(idx, 1), acc)
+        at = ", ".join(i.name for i in idx)
+        self.b.emit(f"memref.store {finish(v)}, {self.out}[{at}] : {self.out.type}")
+
+    def _end_tile(self, dims: dict[int, Value], carry: Carry) -> None:
+        """Store (or add) the row tile's accumulators into the output row, once."""
+        b, ch = self.b, self.tile[0]  # type: ignore[index]
+        base = self._letters(dims)
+        for acc, (j, n) in zip(carry, self.tile[1]):  # type: ignore[index]
+            if self.alpha is not None:
+                acc = self.ar.scale(acc, self.alpha)
+            letters = dict(base, **{ch: b.index(j)})
+            idx = [letters[x] for x in self.c.output_subscripts]
+            at = ", ".join(i.name for i in idx)
+            t = acc.type
+            if self.fused is None:
+                self._accumulate(letters, {ch: 1}, acc, n)
+                continue
+            init, finish = self.fused
+            v = acc if self.c.init == "zero" else self.ar.add(init(idx, n), acc)
+            if n == 1:
+                b.emit(f"memref.store {finish(v)}, {self.out}[{at}] : {self.out.type}")
+            else:
+                b.emit(f"vector.store {v}, {self.out}[{at}] : {self.out.type}, {t}")
 
     def reduction(self) -> Any:
-        return (self.ar.identity, self.ar.add)
+        return None if self.tile is not None else (self.ar.identity, self.ar.add)
 
     def gatherable(self, dims: set[int]) -> bool:
         if self.free or not self.ar.vectorizable or self.c.prolog is not None:
@@ -98,6 +163,8 @@ class _Visitor:
     def body(self, dims: dict[int, Value], pos: str, carry: Carry, lanes: int,
              strides: dict[int, int | None]) -> Carry:
         letters = self._letters(dims)
+        if self.tile is not None:
+            return self._tile_body(letters, pos, carry)
         ls = {ch: (strides[d] if lanes > 1 else 0) for d, ch in enumerate(self.wsub)}
         if not self.free:
             prod = self._product(letters, ls, pos, lanes)
@@ -107,6 +174,17 @@ class _Visitor:
             return carry
         self._free_loops(0, letters, pos)
         return carry
+
+    def _tile_body(self, letters: dict[str, Value], pos: str, carry: Carry) -> Carry:
+        """One stored entry times the dense operands' row chunks, added to the row tile's accumulators."""
+        ch, chunks = self.tile  # type: ignore[misc]
+        out = []
+        for acc, (j, n) in zip(carry, chunks):
+            inner = dict(letters, **{ch: self.b.index(j)})
+            ls = {x: 0 for x in inner}
+            ls[ch] = 1 if n > 1 else 0
+            out.append(self.ar.add(acc, self._product(inner, ls, pos, n)))
+        return out
 
     # ----- helpers ----------------------------------------------------------------------------------
     def _letters(self, dims: dict[int, Value]) -> dict[str, Value]:
@@ -213,6 +291,28 @@ def _for_each(b: Builder, shape: tuple[int, ...], fn: Callable[[list[Value]], No
     rec(0, [])
 
 
+def _writes_each_output_once(c: Any, w: int, walked: WalkedOperand, visitor: _Visitor) -> bool:
+    """Whether the walk reduces into a loop-carried accumulator under plain dense/batch levels that are
+    exactly the output's dimensions (CSR, DELTA, batched SpMV): then every output element is written once,
+    at the end of its reduction, and the initial value and epilog are fused into that store."""
+    fmt = walked.fmt
+    plan = resolution_plan(fmt, walked.shape)
+    known = known_after(plan)
+    carry = visitor.carry_level(known)
+    if carry >= len(fmt.levels) or carry == 0:
+        return False
+    offsets = fmt.diagonal_offset(walked.shape)
+    for k in range(carry):
+        value = fmt.levels[k].format.value
+        if (value not in ("dense", "batch") or rule_for(value) is not dense_rule or offsets[k] != 0
+                or any(r.kind != "plain" or r.guard for r in plan[k])):
+            return False
+    wsub = c.subscripts[w]
+    if any(ch not in wsub for ch in c.output_subscripts) and (visitor.tile is None or c.epilog is not None):
+        return False
+    return known[carry] == {wsub.index(ch) for ch in c.output_subscripts if ch in wsub}
+
+
 def row_parallel(c: Any) -> bool:
     """Whether ``c`` has a row-range variant (``emit_contraction(c, rows=True)``): one stored operand, a
     dense output of rank >= 1 whose first letter is the stored operand's outermost dense/batch level
@@ -230,7 +330,7 @@ def row_parallel(c: Any) -> bool:
         return False
     t = c.inputs[w]
     walked = WalkedOperand(t.fmt, tuple(t.shape), t.elem, t.pos_width, t.crd_width)
-    visitor = _Visitor(None, c, w, [], None, None, None, None)  # type: ignore[arg-type]
+    visitor = _Visitor(None, c, w, [], None, None, None, Arith(None, c.output.elem, c.semiring))  # type: ignore[arg-type]
     try:
         carry = visitor.carry_level(known_after(resolution_plan(t.fmt, walked.shape)))
     except ValueError:
@@ -295,20 +395,27 @@ def emit_contraction(c: Any, rows: bool = False) -> str:
         beta = b.op(f"memref.load {beta_ref}[{b.index(0)}] : {one_t}", elem)
     shape = tuple(int(s) for s in c.output.shape)
 
-    def init(idx: list[Value]) -> None:
-        at = ", ".join(i.name for i in idx)
+    def initial(idx: list[Value], lanes: int = 1) -> Value:
+        """The initial value of output elements ``idx`` (``lanes`` of them along the last axis)."""
         if cin is None:
-            v = ar.identity()
-        else:
-            v = b.op(f"memref.load {cin}[{at}] : {out_t}", elem)
-            if beta is not None:
-                v = ar.scale(v, beta)
-        b.emit(f"memref.store {v}, {out}[{at}] : {out_t}")
+            return ar.identity()
+        at, t = ", ".join(i.name for i in idx), vtype(elem, lanes)
+        v = b.op(f"memref.load {cin}[{at}] : {out_t}" if lanes == 1 else
+                 f"vector.load {cin}[{at}] : {out_t}, {t}", t)
+        return v if beta is None else ar.scale(v, beta)
 
-    _for_each(b, shape, init, rng)
-    walk(b, walked, level_args, _Visitor(b, c, w, ins, val, out, alpha, ar),  # type: ignore[arg-type]
+    def init(idx: list[Value]) -> None:
+        b.emit(f"memref.store {initial(idx)}, {out}[{', '.join(i.name for i in idx)}] : {out_t}")
+
+    visitor = _Visitor(b, c, w, ins, val, out, alpha, ar)  # type: ignore[arg-type]
+    fused = _writes_each_output_once(c, w, walked, visitor)
+    if fused:
+        visitor.fused = (initial, lambda v: v if c.epilog is None else ar.apply(c.epilog, v))
+    else:
+        _for_each(b, shape, init, rng)
+    walk(b, walked, level_args, visitor,  # type: ignore[arg-type]
          rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0, c.lanes)
-    if c.epilog is not None:
+    if c.epilog is not None and not fused:
         def epi(idx: list[Value]) -> None:
             at = ", ".join(i.name for i in idx)
             v = b.op(f"memref.load {out}[{at}] : {out_t}", elem)

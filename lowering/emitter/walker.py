@@ -97,6 +97,9 @@ class WalkContext:
         partial sums, or plain. ``carry[:own]`` are the rule's own sequential values (e.g. a running
         coordinate), the rest the visitor's accumulators."""
         b = self.b
+        span = _static_span(b, lo, hi)
+        if span is not None and span < max(self.vector_lanes, self.unroll):  # e.g. a block's rows: LLVM unrolls
+            return b.for_(lo, hi, b.index(1), carry, lambda iv, c: body(iv, c, 1))
         if k == self.gather_level and len(carry) == own + 1:
             return self._gathered(lo, hi, carry, body, own)
         if k == self.unroll_level and len(carry) == own + 1:
@@ -199,6 +202,12 @@ class WalkContext:
         x, c = self.dims[r.other], self.lvl[r.a]
         xs = x if r.sign == 1 else b.sub(b.index(0), x)
         return b.add(xs, c) if r.csign == 1 else b.sub(xs, c)
+
+
+def _static_span(b: Builder, lo: Value, hi: Value) -> int | None:
+    """``hi - lo`` when both are constants, else None."""
+    a, z = b.constant_key(lo.name, "index"), b.constant_key(hi.name, "index")
+    return None if a is None or z is None else int(z) - int(a)
 
 
 def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | None:

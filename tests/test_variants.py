@@ -1,0 +1,268 @@
+"""Every kernel variant ``lowering.schedule.choose_schedule`` can pick, forced, against numpy; and its rules.
+
+A variant is ``Contraction.lanes`` (1: scalar loops; 8: 8-lane vectors / 8 partial sums; None: the
+emitter's default) in the row-range form (``emit_contraction(c, rows=True)``, run here in two chunks) and
+the whole-matrix form, over CSR, BSR (its demapped view), DIA-I, DELTA(8) and batched CSR operands.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from frontend import NamedFormats as N, Tensor, TensorFormat
+from frontend.ops._kernel_cache import ArgumentLayout
+from frontend.ops._options import MatmulOptions
+from frontend.ops._prepared import PreparedOp
+from lowering.contraction import Contraction, TensorSpec
+from lowering.emitter import emit_contraction, row_parallel
+from lowering.pipelines import Pipeline
+from lowering.schedule import AUTO_MIN_WORK, LONG_ROW, WIDE_LANES, OperandStats, Schedule, choose_schedule
+from mlir_bridge import compile_module
+from ops_util import rand
+
+BATCHED_CSR = TensorFormat.parse("(b, i, j) -> (b : batch, i : dense, j : compressed)")
+FORMATS = {"CSR": N.CSR, "BSR": N.BSR((2, 2)), "DIAI": N.DIAI, "DELTA8": N.DELTA(8)}
+LANES = [1, WIDE_LANES, None]
+TOL = {np.float32: 3e-5, np.float64: 1e-12, np.complex128: 1e-12}
+#: (einsum subscripts of the stored operand and the dense ones, output, options)
+OPS = {
+    "spmv": (("ik", "k"), "i", {}),
+    "spmm16": (("ik", "kj"), "ij", {}),
+    "spmm3": (("ik", "kj"), "ij", {}),
+    "vecmat": (("ki", "k"), "i", {}),
+    "min-plus": (("ik", "k"), "i", {"semiring": "min-plus"}),
+    "max-plus": (("ik", "k"), "i", {"semiring": "max-plus"}),
+}
+
+
+def matrix(shape: tuple[int, ...], dtype=np.float64, seed: int = 0) -> np.ndarray:
+    """Random entries, row 1 empty, and one row longer than two vectors of 8 and 16 partial sums."""
+    a = rand(shape, 0.3, dtype, seed)
+    if shape[-2] > 3 and shape[-1] > 20:
+        a[..., 3, :] = rand(shape[-1:], 1.0, dtype, seed + 1)
+    return a
+
+
+def dense_operand(op: str, shape: tuple[int, ...], dtype, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    k = shape[0] if op == "vecmat" else shape[-1]
+    cols = {"spmm16": 16, "spmm3": 3}.get(op)
+    x = rng.random(shape[:-2] + ((k,) if cols is None else (k, cols))) - 0.5
+    return x.astype(dtype)
+
+
+def reference(a: np.ndarray, x: np.ndarray, op: str) -> np.ndarray:
+    if op == "vecmat":
+        return x @ a
+    if op in ("min-plus", "max-plus"):
+        pick = np.min if op == "min-plus" else np.max
+        ident = np.inf if op == "min-plus" else -np.inf
+        return pick(np.where(a != 0, a + x[None, :], ident), axis=1)
+    if a.ndim == 3:
+        return np.einsum("bij,bj->bi", a, x)
+    return a @ x
+
+
+def prepared(t: Tensor, x: np.ndarray, op: str, **options) -> PreparedOp:
+    subs, out, kw = OPS[op]
+    if t.ndim == 3:
+        subs, out = ("bik", "bk"), "bi"
+    return PreparedOp(subs, [t, Tensor.from_package(x)], out, ("a", "b"), MatmulOptions(**kw, **options))
+
+
+def run_variant(op: PreparedOp, lanes: int | None, rows: bool) -> np.ndarray:
+    """The prepared contraction compiled with ``lanes``; the row-range form runs in two chunks."""
+    c = dataclasses.replace(op.describe(), lanes=lanes, row_range=rows)
+    fn = compile_module(emit_contraction(c, rows=rows), Pipeline()).function("main")
+    layout = ArgumentLayout(c.inputs, [len(t.shape) if not t.encoded else 1 for t in c.inputs])
+    args = layout.flatten(op.tensors, op.extra)
+    if rows:
+        out = np.full(c.output.shape, np.nan, dtype=args[-1].dtype if op.extra else op.tensors[0].dtype)
+        m = c.output.shape[0]
+        fn(*args, out, 0, m // 2)
+        fn(*args, out, m // 2, m)
+    else:
+        out = fn(*args)
+    return out if op.restore is None else op.restore(out)
+
+
+def check(got: np.ndarray, ref: np.ndarray, dtype) -> None:
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+def _cases() -> list[tuple[str, str, bool]]:
+    cases = []
+    for name in FORMATS:
+        for op in OPS:
+            for rows in (True, False):
+                if rows and op == "vecmat":  # writes scattered outputs: no row-range form
+                    continue
+                cases.append((name, op, rows))
+    return cases
+
+
+@pytest.mark.parametrize("lanes", LANES, ids=lambda v: f"lanes{v}")
+@pytest.mark.parametrize("name,op,rows", _cases(), ids=lambda v: {True: "rows", False: "whole"}.get(v, v))
+def test_forced_variant_matches_numpy(name, op, rows, lanes):
+    a = matrix((10, 37))
+    t = Tensor.from_dense(a, FORMATS[name], index_type=np.int32)
+    x = dense_operand(op, a.shape, np.float64)
+    p = prepared(t, x, op)
+    if rows:
+        assert row_parallel(dataclasses.replace(p.describe(), row_range=True))
+    check(run_variant(p, lanes, rows), reference(a, x, op), np.float64)
+
+
+@pytest.mark.parametrize("lanes", LANES, ids=lambda v: f"lanes{v}")
+@pytest.mark.parametrize("rows", [True, False], ids=["rows", "whole"])
+@pytest.mark.parametrize("op", ["spmv", "spmm16", "min-plus"])
+def test_batched_csr(op, rows, lanes):
+    a = matrix((3, 6, 25), seed=4)
+    t = Tensor.from_dense(a, BATCHED_CSR, index_type=np.int32)
+    x = dense_operand(op, a.shape, np.float64)
+    if op == "spmm16":
+        ref = np.einsum("bik,bkj->bij", a, x)
+        p = PreparedOp(("bik", "bkj"), [t, Tensor.from_package(x)], "bij", ("a", "b"), MatmulOptions())
+    elif op == "min-plus":
+        ref = np.stack([reference(a[k], x[k], op) for k in range(3)])
+        p = PreparedOp(("bik", "bk"), [t, Tensor.from_package(x)], "bi", ("a", "b"),
+                       MatmulOptions(semiring="min-plus"))
+    else:
+        ref = reference(a, x, op)
+        p = prepared(t, x, op)
+    check(run_variant(p, lanes, rows), ref, np.float64)
+
+
+@pytest.mark.parametrize("lanes", [1, WIDE_LANES], ids=lambda v: f"lanes{v}")
+@pytest.mark.parametrize("shape", [(1, 1), (5, 1), (1, 40), (7, 3), (3, 70), (0, 4)], ids=str)
+@pytest.mark.parametrize("name", ["CSR", "DELTA8", "DIAI"])
+def test_shapes(name, shape, lanes):
+    a = matrix(shape, seed=7) if min(shape) else np.zeros(shape)
+    t = Tensor.from_dense(a, FORMATS[name], index_type=np.int32)
+    for op in ("spmv", "spmm16"):
+        x = dense_operand(op, shape, np.float64)
+        p = prepared(t, x, op)
+        for rows in (True, False):
+            check(run_variant(p, lanes, rows), reference(a, x, op), np.float64)
+
+
+@pytest.mark.parametrize("lanes", [1, WIDE_LANES, None], ids=lambda v: f"lanes{v}")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", ["CSR", "DELTA8", "BSR"])
+def test_dtypes(name, dtype, lanes):
+    a = matrix((9, 30), dtype, seed=2)
+    t = Tensor.from_dense(a, FORMATS[name], index_type=np.int32)
+    for op in ("spmv", "spmm16"):
+        x = dense_operand(op, a.shape, dtype)
+        if np.dtype(dtype).kind == "c":
+            x = (x + 0.5j * x[::-1]).astype(dtype)
+        got = run_variant(prepared(t, x, op), lanes, True)
+        assert got.dtype == dtype
+        check(got, a @ x, dtype)
+
+
+@pytest.mark.parametrize("lanes", [1, WIDE_LANES], ids=lambda v: f"lanes{v}")
+@pytest.mark.parametrize("op", ["spmv", "spmm16", "spmm3"])
+@pytest.mark.parametrize("name", ["CSR", "DELTA8"])
+def test_alpha_beta_and_epilog_in_the_fused_store(name, op, lanes):
+    """Rows written once: the initial value (beta * c), alpha and the epilog go into that one store."""
+    a = matrix((8, 30), seed=5)
+    t = Tensor.from_dense(a, FORMATS[name], index_type=np.int32)
+    x = dense_operand(op, a.shape, np.float64)
+    ref = a @ x
+    c = np.random.default_rng(9).random(ref.shape)
+    p = prepared(t, x, op, alpha=2.0, beta=0.5)
+    p._bind_c(c)  # c as matmul(a, x, c, alpha=2, beta=0.5) binds it
+    p.init, p.extra = "beta_c", [c, np.array([2.0]), np.array([0.5])]
+    p.has_alpha = True
+    check(run_variant(p, lanes, True), 2.0 * ref + 0.5 * c, np.float64)
+    q = prepared(t, x, op, epilog=lambda v: v * 3.0 + 1.0)
+    check(run_variant(q, lanes, True), ref * 3.0 + 1.0, np.float64)
+
+
+def test_emitted_loops_per_variant():
+    """lanes=1: no unrolled partial sums or vectors; 8: eight partial sums (SpMV) or 8-lane vectors (SpMM);
+    rows of SpMV/SpMM are stored once (no zero-fill loop, no load of the output)."""
+    a = matrix((10, 37))
+    t = Tensor.from_dense(a, N.CSR, index_type=np.int32)
+    spmv = prepared(t, dense_operand("spmv", a.shape, np.float64), "spmv").describe()
+    spmm = prepared(t, dense_operand("spmm16", a.shape, np.float64), "spmm16").describe()
+    scalar = emit_contraction(dataclasses.replace(spmv, lanes=1, row_range=True), rows=True)
+    assert "vector" not in scalar and scalar.count("iter_args") == 1
+    wide = emit_contraction(dataclasses.replace(spmv, lanes=8, row_range=True), rows=True)
+    assert "-> (f64, f64, f64, f64, f64, f64, f64, f64)" in wide
+    tile = emit_contraction(dataclasses.replace(spmm, lanes=8, row_range=True), rows=True)
+    assert "-> (vector<8xf64>, vector<8xf64>)" in tile and tile.count("vector.store") == 2
+    for text in (scalar, wide, tile):
+        assert "memref.load %out" not in text and "vector.load %out" not in text
+
+
+# ----- choose_schedule's rules on synthetic statistics ----------------------------------------------------------
+def _spec(fmt, shape, elem="f64") -> TensorSpec:
+    return TensorSpec(fmt, shape, elem, 32, 32)
+
+
+def spmv_contraction(fmt=N.CSR, m: int = 1000, n: int = 1000, cols: int = 0) -> Contraction:
+    x = _spec(None, (n,) if cols == 0 else (n, cols))
+    y = _spec(None, (m,) if cols == 0 else (m, cols))
+    return Contraction(("ik", "k" if cols == 0 else "kj"), (_spec(fmt, (m, n)), x), "i" if cols == 0 else "ij", y)
+
+
+def stats(rows: int = 1000, mean: float = 5.0, cv: float = 0.2) -> OperandStats:
+    return OperandStats(rows, rows, int(rows * mean), int(mean * 3), mean, cv, 0.1)
+
+
+def test_short_rows_scalar_long_rows_wide():
+    c = spmv_contraction()
+    assert choose_schedule(c, stats(mean=5.0), 1, None).lanes == 1
+    assert choose_schedule(c, stats(mean=LONG_ROW - 1), 1, None).lanes == 1
+    assert choose_schedule(c, stats(mean=LONG_ROW), 1, None).lanes == WIDE_LANES
+    assert choose_schedule(c, None, 1, None).lanes == 1
+
+
+def test_dense_columns_are_vectorized():
+    assert choose_schedule(spmv_contraction(cols=16), stats(), 2, None).lanes == WIDE_LANES
+    assert choose_schedule(spmv_contraction(cols=64), stats(mean=100), 2, None).lanes == WIDE_LANES
+    assert choose_schedule(spmv_contraction(cols=3), stats(), 2, None).lanes == 1
+
+
+def test_threads_auto_off_forced():
+    c = spmv_contraction(m=100_000, n=100_000)
+    big = stats(rows=100_000, mean=10.0)
+    small = stats(rows=100, mean=10.0)
+    assert choose_schedule(c, big, 4, None).threads == 4
+    assert choose_schedule(c, big, 4, "auto").threads == 4
+    assert choose_schedule(c, small, 4, None).threads == 1
+    assert choose_schedule(c, big, 1, None).threads == 1
+    assert choose_schedule(c, None, 4, None).threads == 1
+    assert choose_schedule(c, big, 4, 1).threads == 1
+    assert choose_schedule(c, small, 4, 3).threads == 3
+    assert choose_schedule(c, stats(rows=2), 4, 3).threads == 2     # no more chunks than rows
+    # work = entries + rows
+    assert choose_schedule(c, stats(rows=AUTO_MIN_WORK // 2 - 1, mean=1.0), 2, None).threads == 1
+    assert choose_schedule(c, stats(rows=AUTO_MIN_WORK // 2, mean=1.0), 2, None).threads == 2
+
+
+def test_split_by_entries_where_positions_exist():
+    big = stats(rows=100_000, mean=10.0)
+    csr = choose_schedule(spmv_contraction(m=100_000, n=100_000), big, 2, None)
+    assert csr.split == "nnz" and "by nnz" in csr.reason
+    dia = choose_schedule(spmv_contraction(N.DIAI, m=100_000, n=100_000), big, 2, None)
+    assert dia.split == "rows"
+
+
+def test_not_row_parallel_runs_one_thread():
+    c = spmv_contraction(N.CSC, m=100_000, n=100_000)  # rows are CSC's inner level
+    s = choose_schedule(c, stats(rows=100_000, mean=10.0), 4, None)
+    assert s.threads == 1 and "not row-parallel" in s.reason
+
+
+def test_code_key_is_the_decision_only():
+    a, b = stats(mean=3.0, cv=0.1), stats(mean=7.0, cv=2.0)
+    c = spmv_contraction()
+    assert choose_schedule(c, a, 1, None).code_key() == choose_schedule(c, b, 1, None).code_key() == (1,)
+    assert Schedule(8, 2, "nnz", "").code_key() == (8,)
+    assert dataclasses.replace(c, lanes=8).key() != dataclasses.replace(c, lanes=1).key() != c.key()
