@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import frontend as F  # noqa: E402
 from bench_ops import banded_csr, median_time  # noqa: E402
 from frontend import NamedFormats as N, Tensor  # noqa: E402
-from frontend.ops._threads import RowParallelFunction  # noqa: E402
+from frontend.ops._threads import RowRangeFunction  # noqa: E402
 
 
 def timed(a, b, threads) -> tuple[float, str]:
@@ -36,7 +36,7 @@ def one_chunk(a, b) -> float:
     """Milliseconds of the row-range kernel (planned for two threads) run as one chunk."""
     op = F.Matmul(a, b, threads=2).plan().backend.prepared
     fn = op.kernel.function
-    single = RowParallelFunction(fn.fn, fn.out_shape, fn.dtype, 1)
+    single = RowRangeFunction(fn.fn, fn.out_shape, fn.dtype)
     return median_time(single.bind(*op.kernel.flatten(op.tensors, op.extra))) * 1e3
 
 

@@ -86,6 +86,8 @@ def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str
         if free >= WIDE_LANES:
             return WIDE_LANES, f"{free} dense columns: {WIDE_LANES}-lane vectors"
         return 1, f"{free} dense columns < {WIDE_LANES}: scalar"
+    if _split(c, w) == "rows":  # no positions under the rows (DIA's range walk): vectors run along the rows
+        return WIDE_LANES, f"walk over rows without positions: {WIDE_LANES} lanes along the rows"
     if stats is None:
         return 1, "no stats: scalar"
     if stats.row_mean >= LONG_ROW:

@@ -157,6 +157,9 @@ class Marshaller:
         self.sig = sig
         self.device = device
         self.layout = Layout(sig)
+        # per memref argument (by index): the packer of its descriptor
+        self.descriptors = {i: struct.Struct("=" + _memref_format(a.rank)) for i, a in enumerate(sig.args)
+                            if a.kind == "memref"}
         # per argument: dtype, rank, (dimension, static size) pairs
         self._checks = [(a.dtype if a.kind == "memref" else None, a.rank,
                          tuple((d, n) for d, n in enumerate(a.shape) if n >= 0)) for a in sig.args]

@@ -96,8 +96,7 @@ class BoundCall:
             self._cargs[self._cpos + i] = m.scalar(value, i)
             return
         ptr, shape, keep = m.memref(value, i)
-        spec = m.sig.args[i]
-        struct.pack_into(f"=QQq{2 * spec.rank}q", self._buf, off, ptr, ptr, 0, *shape, *c_strides(shape))
+        m.descriptors[i].pack_into(self._buf, off, ptr, ptr, 0, *shape, *c_strides(shape))
         self._keep[i], self._ptrs[i] = keep, ptr
 
     def _refresh(self) -> None:
@@ -108,7 +107,8 @@ class BoundCall:
         if not 0 <= i < len(self._keep):
             raise IndexError(f"@{self._fn.name} has {len(self._keep)} arguments, no argument {i}")
         self._set(i, value)
-        self._refresh()
+        if self._m.layout.by_pointer:  # only results through a pointer can alias an input
+            self._refresh()
 
     def __call__(self) -> Any:
         ret = self._cfn(*self._cargs)

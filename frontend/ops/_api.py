@@ -20,7 +20,7 @@ from frontend.format import TensorFormat
 from ._cpu import CpuMatmul, forget_templates
 from ._kernel_cache import clear_kernels, kernel_count
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
-from ._plan import MatmulPlan
+from ._plan import MatmulInfo, MatmulPlan
 from .gpu._route import wants_gpu
 
 
@@ -42,7 +42,7 @@ def _matmul_plan(a: Any, b: Any, c: Any, options: MatmulOptions, gpu: GpuOptions
 def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, transpose_a: bool = False,
            transpose_b: bool = False, semiring: Any = None, out_format: TensorFormat | None = None,
            prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
-           pipeline: Any = None, device: Any = None, threads: int | str | None = None) -> Any:
+           pipeline: Any = None, device: Any = None, threads: int | str | None = None, out: Any = None) -> Any:
     """``alpha * op(a) @ op(b) + beta * c`` on any formats (numpy matmul rules for vectors and batches).
 
     Operands: Tensors or package objects (numpy, scipy.sparse, torch CPU); the result comes back in the
@@ -51,17 +51,23 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     CSR x CSR -> CSR). ``semiring``: ``"min-plus"``, ``"max-plus"``, ``"or-and"``, a :class:`Semiring` or
     ``(add, mul[, identity])``. ``prolog`` maps ``a``'s stored values, ``epilog`` the result's.
     CUDA operands (torch, CuPy) or ``device="cuda"`` run on the GPU (:mod:`frontend.ops.gpu._matmul`).
-    ``threads``: None (1), a positive int, or ``"auto"`` (``os.cpu_count()`` above a size threshold):
-    row-parallel products (one stored operand with a dense outer row level or DIA-I, dense result) run
-    a row-range kernel in that many chunks on a shared thread pool (:mod:`frontend.ops._threads`); other
-    operations, registered kernels and the GPU ignore it.
+    ``threads``: None or ``"auto"`` (the default: every core when the work is above a measured threshold,
+    else one), 1 (single-threaded) or n (n chunks): row-parallel products (one stored operand with a dense
+    outer row level or DIA-I, dense result) run a row-range kernel in chunks balanced by stored entries on
+    a shared thread pool (:mod:`frontend.ops._threads`); other operations, registered kernels and the GPU
+    run single-threaded. ``out``: a writable C-contiguous numpy array of the result's shape and dtype the
+    dense result is written into (and returned; row-parallel products allocate nothing; CPU only).
 
     The same plan as ``Matmul(a, b, c, ...)``, run once: a signature seen before reuses its prepared op
     and this thread's prepared call.
     """
     options = MatmulOptions(alpha, beta, transpose_a, transpose_b, semiring, out_format, prolog, epilog, target,
                             pipeline, device, threads)
-    return _matmul_plan(a, b, c, options).execute_once()
+    if out is None:
+        return _matmul_plan(a, b, c, options).execute_once()
+    if _backend_for((a, b, c), options) is not CpuMatmul:
+        raise TypeError("out= applies to CPU results (a numpy array)")
+    return CpuMatmul.for_matmul(a, b, c, options, rows=True).execute_once(out)
 
 
 
@@ -105,11 +111,16 @@ class Matmul:
         self._backend.plan()
         return self
 
-    def execute(self, stream: Any = None) -> Any:
-        """Run the planned kernel on the current operands (plans first if needed); ``stream``: GPU only."""
-        if stream is None:
+    def execute(self, stream: Any = None, *, out: Any = None) -> Any:
+        """Run the planned kernel on the current operands (plans first if needed); ``stream``: GPU only;
+        ``out``: CPU only, a numpy array the dense result is written into (see :func:`matmul`)."""
+        if stream is None and out is None:
             return self._backend.execute()
-        backend: Any = self._backend  # only the GPU plan takes a stream (the CPU plan raises TypeError)
+        backend: Any = self._backend  # only the GPU plan takes a stream, only the CPU plan out=
+        if out is not None:
+            if not isinstance(backend, CpuMatmul):
+                raise TypeError("out= applies to CPU plans (a GPU plan returns a device array)")
+            return backend.execute(out)
         return backend.execute(stream)
 
     def reset_operands(self, a: Any = None, b: Any = None, c: Any = None) -> Matmul:
@@ -132,6 +143,13 @@ class Matmul:
     def mlir(self) -> str:
         """The module text before lowering (linalg + sparse_tensor; loops on the emitter path)."""
         return self._backend.mlir
+
+    @property
+    def info(self) -> MatmulInfo:
+        """What runs and why: ``path``, inner-loop ``lanes``, ``threads`` (row chunks per call), ``split``
+        (``"nnz"`` or ``"rows"``) and the schedule's ``reason`` (from the stored operand's measured statistics;
+        :mod:`lowering.schedule`)."""
+        return self._backend.info
 
     @property
     def path(self) -> str:

@@ -18,8 +18,9 @@ from ._subscripts import parse_subscripts
 _BATCH_LETTERS = "pqrstuvwxyzabcdefgh"
 
 
-def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions) -> PreparedOp:
-    """``alpha * op(a) @ op(b) + beta * c`` as one contraction (batch dimensions broadcast)."""
+def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions, rows: bool = False) -> PreparedOp:
+    """``alpha * op(a) @ op(b) + beta * c`` as one contraction (batch dimensions broadcast); ``rows``: prefer
+    the row-range variant (an ``out=`` array to write into)."""
     ta, tb = operand(a, "a"), operand(b, "b")
     if ta.ndim == 0 or tb.ndim == 0:
         raise ValueError("matmul needs operands with at least one dimension (use * for scalars)")
@@ -52,7 +53,7 @@ def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions) -> PreparedOp:
     out_subs = letters + ("i" if "i" in sa else "") + ("j" if "j" in sb else "")
     if options.out_format is None and c is None and ta.is_sparse and tb.is_sparse and out_subs:
         options = dataclasses.replace(options, out_format=default_sparse_format(ta.tensor_format, len(out_subs)))
-    return PreparedOp((sa, sb), [ta, tb], out_subs, ("a", "b"), options, c)
+    return PreparedOp((sa, sb), [ta, tb], out_subs, ("a", "b"), options, c, rows)
 
 
 def einsum_op(subscripts: str, operands: Sequence[Any], options: MatmulOptions) -> PreparedOp:

@@ -10,13 +10,15 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from lowering.dispatch import lower, path_of, registry_state
 
 from ._contractions import einsum_op, matmul_op
 from ._kernel_cache import Kernel
 from ._operands import operand, operand_key, result_package, to_caller_package
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
-from ._plan import MatmulPlan
+from ._plan import MatmulInfo, MatmulPlan
 from ._prepared import PreparedOp
 
 _TEMPLATES: dict[tuple, PreparedOp] = {}  # matmul signature -> PreparedOp without operands; 513 at most
@@ -28,10 +30,10 @@ def forget_templates() -> None:
     _TEMPLATES.clear()
 
 
-def _shared_call(signature: tuple, kernel: Kernel, args: list[Any]) -> Any:
-    """Run ``kernel`` through this thread's prepared call for ``signature``, re-binding only the arguments
-    that are other objects than last time (the descriptors of unchanged ones are reused). The prepared
-    call keeps the last call's argument buffers alive until the next call with this signature."""
+def _shared_call(signature: tuple, op: PreparedOp, kernel: Kernel, args: list[Any]) -> Any:
+    """This thread's prepared call of ``kernel`` for ``signature``, re-bound to the arguments that are other
+    objects than last time (the descriptors of unchanged ones are reused) and to ``op``'s chunks. The
+    prepared call keeps the last call's argument buffers alive until the next call with this signature."""
     calls = getattr(_THREAD_CALLS, "calls", None)
     if calls is None:
         calls = _THREAD_CALLS.calls = {}
@@ -39,21 +41,23 @@ def _shared_call(signature: tuple, kernel: Kernel, args: list[Any]) -> Any:
     if got is None or got[0] is not kernel:
         if len(calls) > 64:
             calls.clear()
-        bound = kernel.function.bind(*args)
+        bound = kernel.bind(args, op.bounds)
         calls[signature] = (kernel, bound, args)
-        return bound()
+        return bound
     _, bound, last = got
     for i, a in enumerate(args):
         if a is not last[i]:
             bound.rebind(i, a)
             last[i] = a
-    return bound()
+    if kernel.row_range:
+        bound.set_bounds(op.bounds)
+    return bound
 
 
 class CpuMatmul(MatmulPlan):
     """A prepared contraction on the CPU: ``plan()`` fetches or compiles its kernel and binds the arguments,
     ``execute()`` runs that prepared call. ``path``: ``"sparsifier"``, ``"emitter"``, ``"emitter-rows"``
-    or ``"kernel:<name>"``."""
+    or ``"kernel:<name>"``; ``info`` says which variant runs on how many threads, and why."""
 
     def __init__(self, op: PreparedOp, objs: list[Any], options: MatmulOptions, subscripts: str | None = None,
                  signature: tuple | None = None, from_template: bool = False) -> None:
@@ -65,23 +69,25 @@ class CpuMatmul(MatmulPlan):
         self._signature = signature  # set when a prepared op without operands can serve this signature
         self._from_template = from_template
         self._bound: Any = None
-        self._plain = False  # whether the prepared call's result is the dense result itself (set by plan)
+        self._direct = False  # whether the prepared call's result is the dense result itself (set by plan)
+        self._into: tuple[PreparedOp, Any] | None = None  # row-range op and call for execute(out=); made once
 
     @classmethod
     def for_matmul(cls, a: Any, b: Any, c: Any, options: MatmulOptions,
-                   gpu: GpuOptions = DEFAULT_GPU_OPTIONS) -> CpuMatmul:
-        """``alpha * op(a) @ op(b) + beta * c``, from the signature's template when there is one."""
+                   gpu: GpuOptions = DEFAULT_GPU_OPTIONS, rows: bool = False) -> CpuMatmul:
+        """``alpha * op(a) @ op(b) + beta * c``, from the signature's template when there is one; ``rows``:
+        prefer the row-range variant (``out=``)."""
         if gpu is not DEFAULT_GPU_OPTIONS and not gpu.is_default():
             raise TypeError("path, chip and stream apply to the GPU (CUDA operands or device='cuda')")
         ta, tb = operand(a, "a"), operand(b, "b")
         tc = None if c is None else operand(c, "c")
         signature = (operand_key(ta), operand_key(tb), None if tc is None else operand_key(tc), options.key(),
-                     registry_state())
+                     registry_state(), rows)
         template = _TEMPLATES.get(signature)
         if template is not None:
             op = template.with_operands([ta, tb], c, None if tc is None else tc.val, options.alpha, options.beta)
         else:
-            op = matmul_op(ta, tb, c, options)
+            op = matmul_op(ta, tb, c, options, rows)
             if op.tensors[0] is not ta or op.tensors[1] is not tb:  # transposed or squeezed: not reusable as is
                 signature = None  # type: ignore[assignment]
         return cls(op, [a, b, c], options, None, signature, template is not None)
@@ -95,47 +101,73 @@ class CpuMatmul(MatmulPlan):
     def plan(self) -> CpuMatmul:
         op = self._live()
         kernel = self._kernel()
-        self._bound = kernel.function.bind(*kernel.flatten(op.tensors, op.extra))
-        self._plain = op.is_plain()
+        self._bound = kernel.bind(kernel.flatten(op.tensors, op.extra), op.bounds)
+        self._direct = op.is_plain()
         return self
 
-    def execute(self) -> Any:
+    def execute(self, out: np.ndarray | None = None) -> Any:
+        """Run the prepared call (plans first if needed); ``out``: write the dense result into this array."""
         bound = self._bound
         if bound is None:
             bound = self.plan()._bound
-        if self._plain:
+        if out is not None:
+            return self._execute_into(out)
+        if self._direct:
             return to_caller_package(bound(), self._package)
-        op = self._op
-        out = op.finish(bound())  # type: ignore[union-attr]
-        if op.c_obj is not None:  # type: ignore[union-attr]
-            return op.c_obj  # type: ignore[union-attr]
-        return to_caller_package(out, self._package)
+        return self._result(self._op.run(bound))  # type: ignore[union-attr]
 
-    def execute_once(self) -> Any:
+    def _execute_into(self, out: np.ndarray) -> Any:
+        """``execute(out=...)``: row-parallel contractions run a row-range variant writing into ``out``."""
+        op = self._live()
+        op.check_out(out)
+        if op.row_range or op.schedule is None or op.restore is not None:
+            return self._result(op.run(self._bound, out), out)
+        if self._into is None:
+            into = op.with_row_range()
+            kernel = into.kernel_for()
+            self._into = (into, kernel.bind(kernel.flatten(into.tensors, into.extra), into.bounds))
+        into, bound = self._into
+        return self._result(into.run(bound, out), out)
+
+    def execute_once(self, out: np.ndarray | None = None) -> Any:
         op = self._live()
         kernel = op.kernel if op.kernel is not None else self._kernel()
         args = kernel.flatten(op.tensors, op.extra)
-        signature = self._signature if self._from_template else None
-        out = op.finish(_shared_call(signature, kernel, args) if signature is not None else kernel.function(*args))
-        if op.c_obj is not None:
+        if out is not None:
+            op.check_out(out)
+        if self._signature is not None and self._from_template:
+            call = _shared_call(self._signature, op, kernel, args)
+        elif kernel.row_range:
+            call = kernel.bind(args, op.bounds)
+        else:
+            return self._result(op.run(lambda: kernel.function(*args), out), out)
+        return self._result(op.run(call, out), out)
+
+    def _result(self, result: Any, out: np.ndarray | None = None) -> Any:
+        """``c``'s object when ``c`` was given, ``out`` when given, else the result in the operands' package."""
+        op = self._op
+        if op is not None and op.c_obj is not None:
             return op.c_obj
-        return to_caller_package(out, self._package)
+        if out is not None:
+            return out
+        return to_caller_package(result, self._package)
 
     def reset_operands(self, a: Any = None, b: Any = None, c: Any = None) -> CpuMatmul:
         old = self._live()
         objs = [new if new is not None else obj for new, obj in zip((a, b, c), self._objs)] + self._objs[3:]
         op = self._prepare(objs)
-        if op.key != old.key:
+        if op.base_key != old.base_key:
             raise ValueError("reset_operands needs operands of the same formats, shapes, dtypes and index "
                              "types; create a new Matmul for others")
-        op.kernel = old.kernel
-        self._op, self._objs, self._plain = op, objs, op.is_plain()
+        op.adopt_variant(old)
+        self._op, self._objs, self._direct, self._into = op, objs, op.is_plain(), None
         if self._bound is not None:
-            self._bound = op.kernel.function.bind(*op.kernel.flatten(op.tensors, op.extra))  # type: ignore[union-attr]
+            kernel = op.kernel_for()
+            self._bound = kernel.bind(kernel.flatten(op.tensors, op.extra), op.bounds)
         return self
 
     def release(self) -> None:
-        self._op, self._bound, self._objs = None, None, [None] * len(self._objs)
+        self._op, self._bound, self._into, self._objs = None, None, None, [None] * len(self._objs)
 
     def _live(self) -> PreparedOp:
         if self._op is None:
@@ -164,6 +196,10 @@ class CpuMatmul(MatmulPlan):
     def prepared(self) -> PreparedOp:
         """The prepared contraction (RuntimeError once released)."""
         return self._live()
+
+    @property
+    def info(self) -> MatmulInfo:
+        return self._live().info()
 
     @property
     def mlir(self) -> str:

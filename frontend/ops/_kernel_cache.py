@@ -20,7 +20,7 @@ from lowering.dispatch import Lowered, lower
 from lowering.kernels.registry import kernel_named
 from mlir_bridge.errors import CompileError
 
-from ._threads import RowParallelFunction
+from ._threads import RowRangeFunction
 from ._two_pass import TwoPassFunction
 
 
@@ -96,9 +96,10 @@ class Kernel(ArgumentLayout):
         self.lowered = lowered
         self.module = module
         self.function = module.function(contraction.name)
-        if contraction.row_range:  # the row-range variant, run in chunks on the thread pool
+        self.row_range = contraction.row_range
+        if contraction.row_range:  # the row-range variant: run in chunks into an output the caller allocates
             fn = self.function
-            self.function = RowParallelFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype, threads)
+            self.function = RowRangeFunction(fn, contraction.output.shape, fn.signature.args[-3].dtype)
         elif lowered.path.startswith("kernel:"):  # a two-pass kernel with a sparse result: row chunks
             entry = kernel_named(lowered.path[len("kernel:"):])
             if entry.row_ranges is not None:
@@ -108,6 +109,12 @@ class Kernel(ArgumentLayout):
         out = contraction.output
         self._out_parts = buffer_parts(out.fmt) if out.sparse else None
         self._out_index = np.dtype(f"int{out.crd_width}") if out.sparse else None
+
+    def bind(self, args: Sequence[Any], bounds: tuple[int, ...] | None = None) -> Any:
+        """A prepared call over ``args`` (row-range kernels: over the chunks ``bounds`` delimit)."""
+        if self.row_range:
+            return self.function.bind(*args, bounds=bounds)
+        return self.function.bind(*args)
 
     @property
     def text(self) -> str:
@@ -152,8 +159,8 @@ _failed: dict[Any, BaseException] = {}  # structural key -> CompileError; unboun
 
 def get_kernel(key: Any, describe: Callable[[], Contraction], target: str = "cpu", pipeline: Any = None,
                threads: int | str = 1) -> Kernel:
-    """The kernel for ``key``: from memory, else lowered and compiled (or fetched from the disk cache).
-    ``threads``: chunks a row-range contraction runs in (part of ``key``)."""
+    """The kernel for ``key``: from memory, else lowered and compiled (or fetched from the disk cache);
+    ``threads``: how a two-pass kernel (SpGEMM) splits its rows (part of ``key``)."""
     k = _kernels.get(key)
     if k is not None:
         return k
@@ -207,7 +214,7 @@ def kernel_count() -> int:
 _DENSE_FORMATS: dict[int, Any] = {}  # rank -> row-major dense format; one per rank used
 
 
-def row_major_format(rank: int) -> Any:
+def dense_format(rank: int) -> Any:
     """The row-major dense format of ``rank`` (built once per rank)."""
     fmt = _DENSE_FORMATS.get(rank)
     if fmt is None:
@@ -220,7 +227,7 @@ def row_major_format(rank: int) -> Any:
 def dense_tensor(arr: np.ndarray) -> Tensor:
     """A row-major dense Tensor over a C-contiguous numpy array (no copy, no validation needed)."""
     n = arr.ndim
-    return Tensor(row_major_format(n), arr.shape, [None] * n, [None] * n, arr, index_type=np.int64, source=arr)
+    return Tensor(dense_format(n), arr.shape, [None] * n, [None] * n, arr, index_type=np.int64, source=arr)
 
 
 _ROW_MAJOR: dict[Any, bool] = {}  # format -> whether row-major dense; one per format seen

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 #: Short names of the CPU lowering stages for ``print_mlir(stage=...)``.
@@ -21,6 +22,20 @@ def print_stages(stages: list[tuple[str, str]], stage: str | None, file: Any,
             label = {v: k for k, v in aliases.items()}.get(name, name)
             print(f"// ----- {label} ({name}) -----", file=file)
             print(text, file=file)
+
+
+@dataclass(frozen=True)
+class MatmulInfo:
+    """What a plan runs and why (``Matmul.info``): the lowering ``path``, the kernel's inner-loop vector
+    ``lanes`` (1 = scalar loops, None = the path's default), the ``threads`` (row chunks) a call runs,
+    how rows are ``split`` (``"nnz"``: chunks balanced by stored entries, or ``"rows"``) and the schedule's
+    ``reason`` line."""
+
+    path: str
+    lanes: int | None
+    threads: int
+    split: str
+    reason: str
 
 
 class MatmulPlan(ABC):
@@ -53,6 +68,11 @@ class MatmulPlan(ABC):
     @abstractmethod
     def path(self) -> str:
         """The lowering path that runs this operation."""
+
+    @property
+    def info(self) -> MatmulInfo:
+        """What runs and why (backends without a CPU schedule: the path on one thread)."""
+        return MatmulInfo(self.path, None, 1, "rows", "no CPU schedule on this backend")
 
     @property
     @abstractmethod

@@ -11,17 +11,20 @@ import numpy as np
 from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
-from lowering.dispatch import registry_state
+from lowering.dispatch import path_of, registry_state
 from lowering.emitter import row_parallel
 from lowering.kernels.registry import match_kernel
+from lowering.schedule import Schedule, choose_schedule
 from mlir_bridge.errors import CompileError
 
 from . import _blocks as blocks
 from ._kernel_cache import Kernel, get_kernel, row_major, spec_of
 from ._operands import check_cpu, elem_of, operand, operand_key, out_width, result_shape
 from ._options import MatmulOptions, pipeline_key
+from ._plan import MatmulInfo
 from ._semiring import get_semiring, trace_unary
-from ._threads import resolve_threads
+from ._stats import stored_rows
+from ._threads import cpu_count, resolve_threads
 from ._two_pass import kernel_threads
 
 
@@ -45,11 +48,12 @@ class PreparedOp:
     """A contraction over given operand Tensors: structural key, kernel, argument list, result handling.
 
     Built in steps (:meth:`_check_operands`, :meth:`_rewrite_blocks`, :meth:`_bind_c`, :meth:`_trace_functions`,
-    :meth:`_structural_key`, :meth:`_use_threads`); run with :meth:`kernel_for`, :meth:`arguments` and
-    :meth:`finish`. ``options.out_format`` is the result's format (None: dense)."""
+    :meth:`_structural_key`, :meth:`_schedule`); run with :meth:`kernel_for`, :meth:`arguments` and
+    :meth:`run`. ``options.out_format`` is the result's format (None: dense). ``rows``: prefer the row-range
+    variant even on one thread (an ``out=`` array to write into)."""
 
     def __init__(self, subscripts: Sequence[str], tensors: list[Tensor], out_subs: str, names: Sequence[str],
-                 options: MatmulOptions, c: Any = None) -> None:
+                 options: MatmulOptions, c: Any = None, rows: bool = False) -> None:
         self.subscripts, self.out_subs, self.tensors = tuple(subscripts), out_subs, tensors
         self._check_operands(names)
         self.out_format = _checked_out_format(options.out_format, len(out_subs))
@@ -66,10 +70,10 @@ class PreparedOp:
         self.target, self.pipeline = options.target, options.pipeline
         self.kernel: Kernel | None = None
         self.final_format: TensorFormat | None = None  # set when the result is converted after the kernel
-        self.threads: int | str = 1
-        self.row_range = False
-        self.key = self._structural_key()
-        self._use_threads(options.threads)
+        self.threads_option = options.threads
+        self.forced_threads = resolve_threads(options.threads)
+        self.base_key = self._structural_key()
+        self._schedule(rows)
 
     # ----- preparation steps -------------------------------------------------------------------------------------
     def _check_operands(self, names: Sequence[str]) -> None:
@@ -137,25 +141,51 @@ class PreparedOp:
                registry_state())
         return key if self.pipeline is None else key + (pipeline_key(self.pipeline),)
 
-    def _use_threads(self, threads: Any) -> None:
-        """With ``threads`` other than 1 and a row-parallel contraction (``lowering.emitter.row_parallel``;
-        no registered kernel for it), prepare the row-range kernel run in chunks (part of the key). A sparse
-        result from a two-pass kernel (SpGEMM) runs in row chunks with ``threads=None`` too (all cores
-        above a work threshold: :mod:`frontend.ops._two_pass`)."""
-        n = resolve_threads(threads)
+    def _schedule(self, rows: bool) -> None:
+        """The variant from the stored operand's measured statistics (:func:`lowering.schedule.choose_schedule`):
+        inner-loop lanes (part of the key), and for row-parallel contractions (``lowering.emitter.row_parallel``,
+        no registered kernel) the row-range kernel, run in chunks balanced by stored entries, when the
+        schedule uses several threads, ``threads=n > 1`` forces chunks, or ``rows`` asks for it."""
+        self.schedule: Schedule | None = None
+        self.lanes: int | None = None
+        self.row_range, self.rows_wanted = False, rows
+        self.bounds: tuple[int, ...] = (0, self.kernel_shape[0] if self.kernel_shape else 1)
+        stored = [t for t in self.tensors if not row_major(t.tensor_format)]
+        if self.out_format is None and self.target == "cpu" and len(stored) == 1 and self.kernel_shape:
+            c = self._described()
+            if match_kernel(c) is None:
+                self._apply(self._schedule_for(stored[0], c))
+        self.two_pass_threads = None
         if self.out_format is not None and self.target == "cpu":  # a two-pass kernel (SpGEMM): row chunks
-            k = kernel_threads(match_kernel(self.describe()), threads)
-            if k is not None:
-                self.threads = k
-                self.key = self.key + (("threads", k),)
-            return
-        if n == 1 or self.target != "cpu":
-            return
-        c = self.describe()
-        if match_kernel(c) is not None or not row_parallel(c):
-            return
-        self.threads, self.row_range = n, True
-        self.key = self.key + (("threads", n),)
+            self.two_pass_threads = kernel_threads(match_kernel(self._described()), self.threads_option)
+        self.key = self.base_key + ((self.lanes, self.row_range, self.two_pass_threads),)
+
+    def _schedule_for(self, stored: Tensor, c: Contraction) -> tuple[Schedule, bool, tuple[int, ...]]:
+        """(schedule, row-range?, chunk bounds) over ``stored``'s buffers (remembered per buffer set and plan)."""
+        measured = stored_rows(stored)
+        memo = (self.base_key, self.threads_option, self.rows_wanted)
+        got = measured.schedules.get(memo)
+        if got is None:
+            schedule = choose_schedule(c, measured.stats, cpu_count(), self.threads_option)
+            rows = row_parallel(c) and (self.rows_wanted or self.forced_threads > 1 or schedule.threads > 1)
+            n = self.kernel_shape[0]
+            bounds = measured.bounds(n, max(1, min(schedule.threads, n)), schedule.split) if rows else (0, n)
+            got = measured.schedules[memo] = (schedule, rows, bounds)
+        return got
+
+    def _apply(self, decision: tuple[Schedule, bool, tuple[int, ...]]) -> None:
+        self.schedule, self.row_range, self.bounds = decision
+        self.lanes = decision[0].lanes
+
+    def info(self) -> MatmulInfo:
+        """What runs and why: path, lanes, chunks, split and the schedule's reason."""
+        path = self.kernel.path if self.kernel is not None else path_of(self.describe())
+        s = self.schedule
+        if s is None:
+            return MatmulInfo(path, None, 1, "rows", "default kernel (not one stored operand with a dense result "
+                              "on the CPU, or a registered kernel): 1 thread")
+        threads = len(self.bounds) - 1 if self.row_range else 1
+        return MatmulInfo(path, s.lanes, threads, s.split if threads > 1 else "rows", s.reason)
 
     # ----- reuse over other operands -----------------------------------------------------------------------------
     def _copy(self) -> PreparedOp:
@@ -171,10 +201,44 @@ class PreparedOp:
         return op
 
     def with_operands(self, tensors: list[Tensor], c: Any, c_arr: Any, alpha: Any, beta: Any) -> PreparedOp:
-        """A copy of this op (with its kernel) over other operands of the same structure (no block rewrite)."""
+        """A copy of this op (with its kernel) over other operands of the same structure (no block rewrite),
+        scheduled for their buffers (another variant's kernel when their statistics choose another)."""
         op = self._copy()
         op.tensors, op.c_obj, op.c_arr, op.c_kernel = tensors, c, c_arr, c_arr
         op.extra = op._scalar_arguments(alpha, beta) if op.init != "zero" or op.has_alpha else []
+        if self.schedule is not None:
+            stored = next(t for t in tensors if not row_major(t.tensor_format))
+            op._apply(op._schedule_for(stored, self._described()))
+            if (op.lanes, op.row_range) != (self.lanes, self.row_range):
+                op.kernel = None
+                op.key = self.base_key + ((op.lanes, op.row_range, op.two_pass_threads),)
+        return op
+
+    def _described(self) -> Contraction:
+        """The contraction without a variant (what the schedule chooses for), built once per template."""
+        c = self.__dict__.get("_contraction")
+        if c is None:
+            lanes, rows = self.lanes, self.row_range
+            self.lanes, self.row_range = None, False
+            c = self._contraction = self.describe()
+            self.lanes, self.row_range = lanes, rows
+        return c
+
+    def adopt_variant(self, other: PreparedOp) -> None:
+        """Run ``other``'s kernel (same structure) over this op's operands: its lanes and row-range choice,
+        chunks from this op's schedule."""
+        if other.row_range and not self.row_range:  # these operands would not use several threads
+            self.bounds = (0, self.kernel_shape[0])
+        self.kernel, self.lanes, self.row_range, self.key = other.kernel, other.lanes, other.row_range, other.key
+
+    def with_row_range(self) -> PreparedOp:
+        """A copy running the row-range variant on one chunk per schedule (for writing into ``out=``)."""
+        op = self._copy()
+        op.rows_wanted = True
+        stored = [t for t in op.tensors if not row_major(t.tensor_format)]
+        op._apply(op._schedule_for(stored[0], self._described()))
+        op.kernel = None
+        op.key = op.base_key + ((op.lanes, op.row_range, op.two_pass_threads),)
         return op
 
     def describe(self) -> Contraction:
@@ -188,21 +252,25 @@ class PreparedOp:
         return Contraction(
             self.subscripts, specs, self.out_subs, out,
             semiring=self.semiring_regions, alpha=self.has_alpha, init=self.init,
-            prolog=self.prolog_fn, epilog=self.epilog_fn, row_range=self.row_range)
+            prolog=self.prolog_fn, epilog=self.epilog_fn, row_range=self.row_range, lanes=self.lanes)
 
     # ----- kernel, arguments, result ----------------------------------------------------------------------------
     def kernel_for(self) -> Kernel:
         """The compiled kernel (from the cache, or built now; with the fallbacks below)."""
         if self.kernel is None:
             try:
-                self.kernel = get_kernel(self.key, self.describe, self.target, self.pipeline, self.threads)
+                self.kernel = get_kernel(self.key, self.describe, self.target, self.pipeline, self._kernel_threads())
             except CompileError as err:
                 if self.row_range:  # the row-range variant did not compile: run single-threaded
-                    self.row_range, self.threads = False, 1
-                    self.key = tuple(x for x in self.key if not (type(x) is tuple and x[:1] == ("threads",)))
+                    self.row_range, self.bounds = False, (0, self.kernel_shape[0])
+                    self.key = self.base_key + ((self.lanes, False, self.two_pass_threads),)
                     return self.kernel_for()
                 self.kernel = self._fallback(err)
         return self.kernel
+
+    def _kernel_threads(self) -> int | str:
+        """How a two-pass kernel splits its rows (1 for every other kernel)."""
+        return self.two_pass_threads if self.two_pass_threads is not None else 1
 
     def _fallback(self, err: CompileError) -> Kernel:
         """Sparse results the sparsifier cannot insert in order (CSC x CSR -> CSC, CSR x CSR -> DCSC):
@@ -212,7 +280,7 @@ class PreparedOp:
             raise err
         if self._align_sparse_operands():
             try:
-                return get_kernel(self.key, self.describe, self.target, self.pipeline)
+                return get_kernel(self.key, self.describe, self.target, self.pipeline, self._kernel_threads())
             except CompileError:
                 pass
         sparse = [t for t in self.tensors if t.is_sparse]
@@ -221,7 +289,7 @@ class PreparedOp:
             raise err
         self.final_format, self.out_format = self.out_format, compute
         self.key = self.key[:4] + ((compute.structure_key(), out_width(self.tensors)),) + self.key[5:]
-        return get_kernel(self.key, self.describe, self.target, self.pipeline)
+        return get_kernel(self.key, self.describe, self.target, self.pipeline, self._kernel_threads())
 
     def _align_sparse_operands(self) -> bool:
         """Fallback for sparse results the sparsifier cannot insert in order (e.g. CSC x CSR -> CSC): the
@@ -252,6 +320,38 @@ class PreparedOp:
         """Whether the kernel's result is the result as is (dense, no conversion or reshape, no c to write)."""
         return (self.kernel is not None and not self.kernel.sparse_output and self.final_format is None
                 and self.restore is None and self.c_arr is None)
+
+    def check_out(self, out: Any) -> None:
+        """``out=``: a writable C-contiguous numpy array of the dense result's shape and dtype that shares no
+        memory with an operand (ValueError / TypeError naming the problem)."""
+        if self.c_obj is not None:
+            raise ValueError("out= and c cannot both be given: c is already updated in place")
+        if self.out_format is not None:
+            raise ValueError("out= needs a dense result (this operation gives a sparse one)")
+        if type(out) is not np.ndarray:
+            raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+        if out.shape != self.out_shape:
+            raise ValueError(f"out has shape {out.shape}, the result has shape {self.out_shape}")
+        if out.dtype != np.dtype(self.tensors[0].dtype):
+            raise TypeError(f"out has dtype {out.dtype}, the result has dtype {np.dtype(self.tensors[0].dtype)}")
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("out must be a writable C-contiguous array")
+        for t in self.tensors:
+            if any(np.may_share_memory(out, b) for b in t.buffers() if isinstance(b, np.ndarray)):
+                raise ValueError("out shares memory with an operand; pass a separate array")
+
+    def run(self, call: Any, out: np.ndarray | None = None) -> Any:
+        """Run a prepared call of this op's kernel: the result (c when given). Row-range kernels write into
+        ``c`` or ``out`` directly; others' results are copied into ``out`` when given."""
+        if self.row_range:
+            dest = self.c_kernel if self.c_kernel is not None else (out if self.restore is None else None)
+            result = self.finish(call(dest))
+        else:
+            result = self.finish(call())
+        if out is not None and result is not out:
+            np.copyto(out, result)
+            return out
+        return result
 
     def finish(self, result: Any) -> Any:
         """Decode the kernel's result; write into c when given."""

@@ -1,45 +1,42 @@
-"""Multi-threaded CPU execution of row-range kernels from one shared thread pool.
+"""Multi-threaded CPU execution of row-range kernels: a small shared pool of worker threads.
 
 A row-parallel contraction (``lowering.emitter.row_parallel``: SpMV/SpMM/batched products whose outer
 loop runs over a dense outer level of the stored operand, or over the rows of a row-tiled DIA-I walk)
-compiles to ``@main(..., %out, %row_begin, %row_end)``, which writes output rows ``[row_begin,
-row_end)`` only. :class:`RowParallelFunction` allocates the output, splits its rows into ``n`` equal
-chunks and runs ``n - 1`` of them on the pool and one on the calling thread; the kernels are called
-through ``ctypes.CDLL`` functions, which release the GIL, so chunks run in parallel. Concurrent calls
-from several threads are safe (each call has its own output and argument descriptors; pool workers
-never wait on other work, so calls cannot deadlock).
+compiles to ``@main(..., %out, %row_begin, %row_end)``, which writes output rows ``[row_begin, row_end)``
+only (initialization fused). :class:`RowRangeCall` holds one prepared call per chunk over the same
+argument descriptors; a call allocates the output once with ``np.empty`` (or takes the caller's), runs one
+chunk directly on the calling thread and hands the others to the pool's workers (ctypes releases the
+GIL, so chunks run in parallel). One chunk is one direct call: no pool, no extra cost. Concurrent calls
+from several threads are safe as long as each thread uses its own :class:`RowRangeCall` (workers never
+wait on other work, so calls cannot deadlock).
 """
 from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from queue import SimpleQueue
 from typing import Any
 
 import numpy as np
 
-#: ``threads="auto"`` runs one chunk below this many argument elements (buffers in, output out):
-#: handing chunks to the pool costs tens of microseconds, a single-threaded kernel that small is faster.
-AUTO_MIN_WORK = 1 << 18
-
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
-
 
 def cpu_count() -> int:
-    return os.cpu_count() or 1
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
-def resolve_threads(threads: Any) -> int | str:
-    """``None`` -> 1; a positive int as is; ``"auto"`` -> ``"auto"`` (or 1 on a one-core machine)."""
+def resolve_threads(threads: Any) -> int:
+    """Validates the ``threads`` option and returns the chunk count it forces: ``n`` for an int ``n``, 1 for
+    ``None`` / ``"auto"`` (the schedule decides from the operand's size) and for ``1`` (single-threaded)."""
     if threads is None:
         return 1
     if isinstance(threads, str):
         if threads != "auto":
             raise ValueError(f"threads must be None, a positive int or 'auto', got {threads!r}")
-        return "auto" if cpu_count() > 1 else 1
+        return 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise TypeError(f"threads must be None, a positive int or 'auto', got {type(threads).__name__}")
     if threads < 1:
@@ -47,84 +44,128 @@ def resolve_threads(threads: Any) -> int | str:
     return int(threads)
 
 
-def _executor(workers: int) -> ThreadPoolExecutor:
-    """The shared pool, with at least ``workers`` threads (grown by replacing it when needed)."""
-    global _pool, _pool_size
-    pool = _pool
-    if pool is not None and _pool_size >= workers:
-        return pool
-    with _pool_lock:
-        if _pool is None or _pool_size < workers:
-            # the old pool is not shut down (a caller may be submitting to it right now): once the last
-            # caller drops it, its idle threads exit
-            _pool_size = max(workers, cpu_count() - 1, 1)
-            _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="ust-mlir")
-        return _pool
-
-
 def chunk_bounds(rows: int, n: int) -> list[int]:
     """``n + 1`` boundaries splitting ``rows`` into ``n`` near-equal ranges."""
     return [rows * k // n for k in range(n + 1)]
 
 
-class RowParallelFunction:
-    """Calls a row-range kernel ``fn(*args, out, row_begin, row_end)`` over ``threads`` chunks of the
-    output's first dimension; ``f(*args)`` returns the new output array, like the one-thread kernel."""
+class _Worker:
+    """A daemon thread running ``(call, done, errors)`` tasks from its queue: ``done`` (a held lock) is
+    released when ``call()`` returns; an exception is appended to ``errors``."""
 
-    def __init__(self, fn: Any, out_shape: tuple[int, ...], dtype: np.dtype, threads: int | str) -> None:
+    def __init__(self, k: int) -> None:
+        self.tasks: SimpleQueue = SimpleQueue()
+        threading.Thread(target=self._run, name=f"ust-mlir-{k}", daemon=True).start()
+
+    def _run(self) -> None:
+        get = self.tasks.get
+        while True:
+            call, done, errors = get()
+            try:
+                call()
+            except BaseException as err:  # handed to the caller, which re-raises it
+                errors.append(err)
+            finally:
+                done.release()
+
+
+_workers: list[_Worker] = []
+_workers_lock = threading.Lock()
+
+
+def _pool(n: int) -> list[_Worker]:
+    """At least ``n`` workers (started on first use, never stopped: they sleep on their queues)."""
+    if len(_workers) < n:
+        with _workers_lock:
+            while len(_workers) < n:
+                _workers.append(_Worker(len(_workers)))
+    return _workers
+
+
+def run_chunks(calls: list[Any]) -> None:
+    """Run ``calls[1:]`` on the pool and ``calls[0]`` here; return once all are done (re-raising the first
+    error). Handing a chunk to a worker costs one queue put and one lock release (a few microseconds)."""
+    workers = _pool(min(len(calls) - 1, max(cpu_count() - 1, 1)))
+    errors: list[BaseException] = []
+    pending = []
+    for k, call in enumerate(calls[1:]):
+        done = threading.Lock()
+        done.acquire()
+        workers[k % len(workers)].tasks.put((call, done, errors))
+        pending.append(done)
+    try:
+        calls[0]()
+    finally:
+        for done in pending:  # the output stays in use until every chunk is done
+            done.acquire()
+    if errors:
+        raise errors[0]
+
+
+class RowRangeFunction:
+    """A compiled row-range kernel ``fn(*args, out, row_begin, row_end)`` with its output's shape and dtype:
+    ``f(*args)`` runs it as one chunk into a new output; ``f.bind(*args, bounds=...)`` prepares a call."""
+
+    def __init__(self, fn: Any, out_shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.fn = fn
         self.signature = fn.signature
         self.out_shape = tuple(int(s) for s in out_shape)
         self.dtype = np.dtype(dtype)
-        self.threads = threads
-
-    def _chunks(self, args: tuple) -> int:
-        if self.threads != "auto":
-            return int(self.threads)
-        work = int(np.prod(self.out_shape))
-        for a in args:
-            work += getattr(a, "size", 1)
-        return cpu_count() if work >= AUTO_MIN_WORK else 1
 
     def __call__(self, *args: Any) -> np.ndarray:
         out = np.empty(self.out_shape, self.dtype)
-        rows = self.out_shape[0]
-        n = min(self._chunks(args), rows)
-        fn = self.fn
-        if n <= 1:
-            fn(*args, out, 0, rows)
-            return out
-        b = chunk_bounds(rows, n)
-        pool = _executor(n - 1)
-        futures = [pool.submit(partial(fn, *args, out, b[k], b[k + 1])) for k in range(1, n)]
-        try:
-            fn(*args, out, b[0], b[1])
-        finally:
-            for f in futures:  # the output stays in use until every chunk is done
-                f.exception()
-        for f in futures:
-            f.result()
+        self.fn(*args, out, 0, self.out_shape[0])
         return out
 
-    def bind(self, *args: Any) -> RowParallelCall:
-        """A prepared call (same protocol as ``mlir_bridge`` bound calls: ``call()``, ``rebind(i, x)``)."""
-        return RowParallelCall(self, list(args))
+    def bind(self, *args: Any, bounds: tuple[int, ...] | None = None) -> RowRangeCall:
+        """A prepared call over ``bounds`` (``n + 1`` row boundaries; None: one chunk of all rows)."""
+        return RowRangeCall(self, list(args), bounds or (0, self.out_shape[0]))
 
 
-class RowParallelCall:
-    """``call()`` runs the function on the held arguments; ``rebind(i, x)`` swaps argument ``i``."""
+class RowRangeCall:
+    """``call(out=None)`` runs the kernel over its chunks into ``out`` (a new ``np.empty`` array when None)
+    and returns it; ``rebind(i, x)`` swaps argument ``i``; ``set_bounds(b)`` re-splits the rows."""
 
-    __slots__ = ("_fn", "_args")
+    __slots__ = ("_fn", "_args", "_calls", "_bounds", "_out_index", "_empty")
 
-    def __init__(self, fn: RowParallelFunction, args: list[Any]) -> None:
+    def __init__(self, fn: RowRangeFunction, args: list[Any], bounds: tuple[int, ...]) -> None:
         if len(args) + 3 != len(fn.signature.args):
             raise TypeError(f"@{fn.signature.name} takes {len(fn.signature.args) - 3} arguments, got {len(args)}")
-        self._fn, self._args = fn, args
+        self._fn, self._args, self._out_index = fn, args, len(args)
+        self._empty = np.empty(fn.out_shape, fn.dtype)  # placeholder output of the prepared descriptors
+        self._bounds: tuple[int, ...] = ()
+        self._calls: list[Any] = []
+        self.set_bounds(bounds)
+
+    @property
+    def bounds(self) -> tuple[int, ...]:
+        return self._bounds
+
+    def set_bounds(self, bounds: tuple[int, ...]) -> None:
+        """Chunks ``[bounds[k], bounds[k + 1])`` (empty ones dropped); one prepared call each."""
+        if bounds == self._bounds:
+            return
+        fn = self._fn.fn
+        spans = [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo] or [(0, 0)]
+        self._calls = [fn.bind(*self._args, self._empty, lo, hi) for lo, hi in spans]
+        self._bounds = tuple(bounds)
 
     def rebind(self, i: int, value: Any) -> None:
         if not 0 <= i < len(self._args):
             raise IndexError(f"this call has {len(self._args)} arguments, no argument {i}")
         self._args[i] = value
+        for call in self._calls:
+            call.rebind(i, value)
 
-    def __call__(self) -> np.ndarray:
-        return self._fn(*self._args)
+    def __call__(self, out: np.ndarray | None = None) -> np.ndarray:
+        fn = self._fn
+        if out is None:
+            out = np.empty(fn.out_shape, fn.dtype)
+        calls, i = self._calls, self._out_index
+        for call in calls:
+            call.rebind(i, out)
+        if len(calls) == 1:
+            calls[0]()
+        else:
+            run_chunks(calls)
+        return out

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._threads import _executor, cpu_count, resolve_threads
+from ._threads import cpu_count, resolve_threads, run_chunks
 
 #: Below this many estimated products (multiply-adds) a product runs as one call of the whole function
 #: on the calling thread (``threads=None``/``"auto"``/1); from it on, in two passes with numpy-allocated
@@ -31,7 +31,7 @@ def kernel_threads(entry: Any, threads: Any) -> int | str | None:
     ``threads=None`` means ``"auto"`` here."""
     if entry is None or entry.row_ranges is None:
         return None
-    return resolve_threads("auto" if threads is None else threads)
+    return "auto" if threads in (None, "auto") else resolve_threads(threads)
 
 
 class TwoPassFunction:
@@ -119,15 +119,4 @@ def _balanced(pos: np.ndarray, n: int) -> list[int]:
 def _run_chunks(fn: Any, args: tuple, out: tuple, bounds: list[int]) -> None:
     """``fn(*args, *out, begin, end)`` for each consecutive pair of ``bounds``: the first on this thread,
     the others on the pool."""
-    if len(bounds) == 2:
-        fn(*args, *out, bounds[0], bounds[1])
-        return
-    pool = _executor(len(bounds) - 2)
-    futures = [pool.submit(partial(fn, *args, *out, bounds[k], bounds[k + 1])) for k in range(1, len(bounds) - 1)]
-    try:
-        fn(*args, *out, bounds[0], bounds[1])
-    finally:
-        for f in futures:  # the outputs stay in use until every chunk is done
-            f.exception()
-    for f in futures:
-        f.result()
+    run_chunks([partial(fn, *args, *out, bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)])

@@ -45,10 +45,10 @@ def to_torch(result: Any, wrapper: type[TensorWrapper], device: torch.device | N
     return out if device is None or out.device == device else out.to(device)
 
 
-def _threads() -> str | None:
-    """Follow torch's intra-op threading: ``"auto"`` (row-parallel kernels above a size threshold)
-    when torch may use several threads, else single-threaded."""
-    return "auto" if torch.get_num_threads() > 1 else None
+def _threads() -> int | None:
+    """Follow torch's intra-op threading: None (auto: every core above a measured work threshold) when
+    torch may use several threads, else 1 (single-threaded)."""
+    return None if torch.get_num_threads() > 1 else 1
 
 
 def kernel_matmul(a: Any, b: Any, **kw: Any) -> Any:

@@ -1,0 +1,160 @@
+"""Cheap statistics of a stored operand, measured from its buffers at plan time, and chunk bounds balanced
+by stored entries (:class:`lowering.schedule.OperandStats` feeds :func:`lowering.schedule.choose_schedule`).
+
+Both are O(rows) NumPy on the position buffer (the bandwidth from a sample of rows) and remembered per
+buffer set: planning over the same buffers again costs one dictionary lookup.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from frontend.tensor._tensor import Tensor
+from lowering.schedule import OperandStats
+
+#: Rows sampled to estimate the bandwidth (mean |col - row|).
+BANDWIDTH_SAMPLE = 64
+
+
+class StoredRows:
+    """A stored operand's :class:`OperandStats` and its cumulative entries per chunkable row (``offsets``,
+    length rows + 1, None when the format has no position buffer to balance by); chunk bounds per count."""
+
+    __slots__ = ("stats", "offsets", "_bounds", "schedules")
+
+    def __init__(self, stats: OperandStats, offsets: np.ndarray | None) -> None:
+        self.stats, self.offsets = stats, offsets
+        self._bounds: dict[tuple[int, int, str], tuple[int, ...]] = {}
+        self.schedules: dict[Any, Any] = {}  # PreparedOp.key -> its Schedule over these buffers; one per plan kind
+
+    def bounds(self, rows: int, n: int, split: str) -> tuple[int, ...]:
+        """``n + 1`` boundaries of ``n`` chunks of ``rows`` output rows: balanced by stored entries when
+        ``split == "nnz"`` and the offsets cover those rows, else equal row counts."""
+        key = (rows, n, split)
+        got = self._bounds.get(key)
+        if got is None:
+            offsets = self.offsets
+            if split == "nnz" and offsets is not None and len(offsets) == rows + 1:
+                got = balanced_bounds(offsets, n)
+            else:
+                got = tuple(rows * k // n for k in range(n + 1))
+            self._bounds[key] = got
+        return got
+
+
+def balanced_bounds(offsets: np.ndarray, n: int) -> tuple[int, ...]:
+    """``n + 1`` row boundaries splitting rows with cumulative entries ``offsets`` (``offsets[r]`` = entries
+    before row r) into ``n`` chunks of near-equal entries: each boundary is the first row whose start reaches
+    the ideal share, so every chunk is within one row's length of ``nnz / n``."""
+    rows = len(offsets) - 1
+    total = int(offsets[-1]) - int(offsets[0])
+    targets = int(offsets[0]) + np.arange(1, n) * (total / n)
+    inner = np.searchsorted(offsets, targets, side="left").clip(0, rows)
+    return (0, *(int(b) for b in np.maximum.accumulate(inner)), rows)
+
+
+_ROWS: dict[int, tuple[Any, StoredRows]] = {}  # id(first buffer) -> (weakref to it, measurements); live buffers only
+_LOCK = threading.Lock()
+
+
+def stored_rows(t: Tensor) -> StoredRows:
+    """The measurements of ``t``'s buffers (computed once per buffer set)."""
+    buffers = [b for b in (*t._pos, *t._crd) if b is not None] or [t.val]
+    head = buffers[0]
+    got = _ROWS.get(id(head))
+    if got is not None and got[0]() is head:
+        return got[1]
+    rows = _measure(t)
+    try:
+        ref = weakref.ref(head)
+        weakref.finalize(head, _forget, id(head), ref)
+    except TypeError:  # a buffer without weak references: not remembered
+        return rows
+    with _LOCK:
+        _ROWS[id(head)] = (ref, rows)
+    return rows
+
+
+def _forget(key: int, ref: Any) -> None:
+    with _LOCK:
+        got = _ROWS.get(key)
+        if got is not None and got[0] is ref:
+            del _ROWS[key]
+
+
+def _row_lengths(t: Tensor) -> tuple[np.ndarray | None, np.ndarray | None, int]:
+    """(entries per row, cumulative entries per chunk row, index of the positioned level) from the first
+    positioned level under a dense or batch outer level; (None, None, -1) for other layouts."""
+    levels = t.tensor_format.levels
+    k = next((i for i, lv in enumerate(levels) if lv.has_positions), -1)
+    if k < 1 or any(lv.format.value not in ("dense", "batch") for lv in levels[:k]):
+        return None, None, -1
+    pos = np.asarray(t.pos(k))
+    if pos.ndim == 1:
+        return np.diff(pos), pos, k
+    lengths = np.diff(pos.reshape(-1, pos.shape[-1]), axis=-1)
+    per_batch = lengths.reshape(pos.shape[0], -1).sum(axis=-1)
+    return lengths.ravel(), np.concatenate(([0], np.cumsum(per_batch))), k
+
+
+def _measure(t: Tensor) -> StoredRows:
+    """Row-length statistics and the bandwidth estimate of ``t`` (see :class:`OperandStats`)."""
+    val = np.asarray(t.val)
+    nnz = int(val.size)
+    shape = t.shape
+    cols = int(shape[-1]) if shape else 1
+    lengths, offsets, k = _row_lengths(t)
+    if lengths is None:
+        rows = int(shape[-2]) if len(shape) >= 2 else 1
+        mean = nnz / rows if rows else 0.0
+        stats = OperandStats(rows, cols, nnz, math.ceil(mean), mean, 0.0, _diagonal_bandwidth(t, cols))
+        return StoredRows(stats, None)
+    entries = int(lengths.sum())
+    scale = nnz // entries if entries else 1  # entries per stored coordinate (block formats)
+    rows = int(lengths.size)
+    mean = nnz / rows if rows else 0.0
+    if rows and mean:
+        row_max = int(lengths.max()) * scale
+        cv = float(lengths.std() * scale / mean)
+    else:
+        row_max, cv = 0, 0.0
+    stats = OperandStats(rows, cols, nnz, row_max, mean, cv, _sampled_bandwidth(t, k, cols))
+    return StoredRows(stats, None if offsets is None else np.ascontiguousarray(offsets))
+
+
+def _sampled_bandwidth(t: Tensor, k: int, cols: int) -> float:
+    """mean |col - row| / cols over up to :data:`BANDWIDTH_SAMPLE` evenly spaced rows of the first batch
+    (level coordinates scaled to the matrix's extents); nan when the level stores no plain coordinates."""
+    lv = t.tensor_format.levels[k]
+    if lv.format.value not in ("compressed", "loose_compressed") or not lv.has_coordinates:
+        return math.nan
+    pos, crd = np.asarray(t.pos(k)), np.asarray(t.crd(k))
+    if pos.ndim > 1:
+        pos, crd = pos.reshape(-1, pos.shape[-1])[0], crd.reshape(-1, crd.shape[-1])[0]
+    rows = len(pos) - 1
+    if rows <= 0 or pos[-1] == 0:
+        return 0.0
+    level_cols = max(1, int(crd.max()) + 1) if crd.size else 1
+    row_scale = len(t.shape) >= 2 and t.shape[-2] / rows or 1.0
+    col_scale = max(cols / level_cols, 1.0) if level_cols < cols else 1.0
+    picks = np.unique(np.linspace(0, rows - 1, min(rows, BANDWIDTH_SAMPLE)).astype(np.int64))
+    total = count = 0.0
+    for r in picks:
+        c = crd[pos[r]:pos[r + 1]]
+        if c.size:
+            total += float(np.abs(c * col_scale - r * row_scale).sum())
+            count += c.size
+    return total / count / max(cols, 1) if count else 0.0
+
+
+def _diagonal_bandwidth(t: Tensor, cols: int) -> float:
+    """For diagonal formats (an outer level of offsets over a range level): mean |offset| / cols; else nan."""
+    levels = t.tensor_format.levels
+    if len(levels) < 2 or levels[1].format.value != "range" or not levels[0].has_coordinates:
+        return math.nan
+    offsets = np.asarray(t.crd(0))
+    return float(np.abs(offsets).mean()) / max(cols, 1) if offsets.size else 0.0
