@@ -133,8 +133,8 @@ class DiskCache:
         """The valid entry for ``key``, or None (missing, corrupted, untrusted, unsigned, other toolchain)."""
         try:
             meta = json.loads(self._read(self.root / f"{key}.json", JSON_LIMIT))
-            if self.signing_key is not None and not signing.verify(self.signing_key, _payload(meta),
-                                                                   meta.pop("hmac", None)):
+            mac = meta.pop("hmac", None)
+            if self.signing_key is not None and not signing.verify(self.signing_key, _payload(meta), mac):
                 return None
             if meta["format"] != BRIDGE_FORMAT or meta["key"] != key or meta["toolchain"] != toolchain:
                 return None
