@@ -10,8 +10,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlir_bridge import toolchain
-from mlir_bridge.cache import DiskCache, cache_dir
+from mlir_bridge import toolchain, trust
+from mlir_bridge.cache import open_disk_cache
 from mlir_bridge.module import CompiledModule
 from mlir_bridge.signature import Signature
 from mlir_bridge.stage import PipelineArg, normalize
@@ -26,7 +26,8 @@ _stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0}
 
 @dataclass(frozen=True)
 class CacheInfo:
-    """What ``cache_info()`` reports (counters are for this process)."""
+    """What ``cache_info()`` reports (counters are for this process; ``dir`` is the disk cache folder in
+    use: None when the cache is off or its folder is not trusted)."""
 
     dir: str | None
     entries: int
@@ -96,8 +97,7 @@ def compile_module(text: str, pipeline: PipelineArg, *, target: str | Target = "
 
 def _load_or_build(key: str, text: str, stages: tuple, tgt: Target) -> CompiledModule:
     version = toolchain.toolchain_version()
-    root = cache_dir()
-    disk = DiskCache(root) if root is not None else None
+    disk = open_disk_cache()
     if disk is not None:
         entry = disk.load(key, version)
         if entry is not None:
@@ -125,10 +125,12 @@ def _build(text: str, stages: tuple, tgt: Target, workdir: Path) -> tuple[Path, 
     from mlir_bridge.isolate import run_job
 
     verify_text(text)  # in-process: cheap, and gives diagnostics for bad IR
-    run_job(Job(text, stages, "compile"), workdir)
-    sigs = tuple(Signature.from_json(s) for s in json.loads((workdir / "signatures.json").read_text()))
-    so_path = workdir / "module.so"
-    tgt.build(workdir / "llvm.mlirbc", so_path)
+    run_job(Job(text, stages, "compile"), workdir)  # checks that workdir is still a trusted folder
+    sigs = tuple(Signature.from_json(s) for s in json.loads(trust.read_file(workdir / "signatures.json")))
+    llvm_module, so_path = workdir / "llvm.mlirbc", workdir / "module.so"
+    trust.require_file(llvm_module)
+    tgt.build(llvm_module, so_path)
+    trust.seal(so_path)
     return so_path, sigs
 
 
@@ -142,17 +144,17 @@ def lower_stages(text: str, pipeline: PipelineArg) -> list[tuple[str, str]]:
     workdir = Path(tempfile.mkdtemp(prefix="ust-mlir-"))
     try:
         run_job(Job(text, stages, "stages"), workdir)
-        return [(str(n), str(t)) for n, t in json.loads((workdir / "stages.json").read_text())]
+        return [(str(n), str(t)) for n, t in json.loads(trust.read_file(workdir / "stages.json"))]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
 def cache_info() -> CacheInfo:
     """Disk entries/bytes of the current cache folder and this process's hit/miss counters."""
-    root = cache_dir()
-    entries, size = DiskCache(root).info() if root is not None else (0, 0)
+    disk = open_disk_cache()
+    entries, size = disk.info() if disk is not None else (0, 0)
     with _lock:
-        return CacheInfo(str(root) if root is not None else None, entries, size, len(_modules),
+        return CacheInfo(str(disk.root) if disk is not None else None, entries, size, len(_modules),
                          _stats["memory_hits"], _stats["disk_hits"], _stats["misses"])
 
 
@@ -163,6 +165,6 @@ def clear_cache(*, memory: bool = True, disk: bool = True) -> None:
             _modules.clear()
             for k in _stats:
                 _stats[k] = 0
-    root = cache_dir()
-    if disk and root is not None:
-        DiskCache(root).clear()
+    folder = open_disk_cache() if disk else None
+    if folder is not None:
+        folder.clear()

@@ -3,10 +3,13 @@
 Runs in a forked child or, where ``fork`` is unavailable, as ``python -m mlir_bridge.worker DIR``
 (the job is pickled in ``DIR/job.pkl``). Outputs in the folder:
 ``llvm.mlirbc`` + ``signatures.json`` (mode "compile"), ``stages.json`` (mode "stages"),
-``error.json`` on a reported error, ``progress`` = the stage being run (to name a crash).
+``error.json`` on a reported error, ``progress`` = the stage being run (to name a crash). Outputs are
+written 0600 without following symlinks; ``job.pkl`` is unpickled only from a trusted folder and file
+(``mlir_bridge.trust``).
 """
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import sys
@@ -14,6 +17,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlir_bridge import trust
 from mlir_bridge.errors import CompileError
 from mlir_bridge.signature import Signature
 from mlir_bridge.stage import Stage
@@ -27,7 +31,7 @@ class Job:
 
 
 def _progress(outdir: Path, name: str) -> None:
-    (outdir / "progress").write_text(name)
+    trust.write_private(outdir / "progress", name.encode())
 
 
 def execute(job: Job, outdir: Path) -> None:
@@ -55,16 +59,17 @@ def execute(job: Job, outdir: Path) -> None:
             if now:
                 sigs, sig_error = now, None
     if job.mode == "stages":
-        (outdir / "stages.json").write_text(json.dumps(snapshots))
+        trust.write_private(outdir / "stages.json", json.dumps(snapshots).encode())
         return
     if sig_error is not None:
         raise sig_error
     if not sigs:
         raise CompileError("the module has no public function to call", stage="signature")
     _progress(outdir, "write")
-    with open(outdir / "llvm.mlirbc", "wb") as fh:
-        module.operation.write_bytecode(fh)
-    (outdir / "signatures.json").write_text(json.dumps([s.to_json() for s in sigs.values()]))
+    bytecode = io.BytesIO()
+    module.operation.write_bytecode(bytecode)
+    trust.write_private(outdir / "llvm.mlirbc", bytecode.getvalue())
+    trust.write_private(outdir / "signatures.json", json.dumps([s.to_json() for s in sigs.values()]).encode())
 
 
 def run_and_report(job: Job, outdir: Path) -> int:
@@ -77,14 +82,14 @@ def run_and_report(job: Job, outdir: Path) -> int:
     except BaseException as err:  # noqa: BLE001 - reported to the parent as a CompileError
         info = {"message": f"internal error: {type(err).__name__}: {err}", "stage": "internal",
                 "diagnostics": traceback.format_exc()}
-    (outdir / "error.json").write_text(json.dumps(info))
+    trust.write_private(outdir / "error.json", json.dumps(info).encode())
     return 1
 
 
 def main(argv: list[str]) -> int:
     outdir = Path(argv[1])
-    with open(outdir / "job.pkl", "rb") as fh:
-        job = pickle.load(fh)
+    trust.require_folder(outdir)
+    job = pickle.loads(trust.read_file(outdir / "job.pkl"))
     return run_and_report(job, outdir)
 
 

@@ -1,6 +1,8 @@
 """Matrix Market and FROSTT files: reading (checked against scipy.io), writing, round trips, bad files."""
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 import scipy.io
@@ -200,3 +202,57 @@ def test_real_matrices_from_pyamg(tmp_path, name):
     if abs(a - a.T).max() == 0:  # symmetric: the half-size file expands back to the same matrix
         t.to_file(tmp_path / "s.mtx", symmetry="symmetric")
         assert np.array_equal(Tensor.from_file(tmp_path / "s.mtx").to_dense(), a.toarray())
+
+
+# ----- sizes come from what a file holds, not from its header ------------------------------------------------
+def _peak_while_refused(path, match: str) -> int:
+    """Peak traced allocation while reading ``path`` fails with a ValueError matching ``match``."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=match):
+            Tensor.from_file(path)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("layout, symmetry, sizes, declared", [
+    ("array", "general", "100000 100000", 10**10),
+    ("array", "symmetric", "100000 100000", 100000 * 100001 // 2),
+    ("array", "skew-symmetric", "100000 100000", 100000 * 99999 // 2),
+    ("coordinate", "general", "100000 100000 10000000000", 10**10),
+    ("coordinate", "symmetric", "100000 100000 10000000000", 10**10),
+])
+@pytest.mark.parametrize("lines", [1, 20000])
+def test_oversized_mtx_header_is_refused_before_allocating(tmp_path, layout, symmetry, sizes, declared, lines):
+    """The size line claims far more entries than the file holds: a ValueError naming the file, the declared
+    and the found count, with no allocation beyond a small multiple of the file's size."""
+    path = tmp_path / "huge.mtx"
+    body = "".join(f"{k + 2} {k + 1} 1.5\n" for k in range(lines)) if layout == "coordinate" else "1.5\n" * lines
+    path.write_text(f"%%MatrixMarket matrix {layout} real {symmetry}\n{sizes}\n{body}")
+    peak = _peak_while_refused(path, rf"huge.mtx:{lines + 2}: expected {declared} entries, found {lines}$")
+    assert peak < 4 * path.stat().st_size + 64 * 2**10, f"peak {peak} bytes for a {path.stat().st_size}-byte file"
+
+
+def test_mtx_header_slightly_over_is_refused_after_parsing(tmp_path):
+    """A claim the bytes could hold but the lines do not meet: found by the parse, still before the positions."""
+    path = tmp_path / "short.mtx"
+    path.write_text("%%MatrixMarket matrix array real general\n1000 100\n" + "1.5\n" * 20000)
+    peak = _peak_while_refused(path, r"short.mtx:20002: expected 100000 entries, found 20000$")
+    assert peak < 16 * path.stat().st_size  # the parsed table, never the 100000 positions
+
+
+@pytest.mark.parametrize("shape", [None, (10**12, 10**12)])
+def test_tns_extents_allocate_nothing_proportional(tmp_path, shape):
+    """FROSTT files have no header: extents come from the lines (or shape=), and a COO tensor of any extent
+    holds only its entries."""
+    path = tmp_path / "far.tns"
+    path.write_text("1000000000000 1 1.5\n1 1000000000000 2.5\n")
+    tracemalloc.start()
+    try:
+        t = Tensor.from_file(path, shape=shape)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert t.shape == (10**12, 10**12) and t.nse == 2
+    assert peak < 64 * 2**10

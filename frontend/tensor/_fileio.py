@@ -11,13 +11,20 @@
 Both are parsed with NumPy's C reader (no Python loop over entries); only a malformed file is rescanned
 line by line to name the offending line in the ``ValueError``.  Duplicate coordinates are refused
 (``sum_duplicates=True`` adds them).  A trailing ``.gz`` reads/writes gzip.
+
+Sizes come from what a file holds, not from its header: the entries a ``.mtx`` size line declares are
+checked against the file's bytes (each entry needs two per number) and then against its parsed lines
+before anything proportional to them is allocated, and a mismatch is a ``ValueError`` naming the file, the
+declared and the found count.  ``.tns`` files declare nothing: their extents come from their lines (or
+``shape=``), and the COO result holds only the listed entries.
 """
 from __future__ import annotations
 
 import gzip
 import io
+import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +77,37 @@ class _Body:
                 out.append((self.start + k, s))
         return out
 
+    def _starts(self) -> Iterator[int]:
+        """Offsets of the data lines in the text, found without building a list of lines."""
+        pattern = rf"^[^\S\n]*[^{re.escape(self.comment)}\s]"
+        return (m.start() for m in re.finditer(pattern, self.text, re.MULTILINE))
+
+    def _number(self, offset: int) -> int:
+        return self.start + self.text.count("\n", 0, offset)
+
+    def _count(self) -> tuple[int, int | None]:
+        """(number of data lines, offset of the last one)."""
+        found, last = 0, None
+        for offset in self._starts():
+            found, last = found + 1, offset
+        return found, last
+
     def line_of(self, entry: int) -> int:
-        lines = self._lines()
-        return lines[min(entry, len(lines) - 1)][0] if lines else self.start
+        """The line number of data entry ``entry`` (of the last entry when there are fewer)."""
+        last = None
+        for k, offset in enumerate(self._starts()):
+            last = offset
+            if k == entry:
+                break
+        return self.start if last is None else self._number(last)
+
+    def check_room(self, declared: int, ncols: int) -> None:
+        """Refuse a declared number of entries the text cannot hold (each needs ``ncols`` numbers, a separator
+        or newline after each), before anything proportional to it is allocated."""
+        if declared * 2 * max(ncols, 1) > len(self.text) + 1:
+            found, last = self._count()
+            line = self.start if last is None else self._number(last)
+            raise ValueError(f"{self.path}:{line}: expected {declared} entries, found {found}")
 
     def fail(self, entry: int, message: str) -> ValueError:
         return ValueError(f"{self.path}:{self.line_of(entry)}: {message}")
@@ -190,22 +225,29 @@ def _read_mtx(path: Path, text: str, cls: type[TensorT], sum_duplicates: bool, i
     body = _Body(path, text[offset:], size_line + 1, "%")
     nval = {"pattern": 0, "complex": 2}.get(field, 1)
     ncols = (2 if layout == "coordinate" else 0) + nval
+    count = sizes[2] if layout == "coordinate" else _array_count(m, n, symmetry)
+    body.check_room(count, ncols)  # the size line is only a claim: check it against the file's bytes first
     table = body.table(ncols)
     if layout == "coordinate":
-        count = sizes[2]
         rows = _indices(body, table[:, 0], m, "row")
         cols = _indices(body, table[:, 1], n, "column")
-    else:
-        rows, cols = _array_positions(m, n, symmetry)
-        count = len(rows)
     if table.shape[0] != count:
         where = min(table.shape[0], count)
         raise body.fail(where, f"expected {count} entries, found {table.shape[0]}")
+    if layout == "array":  # positions only once the file is known to list that many values
+        rows, cols = _array_positions(m, n, symmetry)
     values = _mtx_values(body, table[:, ncols - nval:], field)
     entry = np.arange(count)
     if symmetry != "general":
         rows, cols, values, entry = _expand(body, rows, cols, values, entry, symmetry)
     return _coo_tensor(body, cls, (m, n), [rows, cols], values, entry, sum_duplicates, index_type)
+
+
+def _array_count(m: int, n: int, symmetry: str) -> int:
+    """How many values an array file of an ``m x n`` matrix lists (the stored triangle if symmetric)."""
+    if symmetry == "general":
+        return m * n
+    return n * (n - 1) // 2 if symmetry == "skew-symmetric" else n * (n + 1) // 2
 
 
 def _array_positions(m: int, n: int, symmetry: str) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlir_bridge import toolchain
-from mlir_bridge.cache import DiskCache, cache_dir
+from mlir_bridge.cache import open_disk_cache
 from mlir_bridge.compile import cache_key
 from mlir_bridge.gpu.cuda_driver import cuda_info, require_cuda_device
 from mlir_bridge.module import CompiledModule
@@ -112,8 +112,7 @@ def build_gpu(text: str, pipeline: PipelineArg, *, target: GpuTarget = GPU) -> G
     if hit is not None:
         return hit
     version = toolchain.toolchain_version()
-    root = cache_dir()
-    disk = DiskCache(root) if root is not None else None
+    disk = open_disk_cache()  # trusted folders and entries only (mlir_bridge.cache)
     entry = disk.load(key, version) if disk is not None else None
     if entry is not None:
         build = GpuBuild(key, entry.so_path, entry.signatures)
