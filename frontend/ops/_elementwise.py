@@ -255,6 +255,14 @@ def _reduce_stored(t: Tensor, keep: tuple[int, ...], monoid: ScalarFn | str, ide
     return np.asarray(kernel([t]))
 
 
+def _reduced(res: np.ndarray, a: Any) -> Any:
+    """A reduction's dense result in the caller's package (a full reduction of a Tensor: a NumPy scalar)."""
+    package = result_package([a])
+    if package is None and res.ndim == 0:
+        return res[()]
+    return to_caller_package(res, package)
+
+
 def _extreme(dtype: np.dtype, sign: int) -> Any:
     if dtype.kind == "f":
         return sign * float("inf")
@@ -283,7 +291,7 @@ def _scipy_reduction(name: str, a: Any, axis: Any) -> Any:
     """``sum``/``max``/``min``/``prod`` with implicit zeros taking part (scipy's semantics)."""
     t, axes, keep, elem = _reduction(a, axis)
     if name == "sum":
-        return to_caller_package(_reduce_stored(t, keep, "add", 0, elem), result_package([a]))
+        return _reduced(_reduce_stored(t, keep, "add", 0, elem), a)
     n = int(np.prod([t.shape[d] for d in axes]))
     if n == 0:
         raise ValueError(f"{name} of an empty axis (shape {t.shape}, axis {axis})")
@@ -296,7 +304,7 @@ def _scipy_reduction(name: str, a: Any, axis: Any) -> Any:
         res = np.where(full, stored, np.zeros_like(stored))
     else:
         res = np.where(full, stored, (np.maximum if name == "max" else np.minimum)(stored, np.zeros_like(stored)))
-    return to_caller_package(np.asarray(res, dtype=dtype), result_package([a]))
+    return _reduced(np.asarray(res, dtype=dtype), a)
 
 
 def sum(a: Any, axis: Any = None) -> Any:  # noqa: A001 - numpy/scipy's name
@@ -334,7 +342,7 @@ def reduce(a: Any, axis: Any, op: str | Callable[[Any, Any], Any], identity: Any
             raise TypeError("reduce with a function needs its identity")
         fn = op
     monoid: ScalarFn | str = "add" if op == "plus" else trace(fn, 2, elem)
-    return to_caller_package(_reduce_stored(t, keep, monoid, identity, elem), result_package([a]))
+    return _reduced(_reduce_stored(t, keep, monoid, identity, elem), a)
 
 
 # ----- softmax ------------------------------------------------------------------------------------------------
