@@ -15,6 +15,8 @@ _LAZY: dict[str, str] = {
     "clear_cache": ".ops", "Semiring": ".ops",
 }
 
+_LAZY.update({name: ".ops" for name in ("add", "subtract", "multiply", "apply", "select", "sum", "max", "min",
+                                         "prod", "reduce", "softmax", "log_softmax", "where", "exp", "log")})
 _LAZY.update({"Tensor": ".tensor", "validate": ".storage"})  # tensors and their storage
 _LAZY.update({"solve": ".solvers", "Solve": ".solvers"})  # linear systems (frontend.solvers)
 # whole torch models

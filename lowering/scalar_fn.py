@@ -1,7 +1,8 @@
 """Small Python scalar functions traced into MLIR ops (for semirings, prologs and epilogs).
 
-``trace(fn, nargs, elem)`` calls ``fn`` on proxy values; every ``+ - * /``, unary minus and helper
-(``maximum``, ``minimum``, ``logical_and``, ``logical_or``) appends one MLIR operation on ``elem``
+``trace(fn, nargs, elem)`` calls ``fn`` on proxy values; every ``+ - * /``, unary minus, comparison
+(``< <= > >= == !=``: 1 where true, else 0) and helper (``maximum``, ``minimum``, ``logical_and``,
+``logical_or``, ``where``, ``exp``, ``log``) appends MLIR operations on ``elem``
 (``f32``, ``f64``, ``i32``, ``i64``, ``complex<f64>``, ...). Pure string building: no ``mlir`` import.
 """
 from __future__ import annotations
@@ -161,6 +162,33 @@ class _Tracer:
             raise TypeError(f"logical operations are not defined for {self.elem} values")
         return name
 
+    def compare(self, what: str, a: Any, b: Any) -> Proxy:
+        """1 where ``a what b`` (``lt``, ``le``, ``gt``, ``ge``, ``eq``, ``ne``), else 0."""
+        x, y = self.value(a), self.value(b)
+        cond = self.fresh()
+        if self.kind == "float":
+            pred = {"eq": "oeq", "ne": "une"}.get(what, "o" + what)
+            self.lines.append(f"{cond} = arith.cmpf {pred}, {x.name}, {y.name} : {self.elem}")
+        elif self.kind == "int":
+            pred = {"eq": "eq", "ne": "ne"}.get(what, "s" + what)
+            self.lines.append(f"{cond} = arith.cmpi {pred}, {x.name}, {y.name} : {self.elem}")
+        else:
+            raise TypeError(f"comparisons are not defined for {self.elem} values")
+        return self.select(cond, 1, 0)
+
+    def select(self, cond: str, a: Any, b: Any) -> Proxy:
+        """``a`` where the i1 ``cond`` holds, else ``b``."""
+        x, y = self.value(a), self.value(b)
+        name = self.fresh()
+        self.lines.append(f"{name} = arith.select {cond}, {x.name}, {y.name} : {self.elem}")
+        return Proxy(self, name)
+
+    def math(self, what: str, a: Any) -> Proxy:
+        """``math.<what>`` (``exp``, ``log``) of a float value (``complex.<what>`` of a complex one)."""
+        if self.kind == "int":
+            raise TypeError(f"{what} is not defined for {self.elem} values")
+        return self.emit(f"{'complex' if self.kind == 'complex' else 'math'}.{what}", self.value(a))
+
     def logical(self, what: str, a: Any, b: Any) -> Proxy:
         p, q = self.nonzero(a), self.nonzero(b)
         both = self.fresh()
@@ -210,15 +238,29 @@ class Proxy:
     def __pos__(self) -> Proxy:
         return self
 
-    def _compare(self, o: Any) -> Any:
-        raise TypeError("traced scalar functions cannot branch on values (use maximum/minimum/"
-                        "logical_and/logical_or instead of if/and/or/comparisons)")
+    def __lt__(self, o: Any) -> Proxy:
+        return self.tracer.compare("lt", self, o)
 
-    __lt__ = __le__ = __gt__ = __ge__ = _compare
+    def __le__(self, o: Any) -> Proxy:
+        return self.tracer.compare("le", self, o)
+
+    def __gt__(self, o: Any) -> Proxy:
+        return self.tracer.compare("gt", self, o)
+
+    def __ge__(self, o: Any) -> Proxy:
+        return self.tracer.compare("ge", self, o)
+
+    def __eq__(self, o: Any) -> Proxy:  # type: ignore[override]
+        return self.tracer.compare("eq", self, o)
+
+    def __ne__(self, o: Any) -> Proxy:  # type: ignore[override]
+        return self.tracer.compare("ne", self, o)
+
+    __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
-        raise TypeError("traced scalar functions cannot branch on values (use maximum/minimum/"
-                        "logical_and/logical_or instead of if/and/or/comparisons)")
+        raise TypeError("traced scalar functions cannot branch on values (use where(cond, x, y), maximum/"
+                        "minimum or logical_and/logical_or instead of if/and/or)")
 
 
 def _tracer_of(a: Any, b: Any) -> _Tracer:
@@ -254,6 +296,24 @@ def logical_or(a: Any, b: Any) -> Any:
     if not isinstance(a, Proxy) and not isinstance(b, Proxy):
         return int(bool(a) or bool(b))
     return _tracer_of(a, b).logical("or", a, b)
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """``a`` where ``cond`` is nonzero, else ``b`` (``arith.select``)."""
+    if not any(isinstance(x, Proxy) for x in (cond, a, b)):
+        return a if cond else b
+    t = next(x.tracer for x in (cond, a, b) if isinstance(x, Proxy))
+    return t.select(t.nonzero(cond), a, b)
+
+
+def exp(a: Any) -> Any:
+    """e ** a of a traced value (``math.exp``)."""
+    return a.tracer.math("exp", a) if isinstance(a, Proxy) else math.exp(a)
+
+
+def log(a: Any) -> Any:
+    """The natural logarithm of a traced value (``math.log``)."""
+    return a.tracer.math("log", a) if isinstance(a, Proxy) else math.log(a)
 
 
 def trace(fn: Callable[..., Any], nargs: int, elem: str) -> ScalarFn:

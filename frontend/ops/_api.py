@@ -18,6 +18,7 @@ from typing import Any
 from frontend.format import TensorFormat
 
 from ._cpu import CpuMatmul, forget_templates
+from ._elementwise_kernels import clear_elementwise_kernels
 from ._kernel_cache import clear_kernels, kernel_count
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
 from ._plan import MatmulInfo, MatmulPlan
@@ -233,5 +234,6 @@ def clear_cache(*, memory: bool = True, disk: bool = True) -> None:
 
     if memory:
         clear_kernels()
+        clear_elementwise_kernels()
         forget_templates()
     bridge_clear(memory=memory, disk=disk)
