@@ -42,7 +42,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from suitekit.matrices import FAMILIES, Case  # noqa: E402
 from suitekit.ops import OPS, Bench, Settings, Skip  # noqa: E402
 from suitekit.peers import PEER_NAMES, Peers, load_peers  # noqa: E402
-from suitekit.report import Record, print_report, summarize, write_results  # noqa: E402
+from suitekit.report import Record, print_report, summarize, update_readme, write_results  # noqa: E402
 from suitekit.timing import call_time, read_bandwidth, round_robin  # noqa: E402
 
 
@@ -53,7 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=None, help="rounds per row (default 5, --quick 3)")
     p.add_argument("--budget", type=float, default=2.0, help="seconds per row after which repeats stop (min 2)")
     p.add_argument("--peers", nargs="+", default=list(PEER_NAMES), choices=PEER_NAMES)
-    p.add_argument("--threads", default="auto", help="our threads= for matmul-family kernels (default auto)")
+    p.add_argument("--threads", default="none", help="our threads= for matmul-family kernels (default: none, i.e. "
+                   "the library's default, which uses every core above measured size thresholds)")
     p.add_argument("--bandwidth-mb", type=int, default=800, help="buffer summed to measure read bandwidth")
     p.add_argument("--out", type=Path, default=HERE / "results", help="folder for suite.json and suite.md")
     args = p.parse_args(argv)
@@ -121,8 +122,9 @@ def machine(peers: Peers, threads: Any) -> dict[str, Any]:
     except (OSError, StopIteration):
         pass
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    ours = (f"threads={threads!r} (row-parallel matmul kernels on up to {os.cpu_count()} threads above a size "
-            "threshold; einsum, sparse results and solvers: 1)")
+    ours = (f"threads={threads!r} (None is the default: row-parallel matmul kernels, SpGEMM and the CG/BiCGSTAB/"
+            f"GMRES iterations on up to {os.cpu_count()} threads above measured size thresholds; einsum and other "
+            "sparse results: 1)")
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(mem), "python": platform.python_version(),
             "threads": {"ours": ours, **peers.threads()}, "missing_peers": peers.missing}
 
@@ -162,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             "command": "benchmarks/suite.py " + shlex.join(argv if argv is not None else sys.argv[1:]),
             "wall_s": wall, "peak_rss_mb": peak}
     write_results(args.out, meta, records, summary)
+    if not args.quick and not args.only and update_readme(HERE.parent / "README.md", meta, summary):
+        print("README.md: the performance table is regenerated from this run")
     print(f"\nwall {wall:.0f} s, peak RSS {peak:.0f} MB; results in {args.out}/suite.json and suite.md")
     return 0
 
