@@ -39,5 +39,5 @@ def test_tiny_family_has_ratios_and_no_mismatch(suite_run: tuple[dict, str]) -> 
 
 def test_markdown_names_the_machine_and_threads(suite_run: tuple[dict, str]) -> None:
     _, md = suite_run
-    assert "cores" in md and "torch.get_num_threads()" in md and "threads='auto'" in md
+    assert "cores" in md and "torch.get_num_threads()" in md and "threads=None (None is the default" in md
     assert "| tiny 8x8 |" in md and "MISMATCH" not in md
