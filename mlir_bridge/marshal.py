@@ -163,6 +163,9 @@ class Marshaller:
         # per argument: dtype, rank, (dimension, static size) pairs
         self._checks = [(a.dtype if a.kind == "memref" else None, a.rank,
                          tuple((d, n) for d, n in enumerate(a.shape) if n >= 0)) for a in sig.args]
+        # per result: None (a scalar) or (rank, dtype, typestr, itemsize) of a memref (decoded by _array)
+        self._decoders = [(r.rank, r.dtype, r.dtype.str, r.dtype.itemsize) if r.kind == "memref" else None
+                          for r in sig.results]
 
     def _where(self, i: int) -> str:
         return f"argument {i} of @{self.sig.name} ({self.sig.args[i]})"
@@ -219,43 +222,48 @@ class Marshaller:
 
     def results(self, buf: Any, ret: Any, inputs: dict[int, Any]) -> Any:
         """Decode the call's results (None, one value or a tuple)."""
-        specs = self.sig.results
         if not self.layout.by_pointer:
             return ret
         vals = struct.unpack_from(self.layout.result_format, buf, 0)
+        decoders = self._decoders
+        first = decoders[0]
+        if len(decoders) == 1 and first is not None:  # the common case: one memref result
+            return _array(vals, 0, *first, inputs, {})
         out, pos = [], 0
         owners: dict[int, Any] = {}
-        for spec in specs:
-            if spec.kind == "scalar":
+        for d in decoders:
+            if d is None:
                 out.append(vals[pos])
                 pos += 1
                 continue
-            r = spec.rank
-            out.append(self._array(vals[pos], vals[pos + 1], vals[pos + 2], vals[pos + 3:pos + 3 + r],
-                                   vals[pos + 3 + r:pos + 3 + 2 * r], spec, inputs, owners))
-            pos += 3 + 2 * r
+            out.append(_array(vals, pos, *d, inputs, owners))
+            pos += 3 + 2 * d[0]
         return out[0] if len(out) == 1 else tuple(out)
 
-    @staticmethod
-    def _array(alloc: int, aligned: int, offset: int, shape: tuple, strides: tuple, spec: ValueSpec,
-               inputs: dict[int, Any], owners: dict[int, Any]) -> np.ndarray:
-        dtype = spec.dtype
-        data = aligned + offset * dtype.itemsize
-        src = inputs.get(alloc)
-        if src is not None:
-            if (type(src) is np.ndarray and data == alloc and shape == src.shape
-                    and src.dtype == dtype and strides == c_strides(shape)):
-                return src  # the kernel returned (wrote into) this very input
-            owner = src
-        elif alloc == _GLOBAL_SENTINEL:
-            owner = None
-        else:
-            owner = owners.get(alloc)
-            if owner is None:
-                owner = owners[alloc] = _Malloced(alloc)
-        if 0 in shape:
-            return np.empty(shape, dtype)
-        iface = {"data": (data, False), "shape": shape, "typestr": dtype.str, "version": 3,
-                 "strides": tuple(s * dtype.itemsize for s in strides)}
-        arr = np.asarray(_View(owner, iface))
-        return arr.copy() if owner is None else arr
+
+def _array(vals: tuple, pos: int, rank: int, dtype: np.dtype, typestr: str, itemsize: int,
+           inputs: dict[int, Any], owners: dict[int, Any]) -> np.ndarray:
+    """The memref result whose descriptor starts at ``vals[pos]``: the input it aliases, or a view of
+    kernel memory (owned by a :class:`_Malloced`, freed once)."""
+    alloc = vals[pos]
+    data = vals[pos + 1] + vals[pos + 2] * itemsize
+    shape = vals[pos + 3:pos + 3 + rank]
+    strides = vals[pos + 3 + rank:pos + 3 + 2 * rank]
+    src = inputs.get(alloc)
+    if src is not None:
+        if (type(src) is np.ndarray and data == alloc and shape == src.shape
+                and src.dtype == dtype and strides == c_strides(shape)):
+            return src  # the kernel returned (wrote into) this very input
+        owner = src
+    elif alloc == _GLOBAL_SENTINEL:
+        owner = None
+    else:
+        owner = owners.get(alloc)
+        if owner is None:
+            owner = owners[alloc] = _Malloced(alloc)
+    if 0 in shape:
+        return np.empty(shape, dtype)
+    iface = {"data": (data, False), "shape": shape, "typestr": typestr, "version": 3,
+             "strides": tuple(s * itemsize for s in strides) if rank != 1 else (strides[0] * itemsize,)}
+    arr = np.asarray(_View(owner, iface))
+    return arr.copy() if owner is None else arr

@@ -17,7 +17,7 @@ from typing import Any
 
 from frontend.format import TensorFormat
 
-from ._cpu import CpuMatmul, forget_templates
+from ._cpu import MISS, CpuMatmul, forget_templates, run_cached
 from ._elementwise_kernels import clear_elementwise_kernels
 from ._kernel_cache import clear_kernels, kernel_count
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
@@ -64,9 +64,14 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     """
     options = MatmulOptions(alpha, beta, transpose_a, transpose_b, semiring, out_format, prolog, epilog, target,
                             pipeline, device, threads)
+    backend = _backend_for((a, b, c), options)
     if out is None:
-        return _matmul_plan(a, b, c, options).execute_once()
-    if _backend_for((a, b, c), options) is not CpuMatmul:
+        if backend is CpuMatmul and c is None:
+            result = run_cached(a, b, options)
+            if result is not MISS:
+                return result
+        return backend.for_matmul(a, b, c, options, DEFAULT_GPU_OPTIONS).execute_once()
+    if backend is not CpuMatmul:
         raise TypeError("out= applies to CPU results (a numpy array)")
     return CpuMatmul.for_matmul(a, b, c, options, rows=True).execute_once(out)
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from frontend.interop._view_cache import shared_view
+from frontend.tensor._tensor import Tensor
 from lowering.dispatch import lower, path_of, registry_state
 
 from ._contractions import einsum_op, matmul_op
@@ -23,6 +25,7 @@ from ._prepared import PreparedOp
 
 _TEMPLATES: dict[tuple, PreparedOp] = {}  # matmul signature -> PreparedOp without operands; 513 at most
 _THREAD_CALLS = threading.local()  # .calls: signature -> (kernel, prepared call, its arguments); 65 per thread
+MISS = object()  # run_cached's answer when the full path must run
 
 
 def forget_templates() -> None:
@@ -30,9 +33,9 @@ def forget_templates() -> None:
     _TEMPLATES.clear()
 
 
-def _shared_call(signature: tuple, op: PreparedOp, kernel: Kernel, args: list[Any]) -> Any:
+def _shared_call(signature: tuple, bounds: tuple[int, ...], kernel: Kernel, args: list[Any]) -> Any:
     """This thread's prepared call of ``kernel`` for ``signature``, re-bound to the arguments that are other
-    objects than last time (the descriptors of unchanged ones are reused) and to ``op``'s chunks. The
+    objects than last time (the descriptors of unchanged ones are reused) and to the chunks ``bounds``. The
     prepared call keeps the last call's argument buffers alive until the next call with this signature."""
     calls = getattr(_THREAD_CALLS, "calls", None)
     if calls is None:
@@ -41,7 +44,7 @@ def _shared_call(signature: tuple, op: PreparedOp, kernel: Kernel, args: list[An
     if got is None or got[0] is not kernel:
         if len(calls) > 64:
             calls.clear()
-        bound = kernel.bind(args, op.bounds)
+        bound = kernel.bind(args, bounds)
         calls[signature] = (kernel, bound, args)
         return bound
     _, bound, last = got
@@ -50,8 +53,46 @@ def _shared_call(signature: tuple, op: PreparedOp, kernel: Kernel, args: list[An
             bound.rebind(i, a)
             last[i] = a
     if kernel.row_range:
-        bound.set_bounds(op.bounds)
+        bound.set_bounds(bounds)
     return bound
+
+
+def _fast_operand(x: Any, what: str) -> tuple[tuple, Any] | None:
+    """(operand key, what the kernel's arguments come from) of the operands a one-shot call takes without a
+    new Tensor: a C-contiguous numpy array (itself), a SciPy object viewed and validated before with the same
+    buffers (its shared view) or a Tensor (validated as :func:`operand` does); None for the others."""
+    tx = type(x)
+    if tx is np.ndarray:
+        return ((None, x.shape, x.dtype), x) if x.flags.c_contiguous else None
+    if tx is Tensor:
+        t = operand(x, what)
+        return operand_key(t), t
+    view = shared_view(x)
+    return None if view is None else (operand_key(view), view)
+
+
+def run_cached(a: Any, b: Any, options: MatmulOptions) -> Any:
+    """``matmul(a, b)`` with a dense result run at once through this thread's prepared call when the signature
+    has a template and the operands need no new Tensor; :data:`MISS` when the full path must run (first
+    call of a signature, another variant for these buffers, scalings, other operand kinds)."""
+    fa, fb = _fast_operand(a, "a"), _fast_operand(b, "b")
+    if fa is None or fb is None:
+        return MISS
+    signature = (fa[0], fb[0], None, options.key(), registry_state(), False)
+    template = _TEMPLATES.get(signature)
+    if template is None or template.has_alpha or template.out_format is not None:
+        return MISS
+    kernel, bounds = template.kernel, template.bounds
+    if kernel is None:
+        return MISS
+    if template.schedule is not None:  # the variant these buffers choose (a measured schedule, remembered)
+        schedule, rows, bounds = template._schedule_for(fa[1] if fa[0][0] is not None else fb[1],
+                                                         template._described())
+        if schedule.lanes != template.lanes or rows != template.row_range:
+            return MISS
+    call = _shared_call(signature, bounds, kernel, kernel.flatten((fa[1], fb[1])))
+    result = template.finish(call(None) if kernel.row_range else call())
+    return to_caller_package(result, result_package((a, b)))
 
 
 class CpuMatmul(MatmulPlan):
@@ -136,7 +177,7 @@ class CpuMatmul(MatmulPlan):
         if out is not None:
             op.check_out(out)
         if self._signature is not None and self._from_template:
-            call = _shared_call(self._signature, op, kernel, args)
+            call = _shared_call(self._signature, op.bounds, kernel, args)
         elif kernel.row_range:
             call = kernel.bind(args, op.bounds)
         else:

@@ -46,34 +46,35 @@ def _signed_view(a: Any) -> Any:
 
 class ArgumentLayout:
     """How operand Tensors become a kernel's arguments: each encoded operand's buffers in level order
-    (:func:`buffer_parts`, values reshaped to the kernel's value rank), each row-major one's values."""
+    (:func:`buffer_parts`, values reshaped to the kernel's value rank), each row-major one's values.
+    The per-operand plan (which buffers, in which order) is computed once, here."""
 
     def __init__(self, inputs: Sequence[TensorSpec], val_ranks: Sequence[int]) -> None:
-        self._in_parts = [buffer_parts(t.fmt) if t.encoded else None for t in inputs]
-        self._val_ranks = list(val_ranks)
+        # per operand: None (row-major: its values) or ((is it a pos buffer, level) per level buffer, values rank)
+        self._plan: list[tuple[tuple[tuple[bool, int], ...], int] | None] = [
+            (tuple((kind == "pos", k) for kind, k in buffer_parts(t.fmt) if kind != "val"), vrank) if t.encoded
+            else None for t, vrank in zip(inputs, val_ranks)]
 
     @classmethod
     def flat_values(cls, inputs: Sequence[TensorSpec]) -> ArgumentLayout:
         """The layout of kernels taking every encoded operand's values as one 1-D buffer (the GPU's)."""
         return cls(inputs, [1] * len(inputs))
 
-    def flatten(self, tensors: Sequence[Tensor], extra: Sequence[Any] = ()) -> list[Any]:
-        """The function's arguments for operand Tensors and trailing ``extra`` arrays (c, alpha, beta)."""
+    def flatten(self, tensors: Sequence[Any], extra: Sequence[Any] = ()) -> list[Any]:
+        """The function's arguments for operand Tensors (a row-major operand may also be given as its numpy
+        array) and trailing ``extra`` arrays (c, alpha, beta)."""
         args: list[Any] = []
-        for t, parts, vrank in zip(tensors, self._in_parts, self._val_ranks):
-            if parts is None:
-                args.append(t.val)
+        for t, plan in zip(tensors, self._plan):
+            if plan is None:
+                args.append(t if type(t) is np.ndarray else t.val)
                 continue
-            for kind, k in parts:
-                if kind == "pos":
-                    args.append(t.pos(k))
-                elif kind == "crd":
-                    args.append(_signed_view(t.crd(k)))
-                else:
-                    v = t.val
-                    if v.ndim != vrank:
-                        v = v.reshape(v.shape[:vrank - 1] + (-1,))
-                    args.append(v)
+            levels, vrank = plan
+            for is_pos, k in levels:
+                args.append(t.pos(k) if is_pos else _signed_view(t.crd(k)))
+            v = t.val
+            if v.ndim != vrank:
+                v = v.reshape(v.shape[:vrank - 1] + (-1,))
+            args.append(v)
         args.extend(extra)
         return args
 

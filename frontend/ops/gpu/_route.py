@@ -7,6 +7,7 @@ from typing import Any
 from .._operands import package_of_type
 
 _GPU_DEVICES = ("cuda", "gpu")
+_HOST_PACKAGES = frozenset(("numpy", "scipy"))  # packages whose objects never live on a CUDA device
 
 
 def on_cuda(x: Any) -> bool:
@@ -29,4 +30,9 @@ def wants_gpu(objs: Sequence[Any], device: Any = None, target: str = "cpu") -> b
             return True
         if name != "cpu":
             raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
-    return target == "gpu" or any(on_cuda(x) for x in objs)
+    if target == "gpu":
+        return True
+    for x in objs:
+        if x is not None and package_of_type(type(x)) not in _HOST_PACKAGES and on_cuda(x):
+            return True
+    return False
