@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat
+from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat, stores_padding
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import registry_state
@@ -20,6 +20,7 @@ from . import _blocks as blocks
 from ._kernel_cache import Kernel, get_kernel, row_major, spec_of
 from ._operands import check_cpu, elem_of, operand, operand_key, out_width, result_shape
 from ._options import MatmulOptions, pipeline_key
+from ._reroute import format_name, reroute, result_format
 from ._semiring import get_semiring, trace_unary
 from ._threads import resolve_threads
 from ._two_pass import kernel_threads
@@ -68,6 +69,8 @@ class PreparedOp:
         self.final_format: TensorFormat | None = None  # set when the result is converted after the kernel
         self.threads: int | str = 1
         self.row_range = False
+        self.conversions: tuple[str, ...] = ()  # copies made so that a kernel takes the operands (_reroute)
+        self._reroute(names, semiring, prolog=options.prolog)
         self.key = self._structural_key()
         self._use_threads(options.threads)
 
@@ -111,6 +114,16 @@ class PreparedOp:
         self.c_arr = self.c_kernel = tc.val
         if self._out_split is not None:  # c in the demapped (split) shape: a view, or a padded copy
             self.c_kernel = self._out_split(tc.val)
+
+    def _reroute(self, names: Sequence[str], semiring: Any, prolog: Callable | None) -> None:
+        """Operands (and a result format) no kernel takes as they are: converted copies (:mod:`._reroute`)."""
+        self.tensors, notes = reroute(self.tensors, names, self.out_format is not None, semiring, prolog)
+        out = self.out_format
+        if out is not None and (out.mlir_support() != "sparsifier" or stores_padding(out)):
+            # no kernel writes it (the sparsifier cannot insert into padded formats): computed, then converted
+            self.out_format, self.final_format = result_format(out), out
+            notes += (f"result via {format_name(self.out_format)}",)
+        self.conversions = notes
 
     def _scalar_arguments(self, alpha: Any, beta: Any) -> list[Any]:
         """The kernel's trailing arguments: c (when it is read), alpha, beta (when they apply)."""
@@ -219,7 +232,7 @@ class PreparedOp:
         compute = default_sparse_format(sparse[0].tensor_format, len(self.out_subs)) if sparse else None
         if compute is None or compute == self.out_format:
             raise err
-        self.final_format, self.out_format = self.out_format, compute
+        self.final_format, self.out_format = self.final_format or self.out_format, compute
         self.key = self.key[:4] + ((compute.structure_key(), out_width(self.tensors)),) + self.key[5:]
         return get_kernel(self.key, self.describe, self.target, self.pipeline)
 
@@ -278,9 +291,6 @@ def _checked_out_format(out_format: TensorFormat | None, rank: int) -> TensorFor
                          f"has {rank}")
     if out_format.is_dense:
         raise ValueError(f"out_format {out_format}: a dense result is always row-major; pass None")
-    if blocks.block_sizes(out_format):
-        raise ValueError(f"out_format {out_format}: MLIR's sparsifier cannot insert into block formats; "
-                         "choose an unblocked one (e.g. CSR, CSC, DCSR)")
     return out_format
 
 
