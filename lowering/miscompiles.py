@@ -5,6 +5,9 @@ sends them to the emitter instead.
   semiring's identity, not from the output's value, and the scalar is stored back over the output. A
   reduction chain that runs more than once per output element (a parallel loop between two reduction
   loops, as on block formats' demapped views: ``I, K, i, k``) keeps only its last chain.
+- Formats it encodes but cannot compile (it aborts): a non-unique level followed by anything but
+  singleton levels, a singleton level under a unique one, or an array-of-structs singleton (without
+  ``soa``) in a multi-operand contraction (:func:`unsupported_levels`).
 - Stored padding zeros (``frontend.format.stores_padding``) are entries to the sparsifier: they take part in
   semirings and go through a prolog.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from frontend.format import is_dimension, stores_padding
+from frontend.format import TensorFormat, is_dimension, stores_padding
 
 from .contraction import Contraction
 
@@ -35,8 +38,24 @@ def reduction_restarts(c: Contraction) -> bool:
     return False
 
 
+def unsupported_levels(fmt: TensorFormat) -> bool:
+    """Whether ``fmt`` has a non-unique level followed by a non-singleton level, a singleton level whose
+    parent is unique, or a singleton without ``soa``: level sequences MLIR's sparsifier accepts in an
+    encoding but aborts on (or, for array-of-structs COO, fails to assemble next to other operands)."""
+    levels = fmt.levels
+    for k, lv in enumerate(levels):
+        fmt_k = lv.format.value
+        if fmt_k == "singleton" and (k == 0 or levels[k - 1].unique or not lv.soa):
+            return True
+        if not lv.unique and any(nxt.format.value != "singleton" for nxt in levels[k + 1:k + 2]):
+            return True
+    return False
+
+
 def miscompiles(c: Contraction) -> bool:
     """Whether the sparsifier's code for ``c`` would be wrong (see the module docstring)."""
+    if any(t.fmt is not None and t.encoded and unsupported_levels(t.fmt) for t in c.inputs):
+        return True
     if c.semiring is None and c.prolog is None:
         return False
     if any(t.fmt is not None and t.encoded and stores_padding(t.fmt) for t in c.inputs):

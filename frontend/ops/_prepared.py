@@ -14,6 +14,7 @@ from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import registry_state
 from lowering.emitter import row_parallel
 from lowering.kernels.registry import match_kernel
+from lowering.miscompiles import unsupported_levels
 from mlir_bridge.errors import CompileError
 
 from . import _blocks as blocks
@@ -70,7 +71,7 @@ class PreparedOp:
         self.threads: int | str = 1
         self.row_range = False
         self.conversions: tuple[str, ...] = ()  # copies made so that a kernel takes the operands (_reroute)
-        self._reroute(names, semiring, prolog=options.prolog)
+        self._reroute(names)
         self.key = self._structural_key()
         self._use_threads(options.threads)
 
@@ -115,11 +116,11 @@ class PreparedOp:
         if self._out_split is not None:  # c in the demapped (split) shape: a view, or a padded copy
             self.c_kernel = self._out_split(tc.val)
 
-    def _reroute(self, names: Sequence[str], semiring: Any, prolog: Callable | None) -> None:
+    def _reroute(self, names: Sequence[str]) -> None:
         """Operands (and a result format) no kernel takes as they are: converted copies (:mod:`._reroute`)."""
-        self.tensors, notes = reroute(self.tensors, names, self.out_format is not None, semiring, prolog)
+        self.tensors, notes = reroute(self.tensors, names, self.out_format is not None)
         out = self.out_format
-        if out is not None and (out.mlir_support() != "sparsifier" or stores_padding(out)):
+        if out is not None and (out.mlir_support() != "sparsifier" or stores_padding(out) or unsupported_levels(out)):
             # no kernel writes it (the sparsifier cannot insert into padded formats): computed, then converted
             self.out_format, self.final_format = result_format(out), out
             notes += (f"result via {format_name(self.out_format)}",)

@@ -3,8 +3,9 @@
 
 The emitter walks exactly one stored operand into a dense result. A contraction with more stored operands,
 or with a sparse result, goes through MLIR's sparsifier, so its stored operands must be formats the
-sparsifier encodes (not range/delta levels or diagonal maps) and, where a semiring or a prolog sees their
-values, formats without padding (``frontend.format.stores_padding``: their stored zeros are not entries).
+sparsifier compiles (not range/delta levels or diagonal maps, :func:`lowering.miscompiles.unsupported_levels`)
+and without padding (``frontend.format.stores_padding``: their stored zeros are not entries, and n:m levels
+do not co-iterate).
 Such operands are converted to the CSR-like format of their rank, which keeps exactly their entries.
 When the one stored operand needs the emitter, other encoded dense operands (e.g. Fortran-ordered arrays)
 become row-major copies instead.
@@ -12,12 +13,12 @@ become row-major copies instead.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat, block_sizes, stores_padding
 from frontend.tensor._tensor import Tensor
+from lowering.miscompiles import unsupported_levels
 
 from ._blocks import unblocked_format
 from ._kernel_cache import dense_tensor, row_major
@@ -57,13 +58,17 @@ def result_format(out: TensorFormat) -> TensorFormat:
     """The format a kernel writes a result meant for ``out`` in (a sparse format the sparsifier inserts
     into, without padding): ``out`` without its blocks when that is one (BSC -> CSC), else CSR-like."""
     unblocked = unblocked_format(out) if block_sizes(out) else out
-    if unblocked.mlir_support() == "sparsifier" and not unblocked.is_dense and not stores_padding(unblocked):
+    if not _needs_emitter(unblocked) and not unblocked.is_dense and not stores_padding(unblocked):
         return unblocked
     return entry_format(out.num_dimensions)
 
 
-def reroute(tensors: Sequence[Tensor], names: Sequence[str], sparse_result: bool, semiring: Any,
-            prolog: Any) -> tuple[list[Tensor], tuple[str, ...]]:
+def _needs_emitter(fmt: TensorFormat) -> bool:
+    return fmt.mlir_support() != "sparsifier" or unsupported_levels(fmt)
+
+
+def reroute(tensors: Sequence[Tensor], names: Sequence[str],
+            sparse_result: bool) -> tuple[list[Tensor], tuple[str, ...]]:
     """``tensors`` with the operands no kernel takes converted (see the module docstring), and one note
     per conversion (``"a->CSR"``)."""
     stored = [k for k, t in enumerate(tensors) if not row_major(t.tensor_format)]
@@ -72,7 +77,7 @@ def reroute(tensors: Sequence[Tensor], names: Sequence[str], sparse_result: bool
     out = list(tensors)
     notes: list[str] = []
     walked = [k for k in stored if tensors[k].is_sparse]
-    if len(walked) == 1 and not sparse_result and tensors[walked[0]].tensor_format.mlir_support() != "sparsifier":
+    if len(walked) == 1 and not sparse_result and _needs_emitter(tensors[walked[0]].tensor_format):
         for k in stored:  # the emitter walks the sparse one: the encoded dense ones become row-major copies
             if k != walked[0]:
                 out[k] = dense_tensor(np.ascontiguousarray(np.asarray(tensors[k].to_dense())))
@@ -80,8 +85,7 @@ def reroute(tensors: Sequence[Tensor], names: Sequence[str], sparse_result: bool
         return out, tuple(notes)
     for k in walked:
         fmt = tensors[k].tensor_format
-        values_seen = semiring is not None or (prolog is not None and k == 0)
-        if fmt.mlir_support() != "sparsifier" or (values_seen and stores_padding(fmt)):
+        if fmt.mlir_support() != "sparsifier" or unsupported_levels(fmt) or stores_padding(fmt):
             target = entry_format(fmt.num_dimensions)
             out[k] = tensors[k].convert(target)
             notes.append(f"{names[k]}->{format_name(target)}")
