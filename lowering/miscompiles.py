@@ -19,6 +19,8 @@ from frontend.format import TensorFormat, is_dimension, stores_padding
 
 from .contraction import Contraction
 
+_UNSUPPORTED: dict[TensorFormat, bool] = {}  # format -> unsupported_levels(format); one per format seen
+
 
 def reduction_restarts(c: Contraction) -> bool:
     """Whether a stored operand's level order puts an output letter between two reduction letters (or
@@ -42,7 +44,13 @@ def unsupported_levels(fmt: TensorFormat) -> bool:
     """Whether ``fmt`` has a non-unique level followed by a non-singleton level, a singleton level whose
     parent is unique, or a singleton without ``soa``: level sequences MLIR's sparsifier accepts in an
     encoding but aborts on (or, for array-of-structs COO, fails to assemble next to other operands)."""
-    levels = fmt.levels
+    got = _UNSUPPORTED.get(fmt)
+    if got is None:
+        got = _UNSUPPORTED[fmt] = _unsupported(fmt.levels)
+    return got
+
+
+def _unsupported(levels: tuple) -> bool:
     for k, lv in enumerate(levels):
         fmt_k = lv.format.value
         if fmt_k == "singleton" and (k == 0 or levels[k - 1].unique or not lv.soa):

@@ -21,14 +21,17 @@ from frontend import NamedFormats as N, Tensor, TensorFormat
 from frontend.format import stores_padding
 from frontend.ops import maximum
 
-#: Hypothesis settings per profile: "ci" (default; fixed seed, bounded) or "long" (UST_MLIR_DIFF_PROFILE=long).
+#: Hypothesis settings per profile: "ci" (default; fixed seed, bounded), "long" (UST_MLIR_DIFF_PROFILE=long:
+#: fresh seeds, many examples) or "triage" (the ci examples without shrinking: a quick list of failures).
 PROFILES: dict[str, dict[str, Any]] = {
-    "ci": {"max_examples": 12, "derandomize": True},
+    "ci": {"max_examples": 16, "derandomize": True},
     "long": {"max_examples": 400, "derandomize": False},
     "triage": {"max_examples": 12, "derandomize": True, "phases": [Phase.explicit, Phase.reuse, Phase.generate]},
 }
 PROFILE = os.environ.get("UST_MLIR_DIFF_PROFILE", "ci")
-SETTINGS: dict[str, Any] = dict(PROFILES[PROFILE], deadline=None, database=None,
+#: UST_MLIR_DIFF_EXAMPLES=n overrides the profile's examples per test.
+EXAMPLES = {"max_examples": int(os.environ["UST_MLIR_DIFF_EXAMPLES"])} if "UST_MLIR_DIFF_EXAMPLES" in os.environ else {}
+SETTINGS: dict[str, Any] = dict(PROFILES[PROFILE], **EXAMPLES, deadline=None, database=None,
                                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                        HealthCheck.filter_too_much])
 
@@ -132,6 +135,8 @@ def _build(draw: Any, rng: np.random.Generator, d: np.ndarray, stored: np.ndarra
     else:
         t = Tensor.from_dense(d, f)
         p = d != 0
+    if f.is_dense:  # a dense operand (generated all-dense formats): every element is an entry
+        p = np.ones(shape, dtype=bool)
     return Operand(d, p, t, name)
 
 
