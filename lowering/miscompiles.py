@@ -14,6 +14,7 @@ sends them to the emitter instead.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from frontend.format import TensorFormat, is_dimension, stores_padding
 
@@ -29,7 +30,7 @@ def reduction_restarts(c: Contraction) -> bool:
     for sub, t in zip(c.subscripts, c.inputs):
         if not t.encoded or t.fmt is None:
             continue
-        dims = list(t.fmt.dimensions)
+        dims: list[Any] = list(t.fmt.dimensions)
         letters = []
         for lv in t.fmt.levels:
             if not is_dimension(lv.expr):
