@@ -5,8 +5,8 @@ sends them to the emitter instead.
   semiring's identity, not from the output's value, and the scalar is stored back over the output. A
   reduction chain that runs more than once per output element (a parallel loop between two reduction
   loops, as on block formats' demapped views: ``I, K, i, k``) keeps only its last chain.
-- Formats it encodes but cannot compile (it aborts): a non-unique level followed by anything but
-  singleton levels, a singleton level under a unique one, or an array-of-structs singleton (without
+- Formats it encodes but cannot compile (it aborts): a non-unique level not followed by a singleton
+  level, a singleton level under a unique one, or an array-of-structs singleton (without
   ``soa``) in a multi-operand contraction (:func:`unsupported_levels`).
 - Stored padding zeros (``frontend.format.stores_padding``) are entries to the sparsifier: they take part in
   semirings and go through a prolog.
@@ -42,7 +42,7 @@ def reduction_restarts(c: Contraction) -> bool:
 
 
 def unsupported_levels(fmt: TensorFormat) -> bool:
-    """Whether ``fmt`` has a non-unique level followed by a non-singleton level, a singleton level whose
+    """Whether ``fmt`` has a non-unique level not followed by a singleton level, a singleton level whose
     parent is unique, or a singleton without ``soa``: level sequences MLIR's sparsifier accepts in an
     encoding but aborts on (or, for array-of-structs COO, fails to assemble next to other operands)."""
     got = _UNSUPPORTED.get(fmt)
@@ -56,7 +56,7 @@ def _unsupported(levels: tuple) -> bool:
         fmt_k = lv.format.value
         if fmt_k == "singleton" and (k == 0 or levels[k - 1].unique or not lv.soa):
             return True
-        if not lv.unique and any(nxt.format.value != "singleton" for nxt in levels[k + 1:k + 2]):
+        if not lv.unique and (k + 1 == len(levels) or levels[k + 1].format.value != "singleton"):
             return True
     return False
 
