@@ -2,7 +2,8 @@
 
 :func:`choose_path` is the one place deciding it: a registered kernel first (``"kernel:<name>"``), else
 MLIR's sparsifier (``"sparsifier"``), or, for formats the sparsifier cannot take (range/delta levels,
-diagonal maps: ``fmt.mlir_support() == "emitter"``), ust-mlir's own emitter (``"emitter"``).
+diagonal maps: ``fmt.mlir_support() == "emitter"``; contractions with one stored operand and a dense result that the
+sparsifier miscompiles, :mod:`lowering.miscompiles`), ust-mlir's own emitter (``"emitter"``).
 Contractions with ``row_range=True`` (multi-threaded runs) always take the emitter's row-range variant
 (``"emitter-rows"``). :func:`lower` lowers through the path it names: the builder registered for it with
 :func:`register_path` (the built-in ones by :mod:`lowering.builtins`) or the kernel's own.
@@ -16,7 +17,9 @@ from typing import Any
 from . import pipelines
 from .contraction import Contraction
 from .emitter import rules
+from .emitter.kernel import walked_index
 from .kernels import registry as kernels
+from .miscompiles import miscompiles
 from .pipelines import Pipeline
 
 KERNEL_PREFIX = "kernel:"
@@ -48,7 +51,7 @@ def choose_path(c: Contraction, target: str = "cpu") -> str:
     entry = kernels.match_kernel(c)
     if entry is not None:
         return KERNEL_PREFIX + entry.name
-    if _emitter_formats(c):
+    if _emitter_formats(c) or _walked_semantics(c):
         return "emitter"
     return "sparsifier"
 
@@ -79,6 +82,18 @@ def _lower_kernel(c: Contraction, target: str, path: str) -> Lowered:
     entry = kernels.kernel_named(path[len(KERNEL_PREFIX):])
     pipe = entry.pipeline if entry.pipeline is not None else Pipeline(target=target)
     return Lowered(entry.build(c), pipe, path)
+
+
+def _walked_semantics(c: Contraction) -> bool:
+    """Whether ``c`` has one stored operand and a dense result, which the emitter computes right, and the
+    sparsifier's code for it would be wrong (:func:`lowering.miscompiles.miscompiles`)."""
+    if not miscompiles(c):
+        return False
+    try:
+        walked_index(c)
+    except ValueError:
+        return False
+    return True
 
 
 def _emitter_formats(c: Contraction) -> list[str]:

@@ -135,10 +135,12 @@ def test_batched(text):
     np.testing.assert_allclose(dense(einsum("bij,bj->bi", t, x)), np.einsum("bij,bj->bi", a, x), atol=1e-12)
 
 
-def test_two_stored_operands_are_refused(A):
+def test_two_stored_operands_run_on_a_converted_copy(A):
+    """Issue 12: the emitter walks one stored operand; the other emitter-format operand is converted (a copy)."""
     t = Tensor.from_dense(A, NF.DIAI)
-    with pytest.raises(ValueError, match="one stored operand"):
-        matmul(t, Tensor.from_dense(A.T.copy(), NF.DIAJ))
+    mm = Matmul(t, Tensor.from_dense(A.T.copy(), NF.DIAJ))
+    np.testing.assert_allclose(mm.execute().to_dense(), A @ A.T)
+    assert mm.path.startswith("convert(a->CSR, b->CSR)+")
 
 
 # ----- the emitter on MLIR-encodable formats, against the sparsifier ------------------------------------

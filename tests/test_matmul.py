@@ -241,8 +241,9 @@ def test_errors():
         F.matmul(a, "not an array")
     with pytest.raises(ValueError, match="at least one dimension"):
         F.matmul(np.array(2.0), B)
-    with pytest.raises(ValueError, match="block formats"):
-        F.matmul(tensor(A, N.CSR), tensor(B, N.CSR), out_format=N.BSR((2, 2)))
+    # issue 12: a block out_format is computed unblocked and converted (no longer refused)
+    r = F.matmul(tensor(A, N.CSR), tensor(B, N.CSR), out_format=N.BSR((2, 2)))
+    assert r.tensor_format == N.BSR((2, 2)) and np.allclose(r.to_dense(), A @ B)
 
 
 def test_invalid_buffers_are_refused_before_the_kernel():

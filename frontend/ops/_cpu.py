@@ -252,9 +252,8 @@ class CpuMatmul(MatmulPlan):
     @property
     def path(self) -> str:
         op = self._live()
-        if op.kernel is not None:
-            return op.kernel.path
-        return path_of(op.describe())
+        path = op.kernel.path if op.kernel is not None else path_of(op.describe())
+        return f"convert({', '.join(op.conversions)})+{path}" if op.conversions else path
 
     def stages(self) -> list[tuple[str, str]]:
         from mlir_bridge import lower_stages

@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat
+from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat, stores_padding
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import path_of, registry_state
 from lowering.emitter import row_parallel
 from lowering.kernels.registry import match_kernel
+from lowering.miscompiles import unsupported_levels
 from lowering.schedule import Schedule, choose_schedule
 from mlir_bridge.errors import CompileError
 
@@ -22,6 +23,7 @@ from ._kernel_cache import Kernel, get_kernel, row_major, spec_of
 from ._operands import check_cpu, elem_of, operand, operand_key, out_width, result_shape
 from ._options import MatmulOptions, pipeline_key
 from ._plan import MatmulInfo
+from ._reroute import format_name, reroute, result_format
 from ._semiring import get_semiring, trace_unary
 from ._stats import stored_rows
 from ._threads import cpu_count, resolve_threads
@@ -72,6 +74,8 @@ class PreparedOp:
         self.final_format: TensorFormat | None = None  # set when the result is converted after the kernel
         self.threads_option = options.threads
         self.forced_threads = resolve_threads(options.threads)
+        self.conversions: tuple[str, ...] = ()  # copies made so that a kernel takes the operands (_reroute)
+        self._reroute(names)
         self.base_key = self._structural_key()
         self._schedule(rows)
 
@@ -115,6 +119,16 @@ class PreparedOp:
         self.c_arr = self.c_kernel = tc.val
         if self._out_split is not None:  # c in the demapped (split) shape: a view, or a padded copy
             self.c_kernel = self._out_split(tc.val)
+
+    def _reroute(self, names: Sequence[str]) -> None:
+        """Operands (and a result format) no kernel takes as they are: converted copies (:mod:`._reroute`)."""
+        self.tensors, notes = reroute(self.tensors, names, self.out_format is not None)
+        out = self.out_format
+        if out is not None and (out.mlir_support() != "sparsifier" or stores_padding(out) or unsupported_levels(out)):
+            # no kernel writes it (the sparsifier cannot insert into padded formats): computed, then converted
+            self.out_format, self.final_format = result_format(out), out
+            notes += (f"result via {format_name(self.out_format)}",)
+        self.conversions = notes
 
     def _scalar_arguments(self, alpha: Any, beta: Any) -> list[Any]:
         """The kernel's trailing arguments: c (when it is read), alpha, beta (when they apply)."""
@@ -287,7 +301,7 @@ class PreparedOp:
         compute = default_sparse_format(sparse[0].tensor_format, len(self.out_subs)) if sparse else None
         if compute is None or compute == self.out_format:
             raise err
-        self.final_format, self.out_format = self.out_format, compute
+        self.final_format, self.out_format = self.final_format or self.out_format, compute
         self.key = self.key[:4] + ((compute.structure_key(), out_width(self.tensors)),) + self.key[5:]
         return get_kernel(self.key, self.describe, self.target, self.pipeline, self._kernel_threads())
 
@@ -378,9 +392,6 @@ def _checked_out_format(out_format: TensorFormat | None, rank: int) -> TensorFor
                          f"has {rank}")
     if out_format.is_dense:
         raise ValueError(f"out_format {out_format}: a dense result is always row-major; pass None")
-    if blocks.block_sizes(out_format):
-        raise ValueError(f"out_format {out_format}: MLIR's sparsifier cannot insert into block formats; "
-                         "choose an unblocked one (e.g. CSR, CSC, DCSR)")
     return out_format
 
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import TensorFormat, is_dimension, num_batch_levels
+from frontend.format import TensorFormat, is_dimension, num_batch_levels, stores_padding
 
 from ._assemble import assemble_levels
 from ._buffers import numpy_dtype
 from ._direct import convert_direct
-from ._layout import index_dtype, is_padded, level_coordinates_of, to_device, to_host
+from ._layout import index_dtype, level_coordinates_of, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
 
@@ -75,7 +75,7 @@ def entries(t: StoredTensor, drop_zeros: bool = False) -> tuple[list[np.ndarray]
     n = len(vals)
     dims = [np.broadcast_to(np.asarray(d, dtype=np.int64), (n,)) for d in fmt.lvl2dim(lvl)]
     keep = inside_shape(fmt, dims, t.shape)
-    if drop_zeros or (is_padded(fmt) and not fmt.is_dense):
+    if drop_zeros or stores_padding(fmt):
         keep = vals != 0 if keep is None else keep & (vals != 0)
     if keep is None or keep.all():
         return dims, vals

@@ -3,10 +3,10 @@
 ``emit_contraction(c)`` returns MLIR text of ``func.func @<name>`` with the same arguments and result as
 the sparsifier path after ``sparse-assembler{direct-out=true}``: per input its buffers
 (:mod:`.operand` order) or its dense array, then ``c``, ``alpha`` (``memref<1xT>``), ``beta``; returns a
-fresh dense output. Every stored entry of the walked operand (padding included: stored zeros take part
-as in the sparsifier) is multiplied with the dense operands over the letters it does not bind, and
-reduced into the output. Covers the matmul family (dot, SpMV, SpMM, vector x matrix, batched) and any
-einsum with one stored operand and a dense output.
+fresh dense output. Every stored entry of the walked operand is multiplied with the dense operands over
+the letters it does not bind, and reduced into the output; with a semiring or a prolog, the stored zeros
+of formats that pad are skipped (:mod:`.padding`). Covers the matmul family (dot, SpMV, SpMM, vector x
+matrix, batched) and any einsum with one stored operand and a dense output.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 from .arith import Arith, vtype
 from .builder import Builder, Carry, Value
 from .operand import WalkedOperand
+from .padding import skips_padding
 from .resolution import known_after, resolution_plan
 from .rules import dense as dense_rule, rule_for
 from .walker import NO_CARRY, loop_widths, row_mode, walk
@@ -418,8 +419,9 @@ def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True) -> str:
         visitor.fused = (initial, lambda v: v if c.epilog is None else ar.apply(c.epilog, v))
     else:
         _for_each(b, shape, init, rng)
+    skip = val if skips_padding(c, w) else None  # a semiring or prolog must not see padding zeros
     walk(b, walked, level_args, visitor,  # type: ignore[arg-type]
-         rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0, c.lanes)
+         rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0, 1 if skip is not None else c.lanes, skip)
     if c.epilog is not None and not fused:
         def epi(idx: list[Value]) -> None:
             at = ", ".join(i.name for i in idx)

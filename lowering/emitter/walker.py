@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from . import rules as _rules
 from .builder import Builder, Carry, Value
 from .operand import LevelArgs, WalkedOperand
+from .padding import nonzero
 from .resolution import Resolve, diagonal_parts, known_after, last_level_strides, resolution_plan
 from .rules import CONTIGUOUS, GATHER, rule_for
 
@@ -234,11 +235,14 @@ def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | No
 
 
 def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor,
-         rows: tuple[Value, Value] | None = None, row_dim: int = 0, lanes: int | None = None) -> None:
+         rows: tuple[Value, Value] | None = None, row_dim: int = 0, lanes: int | None = None,
+         skip_zeros: Value | None = None) -> None:
     """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc).
 
     ``rows``: walk only the entries whose dimension ``row_dim`` lies in ``[rows[0], rows[1])`` (needs
-    :func:`row_mode`; ValueError otherwise). ``lanes``: the inner loops' width (:func:`loop_widths`)."""
+    :func:`row_mode`; ValueError otherwise). ``lanes``: the inner loops' width (:func:`loop_widths`).
+    ``skip_zeros``: the operand's values; slots storing zero are skipped (padding, :mod:`.padding`), entries
+    come one at a time (the caller passes ``lanes=1``)."""
     ctx = WalkContext(b, operand, args, lanes)
     n = len(ctx.fmt.levels)
     known = known_after(ctx.plan)
@@ -253,6 +257,7 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
             ctx.rows = rows
     strides = last_level_strides(ctx.plan, len(ctx.fmt.dimensions))
     if (n and carry_level >= n and ctx.vector_lanes > 1 and ctx.level(n - 1).format.value in CONTIGUOUS
+            and skip_zeros is None
             and not any(r.guard for r in ctx.plan[-1]) and visitor.vectorizable(strides)):
         ctx.vector_level = n - 1
     if n and ctx.level(0).format.value in ("dense", "batch") and carry_level >= 1:
@@ -263,7 +268,7 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
         if ctx.reduction is not None and ctx.unroll > 1:
             ctx.unroll_level = n - 1
             last_step = ctx.plan[-1]
-            if (ctx.level(n - 1).format.value in GATHER
+            if (ctx.level(n - 1).format.value in GATHER and skip_zeros is None
                     and all(r.kind == "plain" and not r.guard for r in last_step)
                     and visitor.gatherable({r.dim for r in last_step})):
                 ctx.gather_level = n - 1
@@ -289,6 +294,9 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
         if k + 1 == ctx.num_batch and k + 1 < n:  # below the batch levels: per-batch buffers
             ctx.batch, pos = [ctx.lvl[j] for j in range(ctx.num_batch)], b.index(0)
         if k + 1 == n:
+            if skip_zeros is not None:
+                guards.append(nonzero(b, skip_zeros, ctx.at(pos)))
+
             def inner(c: Carry) -> Carry:
                 return visitor.body(dict(ctx.dims), ctx.at(pos), c, lanes, strides)
         else:

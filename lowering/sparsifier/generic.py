@@ -7,7 +7,9 @@
 Sparse operands carry their ``#sparse_tensor.encoding``; row-major dense operands are plain tensors.
 The product of the operands (``arith`` ops, or a semiring's ``sparse_tensor.binary`` whose ``left`` and
 ``right`` regions are empty so that only stored entries take part) is reduced into the output (``arith``
-add, or ``sparse_tensor.reduce``). A one-operand, reduction-free contraction with sparse input and output
+add, or ``sparse_tensor.reduce``; with dense operands only, the semiring's functions inline, since every
+element is an entry). Custom reductions start from the identity, so a semiring's ``c`` is folded in after
+the contraction (``add(c, r)``). A one-operand, reduction-free contraction with sparse input and output
 is a ``sparse_tensor.convert``. Optional prolog (on operand 0) and epilog (on the result) are traced
 scalar functions (``sparse_tensor.unary`` on sparse values).
 """
@@ -82,9 +84,12 @@ def _generic_body(c: Contraction, body: _Body, args: list[str], out: str, scalar
         else:
             vals[0] = body.inline(c.prolog, (vals[0],))
     prod = vals[0]
+    regions = c.semiring is not None and any(t.sparse for t in c.inputs)  # else every element is an entry
     for v in vals[1:]:
         if c.semiring is None:
             prod = body.op(ops["mul"], prod, v)
+        elif not regions:
+            prod = body.inline(c.semiring.mul, (prod, v))
         else:
             prod = body.region_op(f"sparse_tensor.binary {prod}, {v} : {elem}, {elem} to {elem}",
                                   [("overlap", c.semiring.mul), ("left", None), ("right", None)])
@@ -94,6 +99,8 @@ def _generic_body(c: Contraction, body: _Body, args: list[str], out: str, scalar
         return prod
     if c.semiring is None:
         return body.op(ops["add"], out, prod)
+    if not regions:
+        return body.inline(c.semiring.add, (out, prod))
     return body.region_op(f"sparse_tensor.reduce {prod}, {out}, {scalars['identity']} : {elem}",
                           [("", c.semiring.add)])
 
@@ -124,7 +131,8 @@ def build_module(c: Contraction) -> str:
     rank = len(c.output.shape)
     ident = _affine(c.output_subscripts, c.output_subscripts) if rank else "affine_map<() -> ()>"
     par = ", ".join(['"parallel"'] * rank)
-    if c.init == "zero":
+    combine_c = _combines_c_after(c)
+    if c.init == "zero" or combine_c:
         if c.output.sparse:
             pre.add(f"%init = tensor.empty() : {out_t}")
         else:
@@ -140,7 +148,7 @@ def build_module(c: Contraction) -> str:
         pre.add(f"  %s = {arith_ops(elem)['mul']} %o, %beta_s : {elem}")
         pre.add(f"  linalg.yield %s : {elem}")
         pre.add(f"}} -> {out_t}")
-    init = "%c" if c.init == "c" else "%init"
+    init = "%c" if c.init == "c" and not combine_c else "%init"
 
     lines = [f"func.func @{c.name}({', '.join(params)}) -> {out_t} attributes {{llvm.emit_c_interface}} {{"]
     lines += pre.lines
@@ -164,9 +172,12 @@ def build_module(c: Contraction) -> str:
         lines.append(f"      linalg.yield {result} : {elem}")
         lines.append(f"  }} -> {out_t}")
     final = "%r"
+    if combine_c:
+        lines += _combine_with_c(c, ident, par, out_t)
+        final = "%rc"
     if c.epilog is not None:
+        lines += _epilog(c, ident, par, out_t, final)
         final = "%e"
-        lines += _epilog(c, ident, par, out_t)
     lines.append(f"  return {final} : {out_t}")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -179,7 +190,25 @@ def _is_copy(c: Contraction) -> bool:
             and c.subscripts[0] == c.output_subscripts)
 
 
-def _epilog(c: Contraction, ident: str, par: str, out_t: str) -> list[str]:
+def _combines_c_after(c: Contraction) -> bool:
+    """Whether ``c`` is folded in after the contraction (``semiring.add(c, r)``) rather than being its initial
+    value: custom reductions (``sparse_tensor.reduce``) start from the identity, not from the output."""
+    return c.semiring is not None and c.init == "c" and any(t.sparse for t in c.inputs)
+
+
+def _combine_with_c(c: Contraction, ident: str, par: str, out_t: str) -> list[str]:
+    """``%rc = add(%c, %r)`` element-wise with the semiring's add."""
+    assert c.semiring is not None
+    elem = c.output.elem
+    body = _Body(elem, "      ")
+    res = body.inline(c.semiring.add, ("%cv", "%rv"))
+    return ([f"  %rc = linalg.generic {{indexing_maps = [{ident}, {ident}], iterator_types = [{par}]}}",
+             f"      ins(%r : {out_t}) outs(%c : {out_t}) {{",
+             f"    ^bb0(%rv: {elem}, %cv: {elem}):"]
+            + body.lines + [f"      linalg.yield {res} : {elem}", f"  }} -> {out_t}"])
+
+
+def _epilog(c: Contraction, ident: str, par: str, out_t: str, src: str) -> list[str]:
     elem = c.output.elem
     body = _Body(elem, "      ")
     if c.output.sparse:
@@ -187,11 +216,11 @@ def _epilog(c: Contraction, ident: str, par: str, out_t: str) -> list[str]:
                              [("present", c.epilog), ("absent", None)])
         head = [f"  %e_init = tensor.empty() : {out_t}",
                 f"  %e = linalg.generic {{indexing_maps = [{ident}, {ident}], iterator_types = [{par}]}}",
-                f"      ins(%r : {out_t}) outs(%e_init : {out_t}) {{",
+                f"      ins({src} : {out_t}) outs(%e_init : {out_t}) {{",
                 f"    ^bb0(%y: {elem}, %o: {elem}):"]
     else:
         res = body.inline(c.epilog, ("%y",))  # type: ignore[arg-type]
         head = [f"  %e = linalg.generic {{indexing_maps = [{ident}], iterator_types = [{par}]}}",
-                f"      outs(%r : {out_t}) {{",
+                f"      outs({src} : {out_t}) {{",
                 f"    ^bb0(%y: {elem}):"]
     return head + body.lines + [f"      linalg.yield {res} : {elem}", f"  }} -> {out_t}"]
