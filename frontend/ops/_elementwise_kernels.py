@@ -14,7 +14,7 @@ from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
 from lowering.sparsifier.path import sparsifier_pipeline
 
-from ._kernel_cache import ArgumentLayout, buffer_parts
+from ._kernel_cache import ArgumentLayout, buffer_parts, sparse_result
 
 
 class ElementwiseKernel(ArgumentLayout):
@@ -35,21 +35,7 @@ class ElementwiseKernel(ArgumentLayout):
         parts = self._out_parts
         if parts is None:
             return result
-        out = self.out
-        assert out.fmt is not None  # sparse results have a format
-        n = out.fmt.num_levels
-        pos: list[Any] = [None] * n
-        crd: list[Any] = [None] * n
-        val = None
-        for (what, k), arr in zip(parts, result):
-            if what == "pos":
-                pos[k] = arr
-            elif what == "crd":
-                crd[k] = arr
-            else:
-                val = arr
-        t = Tensor(fmt if fmt is not None else out.fmt, out.shape, pos, crd, val,
-                   index_type=np.dtype(f"int{out.crd_width}"), package="numpy")
+        t = sparse_result(self.out, parts, result, fmt, np.dtype(f"int{self.out.crd_width}"))
         t._validated = t.buffer_key()  # built by the kernel: valid by construction
         return t
 

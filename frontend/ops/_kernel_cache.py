@@ -89,6 +89,26 @@ def _value_ranks(inputs: Sequence[TensorSpec], ranks: Sequence[int]) -> list[int
     return out
 
 
+def sparse_result(out: TensorSpec, parts: Sequence[tuple[str, int]], result: Sequence[Any], fmt: Any,
+                  index_type: Any) -> Tensor:
+    """A Tensor over the buffers a kernel returned for the sparse result ``out`` (``parts``: which level buffer
+    each is, :func:`buffer_parts`), in ``fmt`` (default: the compiled format)."""
+    assert out.fmt is not None  # sparse results have a format
+    n = out.fmt.num_levels
+    pos: list[Any] = [None] * n
+    crd: list[Any] = [None] * n
+    val = None
+    for (kind, k), arr in zip(parts, result):
+        if kind == "pos":
+            pos[k] = arr
+        elif kind == "crd":
+            crd[k] = arr
+        else:
+            val = arr
+    return Tensor(fmt if fmt is not None else out.fmt, out.shape, pos, crd, val, index_type=index_type,
+                  package="numpy")
+
+
 class Kernel(ArgumentLayout):
     """A compiled contraction: ``flatten`` operands into arguments, ``decode`` the results."""
 
@@ -135,21 +155,7 @@ class Kernel(ArgumentLayout):
         in ``fmt``: the caller's format object, structurally equal to the compiled one)."""
         if self._out_parts is None:
             return result
-        out = self.contraction.output
-        assert out.fmt is not None  # _out_parts is set for sparse outputs only
-        n = out.fmt.num_levels
-        pos: list[Any] = [None] * n
-        crd: list[Any] = [None] * n
-        val = None
-        for (kind, k), arr in zip(self._out_parts, result):
-            if kind == "pos":
-                pos[k] = arr
-            elif kind == "crd":
-                crd[k] = arr
-            else:
-                val = arr
-        return Tensor(fmt if fmt is not None else out.fmt, out.shape, pos, crd, val, index_type=self._out_index,
-                      package="numpy")
+        return sparse_result(self.contraction.output, self._out_parts, result, fmt, self._out_index)
 
 
 _lock = threading.Lock()
