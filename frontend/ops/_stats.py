@@ -133,8 +133,8 @@ def _sampled_bandwidth(t: Tensor, k: int, cols: int) -> float:
     if lv.format.value not in ("compressed", "loose_compressed") or not lv.has_coordinates:
         return math.nan
     pos, crd = np.asarray(t.pos(k)), np.asarray(t.crd(k))
-    if pos.ndim > 1:
-        pos, crd = pos.reshape(-1, pos.shape[-1])[0], crd.reshape(-1, crd.shape[-1])[0]
+    if pos.ndim > 1:  # batched: the first batch (indexing, not reshape: a batch may hold no entries)
+        pos, crd = pos[(0,) * (pos.ndim - 1)], crd[(0,) * (crd.ndim - 1)]
     rows = len(pos) - 1
     if rows <= 0 or pos[-1] == 0:
         return 0.0
