@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ._stats import balanced_bounds
 from ._threads import cpu_count, resolve_threads, run_chunks
 
 #: Below this many estimated products (multiply-adds) a product runs as one call of the whole function
@@ -107,13 +108,11 @@ class TwoPassCall:
 
 def _balanced(pos: np.ndarray, n: int) -> list[int]:
     """``n + 1`` row boundaries splitting the rows of positions ``pos`` into ranges of near-equal entries
-    (empty ranges dropped; every row in exactly one range)."""
+    (:func:`balanced_bounds`, empty ranges dropped; every row in exactly one range)."""
     rows = pos.shape[0] - 1
     if n <= 1 or rows <= 1:
         return [0, rows]
-    targets = np.linspace(0, int(pos[-1]), n + 1)[1:-1]
-    inner = np.searchsorted(pos, targets, side="left").clip(0, rows).tolist()
-    return sorted({0, rows, *inner})
+    return sorted(set(balanced_bounds(pos, n)))
 
 
 def _run_chunks(fn: Any, args: tuple, out: tuple, bounds: list[int]) -> None:
