@@ -16,6 +16,8 @@ import numpy as np
 from frontend.tensor._tensor import Tensor
 from lowering.schedule import OperandStats
 
+from ._threads import chunk_bounds
+
 #: Rows sampled to estimate the bandwidth (mean |col - row|).
 BANDWIDTH_SAMPLE = 64
 
@@ -41,7 +43,7 @@ class StoredRows:
             if split == "nnz" and offsets is not None and len(offsets) == rows + 1:
                 got = balanced_bounds(offsets, n)
             else:
-                got = tuple(rows * k // n for k in range(n + 1))
+                got = tuple(chunk_bounds(rows, n))
             self._bounds[key] = got
         return got
 
