@@ -1,23 +1,16 @@
 """How many threads an iterative solve runs on: ``threads=None`` picks every core above a size threshold."""
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
+
+from frontend.ops._threads import cpu_count
 
 #: ``threads=None`` stays single-threaded below this many stored entries plus rows. Each parallel sweep
 #: is one OpenMP fork/join (a few microseconds, 3-6 per iteration): below this size the iteration is too
 #: short for the second core to repay it (measured with ``benchmarks/bench_solve.py --threads``).
 AUTO_MIN_WORK = 100_000
-
-
-def cpu_count() -> int:
-    """Cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def check_threads(threads: Any) -> int | None:
