@@ -120,8 +120,8 @@ def call_weight_kernels(text: str, weights: Sequence[KernelWeight]) -> tuple[str
     """Rewrite linalg ``text`` (torch-mlir's ``@main``) so each weight's products call our kernels.
 
     Returns the new text and, per weight argument, the buffers that replace it in ``@main``'s
-    signature (in order); a weight the model does not use stays a dense argument (absent from the dict).  Raises ``ValueError`` naming the weight when it is used other than as the
-    left operand of a matrix product."""
+    signature (in order); a weight the model does not use stays a dense argument (absent from the dict).
+    Raises ``ValueError`` naming the weight when it is used other than as the left operand of a matrix product."""
     if not weights:
         return text, {}
     lines = text.split("\n")
