@@ -11,8 +11,7 @@ import torch.nn as nn
 
 import frontend
 import mlir_bridge
-from frontend.format import NamedFormats as N
-from frontend.format import TensorFormat
+from frontend.format import NamedFormats as N, TensorFormat
 from frontend.torch_interface import TorchUST, prune_model, reformat_model
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state",

@@ -324,18 +324,31 @@ class CompiledModel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _export(lifted: nn.Module, dense_args: Sequence[torch.Tensor], native: Sequence[torch.Tensor]) -> tuple[Any, bool]:
-    """The decomposed program, exported with the sparse model inputs as themselves (torch then gives
-    every node eager's layout) when torch can, else with dense stand-ins; and which of the two."""
+def _export(lifted: nn.Module, args: Sequence[torch.Tensor]) -> Any:
     with torch.no_grad():
-        if any(a is not b for a, b in zip(native, dense_args)):
-            try:
-                program = torch.export.export(lifted, tuple(native), strict=False)
-                return program.run_decompositions(decompositions()), True
-            except Exception:  # noqa: BLE001 - any failure: the dense stand-ins below (inputs re-marked)
-                pass
-        program = torch.export.export(lifted, tuple(dense_args), strict=False)
-        return program.run_decompositions(decompositions()), False
+        program = torch.export.export(lifted, tuple(args), strict=False)
+        return program.run_decompositions(decompositions())
+
+
+def _import(lifted: nn.Module, dense_args: list[torch.Tensor], sparse: dict[int, torch.Tensor],
+            kernels: Sequence[int], n_state: int) -> tuple[Any, str, dict[int, torch.Tensor], set[int]]:
+    """Export and import the model: first with the sparse model inputs as themselves (torch then gives
+    every node eager's layout: sparse results, ``to_sparse``), and if torch or torch-mlir cannot, with dense
+    stand-ins re-marked sparse on the placeholders.  Returns the program, its linalg text, the sparse
+    tensor each marked placeholder receives and which of them are given transposed."""
+    native = [sparse.get(i, a) if i >= n_state else a for i, a in enumerate(dense_args)]
+    attempts = [True, False] if any(i >= n_state for i in sparse) else [False]
+    for natively in attempts:
+        try:
+            program = _export(lifted, native if natively else dense_args)
+            marks = {i: t for i, t in sparse.items() if i < n_state or not natively}
+            given, flipped = _mark_sparse(program, marks)
+            _route_kernel_weights(program, kernels)
+            return program, program_to_linalg(program), given, flipped
+        except Exception:  # noqa: BLE001 - the native attempt may fail anywhere: retry with stand-ins
+            if not natively:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _build(module: nn.Module, example_inputs: Sequence[Any], pipeline: Any) -> _Variant:
@@ -355,14 +368,9 @@ def _build(module: nn.Module, example_inputs: Sequence[Any], pipeline: Any) -> _
         if sp is not None:
             sparse[i] = sp
     dense_args = [_dense_standin(v) for v in values]
-    native = [sparse.get(i, a) if i >= len(names) else a for i, a in enumerate(dense_args)]
-    program, natively = _export(_Lifted(module, names), dense_args, native)
-    marks = {i: t for i, t in sparse.items() if i < len(names) or not natively}
-    given, flipped = _mark_sparse(program, marks)
-    _route_kernel_weights(program, list(kernels))
+    program, text, given, flipped = _import(_Lifted(module, names), dense_args, sparse, list(kernels), len(names))
     outputs = output_specs(program)
     out_spec = getattr(getattr(program, "call_spec", None), "out_spec", None)
-    text = program_to_linalg(program)
     text, kernel_buffers = call_weight_kernels(text, list(kernels.values()))
     compiled = compile_module(text, model_stages(pipeline if pipeline is not None else sparsifier_pipeline()))
     fn = compiled.function("main")
