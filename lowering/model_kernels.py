@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from frontend.format import TensorFormat
 
 from .contraction import Contraction, TensorSpec
 from .emitter.kernel import emit_contraction
+from .schedule import OperandStats, choose_schedule
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class KernelWeight:
     pos_width: int = 64
     crd_width: int = 64
     what: str = "weight"
+    #: the weight's row statistics (the kernel's vector lanes follow :func:`lowering.schedule.choose_schedule`)
+    stats: OperandStats | None = None
 
     def spec(self) -> TensorSpec:
         return TensorSpec(self.fmt, self.shape, self.elem, self.pos_width, self.crd_width)
@@ -92,6 +95,7 @@ def _kernel(w: KernelWeight, x_type: str, name: str) -> tuple[str, list[tuple[Bu
     else:
         c = Contraction(("ik", "k"), (w.spec(), TensorSpec(None, x_shape, w.elem)), "i",
                         TensorSpec(None, (n,), w.elem), name=name)
+    c = replace(c, lanes=choose_schedule(c, w.stats, 1, 1).lanes)
     text = emit_contraction(c)
     text = text.replace(f"func.func @{name}(", f"func.func private @{name}(", 1)
     text = text.replace(" attributes {llvm.emit_c_interface}", "", 1)

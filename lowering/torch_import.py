@@ -101,6 +101,9 @@ def program_to_linalg(program: Any, func_name: str = "main") -> str:
         module = lower_mlir_module(False, OutputType.LINALG_ON_TENSORS, module)
     except (TorchMlirCompilerError, NotImplementedError, RuntimeError) as err:
         raise TorchImportError(f"torch-mlir could not lower the model: {err}") from None
+    except AssertionError as err:  # the importer asserts on layouts it cannot encode (COO with 1 sparse dim)
+        raise TorchImportError(f"torch-mlir could not import the model (a layout or op it does not encode: "
+                               f"{err!r})") from None
     return str(module)
 
 

@@ -210,3 +210,35 @@ def test_gcn(layout):
     inp, adj = torch.rand(4, 4), torch.rand(4, 4)
     adj[1] = 0
     _run(net, inp, adj.to_sparse() if layout == "coo" else adj.to_sparse_csr())
+
+
+class ScaleNet(nn.Module):
+    def forward(self, x):
+        return x * 3.0
+
+
+def _small() -> torch.Tensor:
+    a = torch.zeros(4, 6)
+    a[0, 1], a[1, 0], a[2, 3], a[3, 5] = 1.0, 7.0, 2.0, -4.0
+    return a
+
+
+LAYOUTS = {"csc": lambda a: a.to_sparse_csc(), "bsr2x2": lambda a: a.to_sparse_bsr((2, 2)),
+           "bsc2x2": lambda a: a.to_sparse_bsc((2, 2)), "bsr2x3": lambda a: a.to_sparse_bsr((2, 3)),
+           "csr-f64": lambda a: a.double().to_sparse_csr(), "csr-i32": lambda a: a.to(torch.int32).to_sparse_csr(),
+           "coo-empty-row": lambda a: a.to_sparse()}
+
+
+@pytest.mark.parametrize("net", [IdNet(), EltNet(), ScaleNet()], ids=["id", "neg", "scale"])
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_outputs_keep_every_layout(layout, net):
+    _run(net, LAYOUTS[layout](_small()))
+
+
+def test_batched_csr_identity_and_unsupported_layouts():
+    x = _small().reshape(2, 2, 6).to_sparse_csr(dense_dim=0)   # batch dimension
+    got = _run(IdNet(), x)
+    assert got.crow_indices().shape == (2, 3)
+    hybrid = _small().reshape(4, 3, 2).to_sparse(1)   # COO with one sparse dimension: torch-mlir has no encoding
+    with pytest.raises(ValueError, match="torch-mlir could not"):
+        frontend.compile(IdNet(), hybrid)

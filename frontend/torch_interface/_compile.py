@@ -22,6 +22,7 @@ from torch.export.graph_signature import InputKind
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 from frontend.format import index_width, mlir_type
+from frontend.ops._stats import stored_rows
 from lowering.model_kernels import KernelWeight, call_weight_kernels
 from lowering.sparsifier.path import sparsifier_pipeline
 from lowering.torch_import import decompositions, model_stages, program_to_linalg
@@ -224,7 +225,7 @@ def _kernel_weight(w: TorchUST, arg: int, what: str) -> KernelWeight:
                          "model kernels take 2-D weights only")
     width = 64 if w.ust.index_type is None else index_width(w.ust.index_type)
     return KernelWeight(arg, w.tensor_format, (int(w.shape[0]), int(w.shape[1])), mlir_type(w.dtype),
-                        width, width, what)
+                        width, width, what, stored_rows(w.ust).stats)
 
 
 @dataclass
@@ -324,10 +325,10 @@ class CompiledModel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _export(lifted: nn.Module, args: Sequence[torch.Tensor]) -> Any:
+def _export(lifted: nn.Module, args: Sequence[torch.Tensor], decompose: bool = True) -> Any:
     with torch.no_grad():
         program = torch.export.export(lifted, tuple(args), strict=False)
-        return program.run_decompositions(decompositions())
+        return program.run_decompositions(decompositions()) if decompose else program
 
 
 def _import(lifted: nn.Module, dense_args: list[torch.Tensor], sparse: dict[int, torch.Tensor],
@@ -337,10 +338,11 @@ def _import(lifted: nn.Module, dense_args: list[torch.Tensor], sparse: dict[int,
     stand-ins re-marked sparse on the placeholders.  Returns the program, its linalg text, the sparse
     tensor each marked placeholder receives and which of them are given transposed."""
     native = [sparse.get(i, a) if i >= n_state else a for i, a in enumerate(dense_args)]
-    attempts = [True, False] if any(i >= n_state for i in sparse) else [False]
-    for natively in attempts:
+    # torch's decompositions fail on some sparse ops (x * 2.0 on CSR): then natively without them
+    attempts = [(True, True), (True, False), (False, True)] if any(i >= n_state for i in sparse) else [(False, True)]
+    for natively, decompose in attempts:
         try:
-            program = _export(lifted, native if natively else dense_args)
+            program = _export(lifted, native if natively else dense_args, decompose)
             marks = {i: t for i, t in sparse.items() if i < n_state or not natively}
             given, flipped = _mark_sparse(program, marks)
             _route_kernel_weights(program, kernels)

@@ -22,12 +22,13 @@ def sparse_arguments(t: torch.Tensor) -> list[torch.Tensor]:
         idx = t._indices()
         return [torch.tensor([0, idx.shape[1]], dtype=idx.dtype), *(r.contiguous() for r in idx),
                 t._values().contiguous().reshape(-1)]
+    batch = tuple(t.shape[:t.dim() - t.dense_dim() - 2])  # batch levels keep their extents
     if t.layout in (torch.sparse_csr, torch.sparse_bsr):
-        return [t.crow_indices(), t.col_indices(), t.values().contiguous().reshape(-1)]
+        return [t.crow_indices(), t.col_indices(), t.values().contiguous().reshape((*batch, -1))]
     values = t.values()
     if t.layout == torch.sparse_bsc:  # torch-mlir's BSC encoding stores each block column-major
         values = values.transpose(-2, -1)
-    return [t.ccol_indices(), t.row_indices(), values.contiguous().reshape(-1)]
+    return [t.ccol_indices(), t.row_indices(), values.contiguous().reshape((*batch, -1))]
 
 
 def _torch(a: Any) -> torch.Tensor:
