@@ -18,11 +18,11 @@ def main(expect: str) -> int:
         print("cache check: wrong SpMV result")
         return 1
     info = F.cache_info()
-    print(f"cache check: dir={info['dir']} disk_hits={info['disk_hits']} misses={info['misses']} entries={info['entries']}")
-    if info['dir'] is None:
+    print("cache check: " + " ".join(f"{k}={info[k]}" for k in ("dir", "disk_hits", "misses", "entries")))
+    if info["dir"] is None:
         print("cache check: no trusted cache folder")
         return 1
-    ok = info['disk_hits'] > 0 and info['misses'] == 0 if expect == "hit" else info['misses'] > 0
+    ok = info["disk_hits"] > 0 and info["misses"] == 0 if expect == "hit" else info["misses"] > 0
     print(f"cache check: expected a disk {expect}: {'ok' if ok else 'FAILED'}")
     return 0 if ok else 1
 
