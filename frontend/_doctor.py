@@ -242,7 +242,7 @@ def cpu_runs(report: Report) -> None:
     """One compile-and-run per CPU path, against numpy."""
     from frontend.format import NamedFormats
     from frontend.ops._api import Matmul
-    from frontend.tensor import Tensor
+    from frontend.tensor._tensor import Tensor
 
     a = _matrix()
     x = np.arange(1.0, 6.0)
@@ -271,7 +271,7 @@ def gpu_runs(report: Report, device: bool) -> None:
         return
     from frontend.format import NamedFormats
     from frontend.ops._api import Matmul
-    from frontend.tensor import Tensor
+    from frontend.tensor._tensor import Tensor
 
     a = _matrix()
     x = np.arange(1.0, 6.0)
