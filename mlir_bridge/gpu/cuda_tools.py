@@ -82,13 +82,18 @@ class CudaTools:
 
 def _site_dirs() -> list[str]:
     """``site-packages`` folders of this interpreter (venv first), without duplicates."""
+    return list(_interpreter_site_dirs())
+
+
+@functools.cache
+def _interpreter_site_dirs() -> tuple[str, ...]:
     dirs = [sysconfig.get_paths().get(k, "") for k in ("purelib", "platlib")]
     try:
         dirs += site.getsitepackages()
     except AttributeError:  # some embedded/virtualenv interpreters lack it
         pass
     dirs += [p for p in sys.path if p.endswith("site-packages")]
-    return [d for d in dict.fromkeys(dirs) if d]
+    return tuple(d for d in dict.fromkeys(dirs) if d)
 
 
 def environment_bin_dirs(prefix: str | None = None, site_dirs: Sequence[str] | None = None) -> list[Path]:
