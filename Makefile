@@ -2,13 +2,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV
 
-.PHONY: setup demo lint test test-gpu bench bench-all docker docker-test clean
+.PHONY: setup demo doctor lint test test-gpu gpu-check bench bench-all docker docker-test clean
 
 setup:
 	@bash scripts/install.sh
 
 demo: setup
 	$(PY) examples/quickstart.py
+
+doctor: setup
+	$(PY) -m frontend doctor
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -19,6 +22,11 @@ test: lint
 
 test-gpu: setup
 	$(PY) -m pytest -q -m gpu
+
+# doctor --require-gpu, the gpu tests, benchmarks/bench_gpu.py -> one report in benchmarks/results/
+# (stops after doctor with one line where no CUDA device exists)
+gpu-check: setup
+	$(PY) benchmarks/gpu_check.py
 
 bench: setup
 	$(PY) -m pip install --quiet -e ".[bench]"
