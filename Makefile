@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV
 
-.PHONY: setup demo doctor lint test test-gpu gpu-check bench bench-all clean
+.PHONY: setup demo doctor lint test test-gpu gpu-check bench bench-all docker docker-test clean
 
 setup:
 	@bash scripts/install.sh
@@ -34,6 +34,13 @@ bench: setup
 
 bench-all: setup
 	$(PY) benchmarks/run.py
+
+# container images (docker/): docker when its daemon answers, else rootful podman (scripts/docker.sh)
+docker:
+	bash scripts/docker.sh build
+
+docker-test:
+	bash scripts/docker.sh test
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
