@@ -145,3 +145,64 @@ def test_softmax_matches_torch(name, axis):
     np.testing.assert_array_equal(_dense(got) != 0, A != 0)  # the pattern; the empty row stays empty
     want = torch.sparse.log_softmax(ref, axis).to_dense().numpy()
     np.testing.assert_allclose(_dense(F.log_softmax(t, axis)), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_softmax_row_kernel_matches_reference(dtype, index, threads, monkeypatch):
+    """The one-kernel softmax (CSR rows, CSC columns) equals the masked dense reference and the four-kernel
+    sparsifier path, on row chunks (threads) and with empty rows, a 1x1 and an empty matrix."""
+    from frontend.ops import _elementwise as ew
+
+    for shape, seed in (((40, 30), 3), ((1, 1), 4), ((0, 5), 5)):
+        d = _matrix(shape, seed, dtype) if shape[0] else np.zeros(shape, dtype)
+        if shape == (1, 1):
+            d[0, 0] = 0.5
+        for fmt, axis in ((sp.csr_array, 1), (sp.csc_array, 0)):
+            m = fmt(d)
+            m.indices, m.indptr = m.indices.astype(index), m.indptr.astype(index)
+            mask = d != 0
+            z = np.where(mask, d, -np.inf)
+            with np.errstate(invalid="ignore"):
+                e = np.exp(z - z.max(axis=axis, keepdims=True, initial=-np.inf))
+                ref = np.where(mask, e / e.sum(axis=axis, keepdims=True), 0)
+                lref = np.where(mask, np.log(np.where(mask, ref, 1)), 0)
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            got = F.softmax(m, axis, threads=threads)
+            assert type(got) is fmt and got.dtype == dtype
+            np.testing.assert_allclose(got.toarray(), ref, rtol=tol, atol=tol)
+            np.testing.assert_allclose(F.log_softmax(m, axis, threads=threads).toarray(), lref, rtol=tol, atol=tol)
+            if threads == 1 and shape == (40, 30):
+                monkeypatch.setattr(ew, "_row_softmax", lambda *a, **k: None)
+                np.testing.assert_allclose(F.softmax(m, axis).toarray(), ref, rtol=tol, atol=tol)
+                monkeypatch.undo()
+
+
+@pytest.mark.parametrize(("op", "args", "count", "ops"), [
+    (F.add, (A, B), 1, ["linalg.generic"]),
+    (F.multiply, (A, B), 1, ["linalg.generic"]),
+    (F.apply, (A, lambda v: v * 2), 1, ["sparse_tensor.unary"]),
+    (F.select, (A, lambda v: v > 0), 1, ["sparse_tensor.select"]),
+    (F.sum, (A, 1), 1, ["linalg.generic"]),
+    (F.max, (A, 1), 2, ["sparse_tensor.reduce"]),
+    (F.reduce, (A, 1, "max"), 1, ["sparse_tensor.reduce"]),
+    (F.softmax, (A, 1), 1, ["math.exp", "scf.for"]),        # one row kernel
+    (F.softmax, (A, 0), 4, ["sparse_tensor.binary", "sparse_tensor.reduce"]),  # CSR columns: four
+])
+def test_print_mlir_elementwise(op, args, count, ops):
+    import io
+
+    args = tuple(sp.csr_array(x) if isinstance(x, np.ndarray) else x for x in args)
+    buf = io.StringIO()
+    F.print_mlir(op, *args, stage="linalg", file=buf)
+    text = buf.getvalue()
+    assert text.count("// =====") == count
+    for name in ops:
+        assert name in text, name
+    buf = io.StringIO()
+    F.print_mlir(op, *args, stage="llvm", file=buf)
+    assert "llvm.func @main" in buf.getvalue()
+    with pytest.raises(TypeError, match="not an elementwise operation"):
+        from frontend.ops._elementwise import kernels_of
+        kernels_of(print, A)

@@ -23,13 +23,16 @@ from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
+from lowering.kernels import row_softmax
 from lowering.scalar_fn import ScalarFn, exp, kind, logical_or, maximum, minimum, trace
 from lowering.sparsifier import elementwise as build
 
-from ._elementwise_kernels import kernel_for
+from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels, row_kernel_for
 from ._kernel_cache import dense_tensor, row_major, spec_of
 from ._operands import check_cpu, elem_of, operand, out_width, result_package, to_caller_package
 from ._prepared import default_sparse_format
+from ._stats import balanced_bounds
+from ._threads import cpu_count, resolve_threads
 
 _SCALARS = (int, float, complex, np.number)
 
@@ -354,7 +357,39 @@ def _sampled(t: Tensor, v: np.ndarray, keep: tuple[int, ...], fn: ScalarFn, out:
     return kernel([t, vt])
 
 
-def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any) -> Any:
+#: Stored entries from which softmax's row kernel runs on every core (below: one thread).
+ROW_PARALLEL_MIN = 1 << 15
+
+
+def _row_softmax(t: Tensor, axis: int, logarithm: bool, elem: str, threads: Any) -> Tensor | None:
+    """Softmax along ``axis`` of a 2-D sparse ``t`` as one row kernel (:mod:`lowering.kernels.row_softmax`):
+    on CSR rows (``axis=1``; other unpadded formats are converted to CSR) or CSC columns (``axis=0``);
+    None for other cases (the four-kernel sparsifier path runs them). The result shares ``t``'s index
+    buffers (same pattern) and owns new values."""
+    fmt = t.tensor_format
+    want = NamedFormats.CSR if axis == 1 else NamedFormats.CSC
+    if t.ndim != 2 or row_major(fmt) or elem not in ("f32", "f64"):
+        return None
+    if fmt != want:
+        if axis != 1:
+            return None
+        t = t.convert(tensor_format=want)
+    pos = np.asarray(t._pos[1])
+    vals = np.asarray(t.val)
+    if pos.dtype not in (np.int32, np.int64) or not vals.flags.c_contiguous:
+        return None
+    p = f"i{pos.dtype.itemsize * 8}"
+    kernel = row_kernel_for(("softmax", elem, p, logarithm), lambda: row_softmax.build(elem, p, logarithm))
+    rows = len(pos) - 1
+    n = resolve_threads(threads)
+    if threads is None or threads == "auto":
+        n = cpu_count() if vals.size >= ROW_PARALLEL_MIN else 1
+    bounds = balanced_bounds(pos.astype(np.int64, copy=False), n) if n > 1 and rows > 1 else (0, rows)
+    out = kernel([pos, vals], np.empty(vals.shape, vals.dtype), bounds)
+    return Tensor(t.tensor_format, t.shape, t._pos, t._crd, out, index_type=t.index_type, package="numpy")
+
+
+def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any, threads: Any = None) -> Any:
     t0 = _tensor(a, "a")
     t = readable(t0)
     axes = _axes(axis, t.ndim)
@@ -369,6 +404,10 @@ def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any) -> Any:
         computed, final = default_sparse_format(NamedFormats.Dense(t.ndim), t.ndim), None
     else:
         computed, final = result_format([t0.tensor_format], t.ndim)
+    want = as_format(out_format)
+    fused = _row_softmax(t, axes[0], logarithm, elem, threads)
+    if fused is not None:
+        return _finish(fused, want if want is not None else final, result_package([a]))
     out = _sparse_spec(computed, t.shape, elem, [t])
     m = _reduce_stored(t, keep, trace(maximum, 2, elem), _extreme(dtype, -1), elem)
     e = _sampled(t, m, keep, trace(lambda x, y: exp(x - y), 2, elem), out, elem)
@@ -379,20 +418,35 @@ def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any) -> Any:
         res = _sampled(t, lse, keep, trace(lambda x, y: x - y, 2, elem), out, elem)
     else:
         res = _sampled(e, s, keep, trace(lambda x, y: x / y, 2, elem), out, elem)
-    want = as_format(out_format)
     return _finish(res, want if want is not None else final, result_package([a]))
 
 
-def softmax(a: Any, axis: int = -1, *, out_format: Any = None) -> Any:
+def softmax(a: Any, axis: int = -1, *, out_format: Any = None, threads: Any = None) -> Any:
     """``exp(a - max) / sum(exp(a - max))`` along ``axis`` over the stored entries (absent entries count as
-    minus infinity, as in ``torch.sparse.softmax``); the result has ``a``'s pattern, an empty row stays empty."""
-    return _softmax(a, axis, False, out_format)
+    minus infinity, as in ``torch.sparse.softmax``); the result has ``a``'s pattern, an empty row stays empty.
+
+    Along the rows of CSR (and of formats converted to CSR) or the columns of CSC it is one kernel (max,
+    exp-sum, scale per row) on ``threads`` row chunks (None/``"auto"``: every core from
+    :data:`ROW_PARALLEL_MIN` entries); other cases run four sparsifier kernels."""
+    return _softmax(a, axis, False, out_format, threads)
 
 
-def log_softmax(a: Any, axis: int = -1, *, out_format: Any = None) -> Any:
+def log_softmax(a: Any, axis: int = -1, *, out_format: Any = None, threads: Any = None) -> Any:
     """``a - max - log(sum(exp(a - max)))`` along ``axis`` over the stored entries (see :func:`softmax`)."""
-    return _softmax(a, axis, True, out_format)
+    return _softmax(a, axis, True, out_format, threads)
+
+
+def kernels_of(op: Callable[..., Any], *args: Any, **kwargs: Any) -> list[ElementwiseKernel]:
+    """The compiled kernels ``op(*args, **kwargs)`` runs (it runs the call once), for ``print_mlir``."""
+    if op not in OPERATIONS:
+        raise TypeError(f"not an elementwise operation: {getattr(op, '__name__', op)!r}")
+    with recorded_kernels() as got:
+        op(*args, **kwargs)
+    return got
 
 
 __all__ = ["add", "apply", "log_softmax", "max", "min", "multiply", "prod", "reduce",
            "select", "softmax", "subtract", "sum"]
+
+#: The public elementwise operations (``print_mlir(op, *operands, **options)`` takes any of them).
+OPERATIONS = frozenset({add, apply, log_softmax, max, min, multiply, prod, reduce, select, softmax, subtract, sum})
