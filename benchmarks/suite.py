@@ -47,7 +47,6 @@ from suitekit.peers import PEER_NAMES, Peers, load_peers  # noqa: E402
 from suitekit.report import Record, print_report, summarize, update_readme, write_results  # noqa: E402
 from suitekit.timing import call_time, read_bandwidth, round_robin  # noqa: E402
 
-
 ALL_OPS = {**OPS, **ELEMENTWISE_OPS}
 
 

@@ -23,13 +23,13 @@ from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
-from lowering.kernels import row_softmax
+from lowering.kernels import merge_rows, row_softmax
 from lowering.scalar_fn import ScalarFn, exp, kind, logical_or, maximum, minimum, trace
 from lowering.sparsifier import elementwise as build
 
 from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels, row_kernel_for
 from ._kernel_cache import dense_tensor, row_major, spec_of
-from ._operands import check_cpu, elem_of, operand, out_width, result_package, to_caller_package
+from ._operands import check_cpu, elem_of, operand, out_width, result_package, to_caller_package, validate_sparse
 from ._prepared import default_sparse_format
 from ._stats import balanced_bounds
 from ._threads import cpu_count, resolve_threads
@@ -140,6 +140,10 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
         if want is not None and not want.is_dense and default_sparse_format(want, len(shape)) == want:
             computed = want
         out = _sparse_spec(computed, shape, elem, sparse)
+        full = tuple(range(len(shape)))
+        merged = _merged(op, ta, tb, computed, elem) if da == db == full and len(sparse) == 2 else None
+        if merged is not None:
+            return _finish(merged, want if want is not None else final, result_package(objs))
     else:
         final = None
         out = TensorSpec(None, shape, elem)
@@ -147,6 +151,55 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
     key = ("binary", op, specs[0].key(), specs[1].key(), da, db, out.key())
     kernel = kernel_for(key, lambda: build.binary_module(op, specs, (da, db), out), specs, out)
     return _finish(kernel([ta, tb]), want if want is not None else final, result_package(objs))
+
+
+#: Stored entries (both operands) from which the merge kernels run on every core (below: one thread).
+MERGE_PARALLEL_MIN = 1 << 17
+
+
+def _index_type(buf: Any) -> str:
+    return f"i{np.asarray(buf).dtype.itemsize * 8}"
+
+
+def _merged(op: str, ta: Tensor, tb: Tensor, computed: TensorFormat, elem: str) -> Tensor | None:
+    """``ta op tb`` for two CSR (or two CSC) operands computed in that format: the one-pass row merge
+    (:mod:`lowering.kernels.merge_rows`) on row chunks; None when it does not apply."""
+    fmt = ta.tensor_format
+    if (fmt not in (NamedFormats.CSR, NamedFormats.CSC) or tb.tensor_format != fmt or computed != fmt
+            or kind(elem) not in ("float", "int")):
+        return None
+    validate_sparse([ta, tb])
+    a_pos, a_crd, b_pos, b_crd = (np.asarray(x) for x in (ta._pos[1], ta._crd[1], tb._pos[1], tb._crd[1]))
+    a_val, b_val = np.asarray(ta.val), np.asarray(tb.val)
+    if not (a_val.flags.c_contiguous and b_val.flags.c_contiguous):
+        return None
+    w = out_width([ta, tb])
+    idx = np.dtype(f"int{w}")
+    types = [_index_type(x) for x in (a_pos, a_crd, b_pos, b_crd)] + [f"i{w}", f"i{w}"]
+    key = ("merge", op, elem, *types)
+    kernel = row_kernel_for(key, lambda: merge_rows.build(op, elem, kind(elem), *types))
+    outer = len(a_pos) - 1
+    work = a_pos.astype(np.int64) + b_pos.astype(np.int64)  # row offsets of the bound nnz(A) + nnz(B)
+    n = cpu_count() if int(work[-1]) >= MERGE_PARALLEL_MIN and outer > 1 else 1
+    bounds = balanced_bounds(work, n) if n > 1 else (0, outer)
+    bound = int(work[-1])
+    c_pos = np.empty(outer + 1, idx)
+    c_pos[0] = 0
+    crd, val = np.empty(bound, idx), np.empty(bound, a_val.dtype)
+    kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
+    spans = [(int(work[lo]), int(c_pos[hi])) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+    if len(spans) <= 1:
+        end = spans[0][1] if spans else 0
+        c_crd, c_val = crd[:end], val[:end]
+    else:  # join the chunks: shift each chunk's row ends by the entries before it
+        c_crd = np.concatenate([crd[lo:hi] for lo, hi in spans])
+        c_val = np.concatenate([val[lo:hi] for lo, hi in spans])
+        before = 0
+        for (lo, hi), r0, r1 in zip(spans, bounds, bounds[1:]):
+            c_pos[r0 + 1:r1 + 1] += before - lo
+            before += hi - lo
+    return Tensor(fmt, ta.shape, [None, c_pos], [None, c_crd], c_val, index_type=ta.index_type or tb.index_type,
+                  package="numpy")
 
 
 def add(a: Any, b: Any, *, out_format: Any = None) -> Any:
@@ -358,7 +411,7 @@ def _sampled(t: Tensor, v: np.ndarray, keep: tuple[int, ...], fn: ScalarFn, out:
 
 
 #: Stored entries from which softmax's row kernel runs on every core (below: one thread).
-ROW_PARALLEL_MIN = 1 << 15
+ROW_PARALLEL_MIN = 1 << 17
 
 
 def _row_softmax(t: Tensor, axis: int, logarithm: bool, elem: str, threads: Any) -> Tensor | None:

@@ -89,23 +89,25 @@ def recorded_kernels() -> Iterator[list[Any]]:
 
 
 class RowKernel:
-    """A compiled hand-written row-range kernel ``@main(*args, out, row_begin, row_end)``
-    (:mod:`lowering.kernels.row_softmax`), run in row chunks on the thread pool."""
+    """A compiled hand-written module of row-range functions ``@f(*args, out, row_begin, row_end)``
+    (:mod:`lowering.kernels.row_softmax`, :mod:`lowering.kernels.merge_rows`), run in row chunks on the
+    thread pool."""
 
     def __init__(self, text: str) -> None:
         from mlir_bridge import compile_module
 
         self.text = text
-        self.function = compile_module(text, sparsifier_pipeline()).function("main")
+        self.module = compile_module(text, sparsifier_pipeline())
 
     def stages(self) -> list[tuple[str, str]]:
         from mlir_bridge import lower_stages
 
         return lower_stages(self.text, sparsifier_pipeline())
 
-    def __call__(self, args: Sequence[Any], out: np.ndarray, bounds: tuple[int, ...]) -> np.ndarray:
-        """Rows ``[bounds[k], bounds[k + 1])`` into ``out``, one chunk per pair of bounds."""
-        return RowRangeFunction(self.function, out.shape, out.dtype).bind(*args, bounds=bounds)(out)
+    def __call__(self, args: Sequence[Any], out: np.ndarray, bounds: tuple[int, ...], name: str = "main"
+                 ) -> np.ndarray:
+        """``@name`` on rows ``[bounds[k], bounds[k + 1])`` into ``out``, one chunk per pair of bounds."""
+        return RowRangeFunction(self.module.function(name), out.shape, out.dtype).bind(*args, bounds=bounds)(out)
 
 
 def row_kernel_for(key: tuple, build: Callable[[], str]) -> RowKernel:
