@@ -108,6 +108,9 @@ def test_apply_select(name):
     np.testing.assert_allclose(_dense(F.apply(t, lambda v, i, j: v + 10 * i + j)), np.where(stored, A + 10 * i + j, 0))
     kept = F.select(t, lambda v: v >= 0.5)
     np.testing.assert_allclose(_dense(kept), np.where(A >= 0.5, A, 0))
+    upper = F.select(t, lambda v, i, j: F.where(j > i, v < 1.0, 0.0))  # predicate of value and coordinates
+    np.testing.assert_allclose(_dense(upper), np.where((j > i) & (A < 1.0), A, 0))
+    assert upper.is_sparse
 
 
 @pytest.mark.parametrize("name", FORMATS)

@@ -239,9 +239,11 @@ def _mapped(kind: str, a: Any, fn: Callable, out_format: Any) -> Any:
     traced = trace(fn, nargs, elem)
     fmt = t.tensor_format
     want = as_format(out_format)
+    if nargs > 1 and kind == "select":
+        computed, final = result_format([t0.tensor_format], t.ndim)
+        kept = _select_with_coordinates(t, traced, elem).convert(tensor_format=computed)
+        return _finish(kept, want if want is not None else final, result_package([a]))
     if nargs > 1:
-        if kind != "apply":
-            raise TypeError("select takes predicate(v)")
         res = _with_coordinates(t, traced, elem)
         final = None if row_major(fmt) or t0.tensor_format == fmt else t0.tensor_format
         return _finish(res, want if want is not None else final, result_package([a]))
@@ -276,6 +278,26 @@ def _with_coordinates(t: Tensor, fn: ScalarFn, elem: str) -> Any:
     if dense:
         return out.reshape(t.shape)
     return Tensor(t.tensor_format, t.shape, t._pos, t._crd, out, index_type=t.index_type, package="numpy")
+
+
+def _select_with_coordinates(t: Tensor, fn: ScalarFn, elem: str) -> Tensor:
+    """The stored entries of ``t`` (unpadded) on which ``fn(v, i, j, ...)`` is nonzero, as a COO Tensor: the
+    predicate runs as the coordinate kernel of :func:`_with_coordinates`, the kept entries are gathered."""
+    if row_major(t.tensor_format):
+        t = Tensor.from_dense(np.asarray(t.to_dense()), default_sparse_format(t.tensor_format, t.ndim))
+    flags = _with_coordinates(t, fn, elem)
+    keep = np.asarray(flags.val) != 0
+    dims, _ = coordinates(t)
+    kept = [d[keep] for d in dims]
+    order = np.lexsort(kept[::-1])  # COO order: lexicographic by coordinates
+    vals = np.ascontiguousarray(np.asarray(t.val)[keep][order])
+    n = int(keep.sum())
+    rank = t.ndim
+    coo = NamedFormats.COO if rank == 2 else TensorFormat.parse(
+        f"({', '.join('ijklmn'[:rank])}) -> ({'i : compressed(nonunique), ' if rank > 1 else 'i : compressed'}"
+        + ", ".join(f"{c} : singleton" for c in "jklmn"[:rank - 1]) + ")")
+    crd = [np.ascontiguousarray(d[order]) for d in kept]
+    return Tensor.from_buffers(coo, t.shape, pos=[np.array([0, n])] + [None] * (rank - 1), crd=crd, values=vals)
 
 
 def apply(a: Any, fn: Callable, *, out_format: Any = None) -> Any:
