@@ -240,9 +240,9 @@ def _mapped(kind: str, a: Any, fn: Callable, out_format: Any) -> Any:
     fmt = t.tensor_format
     want = as_format(out_format)
     if nargs > 1 and kind == "select":
-        computed, final = result_format([t0.tensor_format], t.ndim)
-        kept = _select_with_coordinates(t, traced, elem).convert(tensor_format=computed)
-        return _finish(kept, want if want is not None else final, result_package([a]))
+        sel_computed, sel_final = result_format([t0.tensor_format], t.ndim)
+        kept = _select_with_coordinates(t, traced, elem).convert(tensor_format=sel_computed)
+        return _finish(kept, want if want is not None else sel_final, result_package([a]))
     if nargs > 1:
         res = _with_coordinates(t, traced, elem)
         final = None if row_major(fmt) or t0.tensor_format == fmt else t0.tensor_format
