@@ -2,12 +2,16 @@
 API: the same inputs and the expected outputs their FileCheck lines print (stored values in storage order,
 positions and coordinates, or the dense result), each also checked against numpy.
 
-Ported: sparse_select.mlir (vecSelect, matUpperTriangle), sparse_matrix_ops.mlir (matrix_scale,
+Ported: sparse_binary.mlir (vector_mul, vector_index, add_tensor_1/2, triangular), sparse_select.mlir
+(vecSelect, matUpperTriangle), sparse_matrix_ops.mlir (matrix_scale,
 matrix_add, matrix_mul on DCSR), sparse_reductions.mlir (sum and product reductions with an initial
 value), sparse_unary.mlir (vector_magnify, matrix_clip, matrix_slice), sparse_reduce_custom.mlir
 (min-plus products CSR x CSR and CSR x CSC). Not ported: the bitwise and/or/xor reductions (the scalar
-tracer has no bitwise operators) and unary kernels with a non-empty ``absent`` region (vector_complement,
-vector_negation), which fill implicit zeros, while ``apply`` leaves them alone by design.
+tracer has no bitwise operators), unary kernels with a non-empty ``absent`` region (vector_complement,
+vector_negation), which fill implicit zeros, while ``apply`` leaves them alone by design, and binary kernels
+with custom ``left``/``right``/``overlap`` regions other than add/subtract/multiply (vector_min,
+vector_setdiff, matrix_intersect, sub_with_thres, intersect_equal, only_left_right): the public API has no
+user binary regions.
 """
 from __future__ import annotations
 
@@ -146,3 +150,37 @@ def test_sparse_reduce_custom_min_plus():
         got = F.matmul(m1, m2, semiring="min-plus", out_format=NF.CSR)
         assert np.asarray(got.val).tolist() == [7, 7, 9, 8, 7, 7, 12, 11, 11]
         np.testing.assert_array_equal(got.to_dense(), want)
+
+
+# ----- sparse_binary.mlir ----------------------------------------------------------------------------------------
+V3 = np.array([float(k % 10) for k in range(32)])
+M3 = np.array([[1.0, 0.0, 3.0, 0.0], [0.0, 2.0, 0.0, 0.0], [0.0, 0.0, 0.0, 4.0], [3.0, 4.0, 0.0, 0.0]])
+M4 = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 0.5, 0.0, 0.0], [1.0, 5.0, 2.0, 0.0], [2.0, 0.0, 0.0, 0.0]])
+
+
+def test_sparse_binary_vector_mul_and_index():
+    d, v = SV1
+    prod = F.multiply(v, V3)  # sparse x dense: the sparse pattern, products of 0 stay stored
+    pos, crd, val = buffers(prod)
+    assert prod.nse == 9 and pos[0] == [0, 9] and crd[0] == [0, 3, 11, 17, 20, 21, 28, 29, 31]
+    assert val == [0, 6, 3, 28, 0, 6, 56, 72, 9]
+    np.testing.assert_array_equal(prod.to_dense(), d * V3)
+    index = F.apply(v, lambda x, i: i)
+    assert np.asarray(index.val).tolist() == [0, 3, 11, 17, 20, 21, 28, 29, 31]
+
+
+def test_sparse_binary_add_tensor_and_triangular():
+    m3, m4 = Tensor.from_dense(M3, NF.DCSR), Tensor.from_dense(M4, NF.DCSR)
+    total = F.add(m3, m4)
+    pos, crd, val = buffers(total)
+    assert total.tensor_format == NF.DCSR and total.nse == 10 and pos[0] == [0, 4] and crd[0] == [0, 1, 2, 3]
+    assert pos[1] == [0, 3, 4, 8, 10] and crd[1] == [0, 2, 3, 1, 0, 1, 2, 3, 0, 1]
+    assert val == [2, 4, 1, 2.5, 1, 5, 2, 4, 5, 4]
+    np.testing.assert_array_equal(total.to_dense(), M3 + M4)
+    # triangular: overlap x + y above/on the diagonal, x - y below; left identity; right y or -y
+    tri = F.add(m3, F.apply(m4, lambda y, i, j: where(j >= i, y, -y)))
+    pos, crd, val = buffers(tri)
+    assert pos[1] == [0, 3, 4, 8, 10] and crd[1] == [0, 2, 3, 1, 0, 1, 2, 3, 0, 1]
+    assert val == [2, 4, 1, 2.5, -1, -5, 2, 4, 1, 4]
+    i, j = np.indices(M3.shape)
+    np.testing.assert_array_equal(tri.to_dense(), M3 + np.where(j >= i, M4, -M4))
