@@ -183,8 +183,9 @@ def test_softmax_row_kernel_matches_reference(dtype, index, threads, monkeypatch
 
 
 @pytest.mark.parametrize(("op", "args", "count", "ops"), [
-    (F.add, (A, B), 1, ["linalg.generic"]),
-    (F.multiply, (A, B), 1, ["linalg.generic"]),
+    (F.add, (A, B), 1, ["scf.while", "arith.addf"]),          # CSR + CSR: the row merge kernel
+    (F.multiply, (A, B), 1, ["scf.while", "arith.mulf"]),
+    (F.add, (A, "COO"), 1, ["linalg.generic", "arith.addf"]),   # CSR + COO: the sparsifier
     (F.apply, (A, lambda v: v * 2), 1, ["sparse_tensor.unary"]),
     (F.select, (A, lambda v: v > 0), 1, ["sparse_tensor.select"]),
     (F.sum, (A, 1), 1, ["linalg.generic"]),
@@ -197,6 +198,8 @@ def test_print_mlir_elementwise(op, args, count, ops):
     import io
 
     args = tuple(sp.csr_array(x) if isinstance(x, np.ndarray) else x for x in args)
+    if len(args) == 2 and isinstance(args[1], str):
+        args = (args[0], sp.coo_array(B))
     buf = io.StringIO()
     F.print_mlir(op, *args, stage="linalg", file=buf)
     text = buf.getvalue()
