@@ -208,7 +208,7 @@ def test_print_mlir_elementwise(op, args, count, ops):
         assert name in text, name
     buf = io.StringIO()
     F.print_mlir(op, *args, stage="llvm", file=buf)
-    assert "llvm.func @main" in buf.getvalue()
+    assert "llvm.func @main" in buf.getvalue() or "llvm.func @merge" in buf.getvalue()
     with pytest.raises(TypeError, match="not an elementwise operation"):
         from frontend.ops._elementwise import kernels_of
         kernels_of(print, A)
