@@ -154,7 +154,7 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
 
 
 #: Stored entries (both operands) from which the merge kernels run on every core (below: one thread).
-MERGE_PARALLEL_MIN = 1 << 17
+MERGE_PARALLEL_MIN = 1 << 20
 
 
 def _index_type(buf: Any) -> str:
