@@ -1,65 +1,226 @@
-"""Compiled conversion kernels: SciPy's C++ ``sparsetools`` routines (a required dependency) on raw buffers.
+"""Compiled conversion kernels (:mod:`lowering.kernels.convert`, compiled once per buffer layout through
+``mlir_bridge``'s cache) run in ranges of rows, one range per core when the work is large enough.
 
-Each kernel is one pass over the entries in compiled code: a transpose (counting sort by the minor
-coordinate), CSR -> BSR and BSR -> CSR.  They take index buffers of one dtype (int32 or int64) and values
-of the dtypes SciPy's sparse module supports (:func:`supports`); the callers fall back to NumPy otherwise.
+Each entry point is one or two passes over the entries in compiled code: a transpose (per-range column
+counts, then a counting sort), row pointers of sorted COO, row coordinates of CSR, CSR -> BSR (rows of a
+block row merged by block column, blocks sorted), BSR -> CSR and DIA -> CSR (nonzeros inside the shape only).
+Index buffers are int32 or int64; values of every numeric dtype are moved as raw words (:func:`supports`).
 """
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import numpy as np
 
-st: Any
-try:  # a private SciPy module (scipy is pinned in pyproject.toml); without it the callers take the NumPy paths
-    st = importlib.import_module("scipy.sparse._sparsetools")
-except ImportError:  # pragma: no cover - depends on the installed SciPy
-    st = None
+from lowering.kernels.convert import Layout, block_module, compile_kernels, module
 
-_VALUE_KINDS = frozenset("biufc")
-_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
+_INDEX = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
+#: Entries (or slots) below which a kernel runs on one thread: a chunk handed to a worker costs a few us.
+PARALLEL_WORK = 1 << 17
+
+
+def layout(values: np.dtype, index: np.dtype) -> Layout | None:
+    """The kernels' buffer layout for values of ``values`` and indices of ``index``; None if unsupported."""
+    values, index = np.dtype(values), np.dtype(index)
+    ity = _INDEX.get(index)
+    if ity is None or values.kind not in "biufc" or values.itemsize > 16:
+        return None
+    lanes = 2 if values.kind == "c" else 1
+    bits = values.itemsize * 8 // lanes
+    if bits not in (8, 16, 32, 64):
+        return None
+    return Layout(ity, bits, lanes, values.kind in "fc")
 
 
 def supports(values: np.dtype, index: np.dtype) -> bool:
     """Whether the kernels take values of dtype ``values`` with indices of dtype ``index``."""
-    return st is not None and np.dtype(index) in _INDEX and values.kind in _VALUE_KINDS and values != np.float16
+    return layout(values, index) is not None
+
+
+@cache
+def _functions(lay: Layout) -> Any:
+    return compile_kernels(module(lay))
+
+
+@cache
+def _block_functions(lay: Layout, r: int, c: int) -> Any:
+    return compile_kernels(block_module(lay, r, c))
+
+
+def _words(val: np.ndarray, lay: Layout) -> np.ndarray:
+    """``val`` as the kernels' raw words (a view)."""
+    return np.ascontiguousarray(val).reshape(-1).view(f"i{lay.bits // 8}")
+
+
+def _threads(work: int) -> int:
+    if work < PARALLEL_WORK:
+        return 1
+    from frontend.ops._threads import cpu_count
+    return cpu_count()
+
+
+def _run(calls: list[Callable[[], Any]]) -> None:
+    if len(calls) == 1:
+        calls[0]()
+        return
+    from frontend.ops._threads import run_chunks
+    run_chunks(calls)
+
+
+def _bounds(offsets: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """Non-empty ranges of rows with near-equal entries (``offsets``: cumulative entries per row)."""
+    if n == 1:
+        return [(0, len(offsets) - 1)]
+    from frontend.ops._threads import balanced_bounds
+    b = balanced_bounds(offsets, n)
+    return [(lo, hi) for lo, hi in zip(b, b[1:]) if hi > lo] or [(0, 0)]
+
+
+def _prefix_sums(ptr: np.ndarray) -> np.ndarray:
+    """``ptr`` with counts at ``ptr[1:]`` turned into offsets (``ptr[0] = 0``), in place."""
+    ptr[0] = 0
+    np.cumsum(ptr[1:], out=ptr[1:])
+    return ptr
 
 
 def transpose(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Entries grouped by major coordinate regrouped by minor coordinate (stable: majors stay increasing)."""
+    """Entries grouped by major coordinate regrouped by minor coordinate (stable: majors stay increasing).
+    Each range of rows counts its columns, then scatters from its own offsets (so ranges run in parallel)."""
+    lay = layout(val.dtype, ptr.dtype)
+    assert lay is not None and idx.dtype == ptr.dtype
+    fns = _functions(lay)
+    nnz = len(idx)
+    ranges = _bounds(ptr, _threads(nnz))
+    counts = np.zeros((len(ranges), n_minor), dtype=ptr.dtype)
+    count = fns.function("transpose_count")
+    _run([lambda k=k, lo=lo, hi=hi: count(ptr, idx, counts[k], lo, hi) for k, (lo, hi) in enumerate(ranges)])
     out_ptr = np.empty(n_minor + 1, dtype=ptr.dtype)
-    out_idx = np.empty(len(idx), dtype=ptr.dtype)
-    out_val = np.empty(len(idx), dtype=val.dtype)
-    st.csr_tocsc(n_major, n_minor, ptr, idx, val, out_ptr, out_idx, out_val)
+    if len(ranges) == 1:
+        out_ptr[1:] = counts[0]
+        cursors = _prefix_sums(out_ptr)[:-1].copy()[None, :]
+    else:
+        out_ptr[1:] = counts.sum(axis=0)
+        _prefix_sums(out_ptr)
+        cursors = np.cumsum(counts, axis=0, dtype=ptr.dtype)
+        cursors -= counts
+        cursors += out_ptr[:-1]
+    out_idx = np.empty(nnz, dtype=ptr.dtype)
+    out_val = np.empty(nnz, dtype=val.dtype)
+    words, out_words = _words(val, lay), _words(out_val, lay)
+    fill = fns.function("transpose_fill")
+    _run([lambda k=k, lo=lo, hi=hi: fill(ptr, idx, words, cursors[k], out_idx, out_words, lo, hi)
+          for k, (lo, hi) in enumerate(ranges)])
     return out_ptr, out_idx, out_val
 
 
-def to_blocks(n_rows: int, n_cols: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
+def expand(ptr: np.ndarray) -> np.ndarray:
+    """The major coordinate of every entry of rows ``ptr`` (dtype of ``ptr``)."""
+    lay = layout(np.dtype(np.int8), ptr.dtype)
+    assert lay is not None
+    n = len(ptr) - 1
+    nnz = int(ptr[-1]) if n >= 0 else 0
+    out = np.empty(nnz, dtype=ptr.dtype)
+    fn = _functions(lay).function("expand")
+    _run([lambda lo=lo, hi=hi: fn(ptr, out, lo, hi) for lo, hi in _bounds(ptr, _threads(nnz))])
+    return out
+
+
+def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray) -> np.ndarray | None:
+    """Row pointers (``n + 1``, dtype of ``majors``) of COO entries sorted by (major, other) without
+    duplicates; None when they are not (or a major coordinate is outside ``[0, n)``)."""
+    lay = layout(np.dtype(np.int8), majors.dtype)
+    assert lay is not None and others.dtype == majors.dtype
+    nnz = len(majors)
+    ptr = np.zeros(n + 1, dtype=majors.dtype)
+    if nnz == 0:
+        return ptr
+    k = _threads(nnz)
+    cuts = [nnz * j // k for j in range(k + 1)]
+    bad = np.zeros((k, 1), dtype=np.int8)
+    fn = _functions(lay).function("coo_ptr")
+    _run([lambda j=j: fn(majors, others, ptr, bad[j], cuts[j], cuts[j + 1], n, nnz) for j in range(k)])
+    return None if bad.any() else ptr
+
+
+def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, minus: bool, z_is_row: bool,
+             index: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``(ptr, idx, val)`` of diagonals: row ``i`` holds (other coordinate ``d + i`` (``minus``) or
+    ``d - i``) for every offset ``d`` inside ``[0, m)`` whose value, at ``t * ext_z + (i if z_is_row else
+    other)`` of diagonal ``t``, is nonzero."""
+    lay = layout(val.dtype, index)
+    assert lay is not None
+    offsets = np.ascontiguousarray(offsets, dtype=index)
+    nd = len(offsets)
+    words = _words(val, lay)
+    fns = _functions(lay)
+    suffix = f"{'m' if minus else 'p'}{'r' if z_is_row else 'o'}"
+    k = _threads(n * nd)
+    rows = [n * j // k for j in range(k + 1)]
+    ranges = [(lo, hi) for lo, hi in zip(rows, rows[1:]) if hi > lo]
+    ptr = np.empty(n + 1, dtype=index)
+    count = fns.function(f"dia_count_{suffix}")
+    _run([lambda lo=lo, hi=hi: count(offsets, words, ptr, lo, hi, nd, m, ext_z) for lo, hi in ranges] or [_noop])
+    _prefix_sums(ptr)
+    nnz = int(ptr[-1])
+    out_idx = np.empty(nnz, dtype=index)
+    out_val = np.empty(nnz, dtype=val.dtype)
+    out_words = _words(out_val, lay)
+    fill = fns.function(f"dia_fill_{suffix}")
+    _run([lambda lo=lo, hi=hi: fill(offsets, words, ptr, out_idx, out_words, lo, hi, nd, m, ext_z)
+          for lo, hi in ranges] or [_noop])
+    return ptr, out_idx, out_val
+
+
+def _noop() -> None:
+    return None
+
+
+def to_blocks(n: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(block pointers, block columns, values (nblocks * r * c))`` of sorted rows; ``n_rows``/``n_cols``
-    are multiples of the block shape.  Blocks of a block row come in order of first appearance."""
-    nblocks = st.csr_count_blocks(n_rows, n_cols, r, c, ptr, idx)
-    bptr = np.empty(n_rows // r + 1, dtype=ptr.dtype)
+    """``(block pointers, block columns, values (nblocks * r * c))`` of the sorted rows ``ptr``/``idx``/
+    ``val`` of an ``n x m`` matrix in ``r x c`` blocks, sorted by block column in every block row."""
+    lay = layout(val.dtype, ptr.dtype)
+    assert lay is not None and idx.dtype == ptr.dtype
+    fns = _block_functions(lay, r, c)
+    nbr = -(-n // r)
+    k = _threads(len(idx))
+    # block-row ranges balanced by entries: row pointers at block-row starts
+    starts = ptr[np.minimum(np.arange(nbr + 1, dtype=np.int64) * r, n)]
+    ranges = _bounds(starts, k)
+    bptr = np.empty(nbr + 1, dtype=ptr.dtype)
+    count = fns.function("to_blocks_count")
+    _run([lambda lo=lo, hi=hi: count(ptr, idx, bptr, lo, hi, n) for lo, hi in ranges])
+    _prefix_sums(bptr)
+    nblocks = int(bptr[-1])
     bidx = np.empty(nblocks, dtype=ptr.dtype)
-    bval = np.zeros(nblocks * r * c, dtype=val.dtype)
-    st.csr_tobsr(n_rows, n_cols, r, c, ptr, idx, val, bptr, bidx, bval)
+    bval = np.empty(nblocks * r * c, dtype=val.dtype)
+    words, out_words = _words(val, lay), _words(bval, lay)
+    fill = fns.function("to_blocks_fill")
+    _run([lambda lo=lo, hi=hi: fill(ptr, idx, words, bptr, bidx, out_words, lo, hi, n) for lo, hi in ranges])
     return bptr, bidx, bval
 
 
-def sort_blocks(n_brows: int, n_bcols: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarray,
-                bval: np.ndarray) -> None:
-    """Sorts the blocks of every block row by block column, in place."""
-    st.bsr_sort_indices(n_brows, n_bcols, r, c, bptr, bidx, bval)
-
-
-def from_blocks(n_brows: int, n_bcols: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarray,
-                bval: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows (every slot of every block, zeros included) of sorted blocks: ``(ptr, idx, val)``."""
-    n = len(bidx) * r * c
-    ptr = np.empty(n_brows * r + 1, dtype=bptr.dtype)
-    idx = np.empty(n, dtype=bptr.dtype)
-    val = np.empty(n, dtype=bval.dtype)
-    st.bsr_tocsr(n_brows, n_bcols, r, c, bptr, bidx, bval, ptr, idx, val)
+def from_blocks(n: int, m: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarray, bval: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``(ptr, idx, val)`` of an ``n x m`` matrix stored in sorted ``r x c`` blocks: the nonzero slots
+    inside the shape only."""
+    lay = layout(bval.dtype, bptr.dtype)
+    assert lay is not None and bidx.dtype == bptr.dtype
+    fns = _block_functions(lay, r, c)
+    assert (len(bptr) - 1) * r >= n, "every row in a block row"
+    ranges = _bounds(bptr, _threads(len(bidx) * r * c))
+    words = _words(bval, lay)
+    ptr = np.empty(n + 1, dtype=bptr.dtype)
+    count = fns.function("from_blocks_count")
+    _run([lambda lo=lo, hi=hi: count(bptr, bidx, words, ptr, lo, hi, n, m) for lo, hi in ranges])
+    _prefix_sums(ptr)
+    nnz = int(ptr[-1])
+    idx = np.empty(nnz, dtype=bptr.dtype)
+    val = np.empty(nnz, dtype=bval.dtype)
+    out_words = _words(val, lay)
+    fill = fns.function("from_blocks_fill")
+    _run([lambda lo=lo, hi=hi: fill(bptr, bidx, words, ptr, idx, out_words, lo, hi, n, m) for lo, hi in ranges])
     return ptr, idx, val

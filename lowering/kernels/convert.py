@@ -1,0 +1,434 @@
+"""Conversion kernels between 2-D layouts as MLIR text: plain loops over raw buffers (``scf``/``memref``).
+
+The frontend's direct conversions (:mod:`frontend.storage._direct`) run them in row (or entry) ranges, one
+range per thread. Every function writes only inside the range it is given, so ranges run in parallel:
+
+- ``transpose_count(ptr, idx, cnt, lo, hi)``: ``cnt[j] += 1`` for every entry of rows ``[lo, hi)`` in
+  column ``j``; ``transpose_fill(ptr, idx, val, cur, oidx, oval, lo, hi)``: each entry goes to slot
+  ``cur[j]++`` of its column (a counting sort: rows stay increasing within a column).
+- ``expand(ptr, out, lo, hi)``: ``out[k] = i`` for the entries ``k`` of rows ``i`` in ``[lo, hi)``.
+- ``coo_ptr(maj, oth, ptr, bad, lo, hi, n)``: the row pointers of sorted COO entries ``[lo, hi)``, from the
+  steps between neighbours (no histogram); ``bad[0] = 1`` where entries are out of order or a row is
+  outside ``[0, n)``.
+- ``dia_count_<s><z>`` / ``dia_fill_<s><z>``: rows of diagonals (offset ``d``; other coordinate ``d + i``
+  for ``s = m`` (``x - y``), ``d - i`` for ``s = p`` (``x + y``); the range level follows the row (``z = r``)
+  or the other dimension (``z = o``)), nonzeros only.
+
+Block kernels (a module per block shape ``r x c``, constants so that divisions are shifts):
+
+- ``to_blocks_count(ptr, idx, bptr, blo, bhi, n)`` / ``to_blocks_fill(ptr, idx, val, bptr, bidx, bval, blo,
+  bhi, n)``: the ``r`` rows of a block row merged by block column, so blocks come out sorted; a block's
+  slots are zeroed then filled.
+- ``from_blocks_count(bptr, bidx, bval, ptr, blo, bhi, n, m)`` / ``from_blocks_fill(...)``: rows of a block
+  row, nonzero slots inside the shape only.
+
+``*_count`` functions write counts at ``ptr[i + 1]`` (the caller takes prefix sums). Index buffers are
+``memref<?x{index}>``; values are raw bits (``memref<?xi{bits}>``, ``lanes`` words per value: 2 for complex),
+and the nonzero test of float bits ignores the sign bit (``-0.0`` is zero, NaN is not), like ``x != 0``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+INDEX_TYPES = ("i32", "i64")
+VALUE_BITS = (8, 16, 32, 64)
+#: Version of the kernels' text (part of nothing but the text itself; bump on semantic changes).
+VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Buffer types of one kernel module: index ``ity`` (``i32``/``i64``), value words ``i{bits}`` with
+    ``lanes`` words per value, ``floats``: nonzero tests ignore each word's sign bit."""
+
+    ity: str
+    bits: int
+    lanes: int
+    floats: bool
+
+    def __post_init__(self) -> None:
+        if self.ity not in INDEX_TYPES or self.bits not in VALUE_BITS or self.lanes not in (1, 2):
+            raise ValueError(f"unsupported conversion kernel layout {self}")
+
+    @property
+    def vty(self) -> str:
+        return f"i{self.bits}"
+
+
+class _Fn:
+    """Lines of one function with fresh SSA names and helpers for the loads/stores the kernels repeat."""
+
+    def __init__(self, lay: Layout, name: str, params: list[tuple[str, str]]) -> None:
+        self.lay, self.lines, self.n = lay, [], 0
+        I, V = lay.ity, lay.vty
+        kinds = {"I": f"memref<?x{I}>", "V": f"memref<?x{V}>", "B": "memref<?xi8>", "x": "index"}
+        sig = ", ".join(f"%{p}: {kinds[k]}" for p, k in params)
+        self.head = f"  func.func @{name}({sig}) attributes {{llvm.emit_c_interface}} {{"
+        self.emit("%c0 = arith.constant 0 : index")
+        self.emit("%c1 = arith.constant 1 : index")
+        self.emit(f"%vz = arith.constant 0 : {V}")
+        self.emit("%false = arith.constant false")
+        self.emit("%true = arith.constant true")
+        self.depth = 2
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def v(self, rhs: str) -> str:
+        self.n += 1
+        name = f"%s{self.n}"
+        self.emit(f"{name} = {rhs}")
+        return name
+
+    def name(self) -> str:
+        self.n += 1
+        return f"%s{self.n}"
+
+    def c(self, value: int) -> str:
+        return self.v(f"arith.constant {value} : index")
+
+    def ld(self, buf: str, at: str) -> str:
+        """``buf[at]`` of an index buffer as an ``index``."""
+        I = self.lay.ity
+        return self.v(f"arith.index_cast {self.v(f'memref.load %{buf}[{at}] : memref<?x{I}>')} : {I} to index")
+
+    def st(self, value: str, buf: str, at: str) -> None:
+        """``buf[at] = value`` (an ``index``) into an index buffer."""
+        I = self.lay.ity
+        cast = self.v(f"arith.index_cast {value} : index to {I}")
+        self.emit(f"memref.store {cast}, %{buf}[{at}] : memref<?x{I}>")
+
+    def add(self, a: str, b: str) -> str:
+        return self.v(f"arith.addi {a}, {b} : index")
+
+    def mul(self, a: str, b: str) -> str:
+        return self.v(f"arith.muli {a}, {b} : index")
+
+    def cmp(self, pred: str, a: str, b: str) -> str:
+        return self.v(f"arith.cmpi {pred}, {a}, {b} : index")
+
+    def copy_value(self, src: str, s: str, dst: str, d: str) -> None:
+        """Value ``s`` of ``src`` to slot ``d`` of ``dst`` (all its words)."""
+        V, L = self.lay.vty, self.lay.lanes
+        if L == 1:
+            self.emit(f"memref.store {self.v(f'memref.load %{src}[{s}] : memref<?x{V}>')}, %{dst}[{d}] : memref<?x{V}>")
+            return
+        s0, d0 = self.mul(s, self.c(L)), self.mul(d, self.c(L))
+        for k in range(L):
+            sk, dk = (s0, d0) if k == 0 else (self.add(s0, self.c(k)), self.add(d0, self.c(k)))
+            self.emit(f"memref.store {self.v(f'memref.load %{src}[{sk}] : memref<?x{V}>')}, %{dst}[{dk}] : memref<?x{V}>")
+
+    def nonzero(self, src: str, s: str) -> str:
+        """i1: whether value ``s`` of ``src`` is nonzero."""
+        V, L = self.lay.vty, self.lay.lanes
+        base = s if L == 1 else self.mul(s, self.c(L))
+        out = ""
+        for k in range(L):
+            at = base if k == 0 else self.add(base, self.c(k))
+            w = self.v(f"memref.load %{src}[{at}] : memref<?x{V}>")
+            if self.lay.floats:
+                w = self.v(f"arith.shli {w}, {self.v(f'arith.constant 1 : {V}')} : {V}")
+            nz = self.v(f"arith.cmpi ne, {w}, %vz : {V}")
+            out = nz if not out else self.v(f"arith.ori {out}, {nz} : i1")
+        return out
+
+    def open_for(self, iv: str, lo: str, hi: str, carried: list[tuple[str, str, str]] | None = None) -> str:
+        """``scf.for``; ``carried``: (arg name, init, type); returns the results' name (or '')."""
+        if not carried:
+            self.emit(f"scf.for %{iv} = {lo} to {hi} step %c1 {{")
+            return ""
+        res = self.name()
+        args = ", ".join(f"%{a} = {init}" for a, init, _ in carried)
+        tys = ", ".join(t for _, _, t in carried)
+        self.emit(f"{res}:{len(carried)} = scf.for %{iv} = {lo} to {hi} step %c1 iter_args({args}) -> ({tys}) {{")
+        return res
+
+    def text(self) -> str:
+        return "\n".join([self.head, *self.lines, "    return", "  }"])
+
+
+def _row_bounds(f: _Fn, ptr: str, i: str) -> tuple[str, str]:
+    return f.ld(ptr, i), f.ld(ptr, f.add(i, "%c1"))
+
+
+def _transpose_count(lay: Layout) -> str:
+    f = _Fn(lay, "transpose_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("lo", "x"), ("hi", "x")])
+    I = lay.ity
+    one = f.v(f"arith.constant 1 : {I}")
+    a, b = f.ld("ptr", "%lo"), f.ld("ptr", "%hi")
+    f.open_for("k", a, b)
+    j = f.ld("idx", "%k")
+    n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
+    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
+    f.emit("}")
+    return f.text()
+
+
+def _transpose_fill(lay: Layout) -> str:
+    f = _Fn(lay, "transpose_fill", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("cur", "I"), ("oidx", "I"),
+                                    ("oval", "V"), ("lo", "x"), ("hi", "x")])
+    I = lay.ity
+    f.open_for("i", "%lo", "%hi")
+    ii = f.v(f"arith.index_cast %i : index to {I}")
+    a, b = _row_bounds(f, "ptr", "%i")
+    f.open_for("k", a, b)
+    j = f.ld("idx", "%k")
+    p = f.ld("cur", j)
+    f.st(f.add(p, "%c1"), "cur", j)
+    f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
+    f.copy_value("val", "%k", "oval", p)
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
+def _expand(lay: Layout) -> str:
+    f = _Fn(lay, "expand", [("ptr", "I"), ("out", "I"), ("lo", "x"), ("hi", "x")])
+    I = lay.ity
+    f.open_for("i", "%lo", "%hi")
+    ii = f.v(f"arith.index_cast %i : index to {I}")
+    a, b = _row_bounds(f, "ptr", "%i")
+    f.open_for("k", a, b)
+    f.emit(f"memref.store {ii}, %out[%k] : memref<?x{I}>")
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
+def _coo_ptr(lay: Layout) -> str:
+    """Row pointers of sorted entries ``[lo, hi)``: for entry ``k`` with row ``a``, ``ptr[r] = k`` for the rows
+    ``r`` after the previous entry's row up to ``a`` (entry 0: from row 0); the last entry also fills the
+    rows after it with ``nnz = hi``. Out of order or out of range entries set ``bad[0]`` and write nothing
+    outside ``ptr[0 .. n]``."""
+    f = _Fn(lay, "coo_ptr", [("maj", "I"), ("oth", "I"), ("ptr", "I"), ("bad", "B"), ("lo", "x"), ("hi", "x"),
+                             ("n", "x"), ("nnz", "x")])
+    res = f.open_for("k", "%lo", "%hi", [("bad0", "%false", "i1")])
+    a = f.ld("maj", "%k")
+    inside = f.cmp("ult", a, "%n")
+    first = f.cmp("eq", "%k", "%c0")
+    out = f.name()
+    f.emit(f"{out} = scf.if {first} -> (i1) {{")
+    a1 = f.add(a, "%c1")
+    top = f.v(f"arith.select {inside}, {a1}, %c0 : index")
+    f.open_for("r0", "%c0", top)
+    f.st("%c0", "ptr", "%r0")
+    f.emit("}")
+    f.emit(f"scf.yield {inside} : i1")
+    f.emit("} else {")
+    km = f.v("arith.subi %k, %c1 : index")
+    ap, bp, b = f.ld("maj", km), f.ld("oth", km), f.ld("oth", "%k")
+    up = f.cmp("sgt", a, ap)
+    same = f.cmp("eq", a, ap)
+    later = f.cmp("sgt", b, bp)
+    ok = f.v(f"arith.ori {up}, {f.v(f'arith.andi {same}, {later} : i1')} : i1")
+    ok = f.v(f"arith.andi {ok}, {inside} : i1")
+    start = f.v(f"arith.maxsi {f.add(ap, '%c1')}, %c0 : index")
+    stop = f.v(f"arith.select {ok}, {f.add(a, '%c1')}, %c0 : index")
+    f.open_for("r1", start, stop)
+    f.st("%k", "ptr", "%r1")
+    f.emit("}")
+    f.emit(f"scf.yield {ok} : i1")
+    f.emit("}")
+    bad = f.v(f"arith.ori %bad0, {f.v(f'arith.xori {out}, %true : i1')} : i1")
+    f.emit(f"scf.yield {bad} : i1")
+    f.emit("}")
+    # the rows after the last entry
+    last = f.cmp("eq", "%hi", "%nnz")
+    some = f.cmp("ugt", "%hi", "%lo")
+    f.emit(f"scf.if {f.v(f'arith.andi {last}, {some} : i1')} {{")
+    al = f.ld("maj", f.v("arith.subi %hi, %c1 : index"))
+    from_row = f.v(f"arith.minui {f.add(al, '%c1')}, {f.add('%n', '%c1')} : index")
+    f.open_for("r2", from_row, f.add("%n", "%c1"))
+    f.st("%nnz", "ptr", "%r2")
+    f.emit("}")
+    f.emit("}")
+    flag = f.v(f"arith.extui {res}#0 : i1 to i8")
+    f.emit(f"memref.store {flag}, %bad[%c0] : memref<?xi8>")
+    return f.text()
+
+
+def _dia(lay: Layout, fill: bool, sign: str, zrow: bool) -> str:
+    """Rows ``[lo, hi)`` of diagonals ``off[0 .. nd)``; the value of (diagonal t, row i) is at
+    ``t * extz + (i if zrow else other)``."""
+    name = f"dia_{'fill' if fill else 'count'}_{sign}{'r' if zrow else 'o'}"
+    params = [("off", "I"), ("val", "V"), ("ptr", "I")]
+    if fill:
+        params += [("oidx", "I"), ("oval", "V")]
+    f = _Fn(lay, name, params + [("lo", "x"), ("hi", "x"), ("nd", "x"), ("m", "x"), ("extz", "x")])
+    I = lay.ity
+    f.open_for("i", "%lo", "%hi")
+    base = f.ld("ptr", "%i") if fill else "%c0"
+    res = f.open_for("t", "%c0", "%nd", [("p", base, "index")])
+    d = f.ld("off", "%t")
+    other = f.add(d, "%i") if sign == "m" else f.v(f"arith.subi {d}, %i : index")
+    inside = f.v(f"arith.andi {f.cmp('sge', other, '%c0')}, {f.cmp('slt', other, '%m')} : i1")
+    nxt = f.name()
+    f.emit(f"{nxt} = scf.if {inside} -> (index) {{")
+    slot = f.add(f.mul("%t", "%extz"), "%i" if zrow else other)
+    nz = f.nonzero("val", slot)
+    if fill:
+        f.emit(f"scf.if {nz} {{")
+        f.emit(f"memref.store {f.v(f'arith.index_cast {other} : index to {I}')}, %oidx[%p] : memref<?x{I}>")
+        f.copy_value("val", slot, "oval", "%p")
+        f.emit("}")
+    step = f.v(f"arith.select {nz}, %c1, %c0 : index")
+    f.emit(f"scf.yield {f.add('%p', step)} : index")
+    f.emit("} else {")
+    f.emit("scf.yield %p : index")
+    f.emit("}")
+    f.emit(f"scf.yield {nxt} : index")
+    f.emit("}")
+    if not fill:
+        f.st(f"{res}#0", "ptr", f.add("%i", "%c1"))
+    f.emit("}")
+    return f.text()
+
+
+def module(lay: Layout) -> str:
+    """The module of the layout-independent kernels (transpose, expand, COO pointers, diagonals)."""
+    funcs = [_transpose_count(lay), _transpose_fill(lay), _expand(lay), _coo_ptr(lay)]
+    funcs += [_dia(lay, fill, s, z) for fill in (False, True) for s in "mp" for z in (True, False)]
+    return "module {\n" + "\n".join(funcs) + "\n}\n"
+
+
+def _block_rows_init(f: _Fn, r: int, cur: str, end: str) -> None:
+    """``cur[t], end[t]`` = entries of row ``br * r + t`` (empty beyond ``n``)."""
+    R = f.c(r)
+    row0 = f.mul("%br", R)
+    f.open_for("t0", "%c0", R)
+    i = f.add(row0, "%t0")
+    inside = f.cmp("ult", i, "%n")
+    res = f.name()
+    f.emit(f"{res}:2 = scf.if {inside} -> (index, index) {{")
+    a, b = _row_bounds(f, "ptr", i)
+    f.emit(f"scf.yield {a}, {b} : index, index")
+    f.emit("} else {")
+    f.emit("scf.yield %c0, %c0 : index, index")
+    f.emit("}")
+    f.emit(f"memref.store {res}#0, {cur}[%t0] : memref<{r}xindex>")
+    f.emit(f"memref.store {res}#1, {end}[%t0] : memref<{r}xindex>")
+    f.emit("}")
+
+
+def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
+    params = [("ptr", "I"), ("idx", "I")] + ([("val", "V")] if fill else []) + [("bptr", "I")]
+    if fill:
+        params += [("bidx", "I"), ("bval", "V")]
+    f = _Fn(lay, f"to_blocks_{'fill' if fill else 'count'}", params + [("blo", "x"), ("bhi", "x"), ("n", "x")])
+    V, L = lay.vty, lay.lanes
+    cur, end = f.v(f"memref.alloca() : memref<{r}xindex>"), f.v(f"memref.alloca() : memref<{r}xindex>")
+    inf = f.v("arith.constant -1 : index")
+    R, C, RCL = f.c(r), f.c(c), f.c(r * c * L)
+    f.open_for("br", "%blo", "%bhi")
+    _block_rows_init(f, r, cur, end)
+    base = f.ld("bptr", "%br") if fill else "%c0"
+    res = f.name()
+    f.emit(f"{res}:2 = scf.while (%nb = {base}) : (index) -> (index, index) {{")
+    mres = f.open_for("t1", "%c0", R, [("mn", inf, "index")])
+    q, e = f.v(f"memref.load {cur}[%t1] : memref<{r}xindex>"), f.v(f"memref.load {end}[%t1] : memref<{r}xindex>")
+    has = f.cmp("ult", q, e)
+    bc = f.name()
+    f.emit(f"{bc} = scf.if {has} -> (index) {{")
+    col = f.ld("idx", q)
+    f.emit(f"scf.yield {f.v(f'arith.divui {col}, {C} : index')} : index")
+    f.emit("} else {")
+    f.emit(f"scf.yield {inf} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {f.v(f'arith.minui %mn, {bc} : index')} : index")
+    f.emit("}")
+    more = f.cmp("ne", f"{mres}#0", inf)
+    f.emit(f"scf.condition({more}) %nb, {mres}#0 : index, index")
+    f.emit("} do {")
+    f.emit("^bb0(%slot: index, %bcol: index):")
+    if fill:
+        f.st("%bcol", "bidx", "%slot")
+        at0 = f.mul("%slot", RCL)
+        f.open_for("z", "%c0", RCL)
+        f.emit(f"memref.store %vz, %bval[{f.add(at0, '%z')}] : memref<?x{V}>")
+        f.emit("}")
+    col0 = f.mul("%bcol", C)
+    lim = f.add(col0, C)
+    f.open_for("t2", "%c0", R)
+    q, e = f.v(f"memref.load {cur}[%t2] : memref<{r}xindex>"), f.v(f"memref.load {end}[%t2] : memref<{r}xindex>")
+    wres = f.name()
+    f.emit(f"{wres} = scf.while (%q = {q}) : (index) -> index {{")
+    has = f.cmp("ult", "%q", e)
+    cond = f.name()
+    f.emit(f"{cond} = scf.if {has} -> (i1) {{")
+    f.emit(f"scf.yield {f.cmp('ult', f.ld('idx', '%q'), lim)} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %false : i1")
+    f.emit("}")
+    f.emit(f"scf.condition({cond}) %q : index")
+    f.emit("} do {")
+    f.emit("^bb0(%q2: index):")
+    if fill:
+        col = f.ld("idx", "%q2")
+        slot_in = f.add(f.mul(f.add(f.mul("%slot", R), "%t2"), C), f.v(f"arith.subi {col}, {col0} : index"))
+        f.copy_value("val", "%q2", "bval", slot_in)
+    f.emit(f"scf.yield {f.add('%q2', '%c1')} : index")
+    f.emit("}")
+    f.emit(f"memref.store {wres}, {cur}[%t2] : memref<{r}xindex>")
+    f.emit("}")
+    f.emit(f"scf.yield {f.add('%slot', '%c1')} : index")
+    f.emit("}")
+    if not fill:
+        f.st(f"{res}#0", "bptr", f.add("%br", "%c1"))
+    f.emit("}")
+    return f.text()
+
+
+def _from_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
+    params = [("bptr", "I"), ("bidx", "I"), ("bval", "V"), ("ptr", "I")]
+    if fill:
+        params += [("oidx", "I"), ("oval", "V")]
+    f = _Fn(lay, f"from_blocks_{'fill' if fill else 'count'}",
+            params + [("blo", "x"), ("bhi", "x"), ("n", "x"), ("m", "x")])
+    I = lay.ity
+    R, C = f.c(r), f.c(c)
+    f.open_for("br", "%blo", "%bhi")
+    b0, b1 = _row_bounds(f, "bptr", "%br")
+    row0 = f.mul("%br", R)
+    f.open_for("t", "%c0", R)
+    i = f.add(row0, "%t")
+    f.emit(f"scf.if {f.cmp('ult', i, '%n')} {{")
+    start = f.ld("ptr", i) if fill else "%c0"
+    res = f.open_for("b", b0, b1, [("p", start, "index")])
+    col0 = f.mul(f.ld("bidx", "%b"), C)
+    slot0 = f.mul(f.add(f.mul("%b", R), "%t"), C)
+    inner = f.open_for("j", "%c0", C, [("q", "%p", "index")])
+    col = f.add(col0, "%j")
+    slot = f.add(slot0, "%j")
+    keep = f.v(f"arith.andi {f.cmp('ult', col, '%m')}, {f.nonzero('bval', slot)} : i1")
+    if fill:
+        f.emit(f"scf.if {keep} {{")
+        f.emit(f"memref.store {f.v(f'arith.index_cast {col} : index to {I}')}, %oidx[%q] : memref<?x{I}>")
+        f.copy_value("bval", slot, "oval", "%q")
+        f.emit("}")
+    f.emit(f"scf.yield {f.add('%q', f.v(f'arith.select {keep}, %c1, %c0 : index'))} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {inner}#0 : index")
+    f.emit("}")
+    if not fill:
+        f.st(f"{res}#0", "ptr", f.add(i, "%c1"))
+    f.emit("}")
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
+def block_module(lay: Layout, r: int, c: int) -> str:
+    """The module of the block kernels for ``r x c`` blocks."""
+    if r < 1 or c < 1:
+        raise ValueError(f"block shape must be positive, got {r}x{c}")
+    funcs = [_to_blocks(lay, r, c, False), _to_blocks(lay, r, c, True), _from_blocks(lay, r, c, False),
+             _from_blocks(lay, r, c, True)]
+    return "module {\n" + "\n".join(funcs) + "\n}\n"
+
+
+def compile_kernels(text: str) -> Any:
+    """A module of these kernels compiled (memref-only functions: the solvers' CPU pipeline and cache)."""
+    from ..solve.pipeline import compile_solver
+
+    return compile_solver(text)
