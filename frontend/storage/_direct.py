@@ -21,7 +21,7 @@ from frontend.format import BinaryExpr, Level, LevelFormat as F, TensorFormat, i
 
 from . import _kernels
 from ._assemble import assemble_levels
-from ._layout import level_coordinates_of, to_host
+from ._layout import delta_crd_dtype, level_coordinates_of, to_host
 from ._protocol import StoredTensor
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
@@ -112,6 +112,42 @@ def block_axes(fmt: TensorFormat) -> tuple[int, int, int] | None:
     if a is None or b is None or a == b:
         return None
     return a, int(e[0].rhs.value), int(e[1].rhs.value)  # type: ignore[attr-defined]
+
+
+def _plain_pair(fmt: TensorFormat, first: F, second: F) -> int | None:
+    """``major`` of ``(a : first, b : second)`` over two plain dimensions, both levels ordered and unique."""
+    lv = fmt.levels
+    if len(lv) != 2 or not _sorted_level(lv[0], first) or not _sorted_level(lv[1], second):
+        return None
+    a, b = _axis(fmt, lv[0].expr), _axis(fmt, lv[1].expr)
+    return a if a is not None and b is not None and a != b else None
+
+
+def doubly_compressed_axis(fmt: TensorFormat) -> int | None:
+    """``major`` of ``(a : compressed, b : compressed)`` (DCSR, DCSC)."""
+    return _plain_pair(fmt, F.COMPRESSED, F.COMPRESSED)
+
+
+def delta_axis(fmt: TensorFormat) -> tuple[int, int] | None:
+    """``(major, bits)`` of ``(a : dense, b : delta(bits))`` (DELTA)."""
+    major = _plain_pair(fmt, F.DENSE, F.DELTA)
+    bits = fmt.levels[1].bits if major is not None else None
+    return None if major is None or bits is None or bits > 32 else (major, bits)
+
+
+def structured_axes(fmt: TensorFormat) -> tuple[int, int, int] | None:
+    """``(major, n, m)`` of ``(a : dense, b // m : dense, b % m : structured[n, m])`` (n:m)."""
+    lv = fmt.levels
+    if (len(lv) != 3 or not _sorted_level(lv[0], F.DENSE) or not _sorted_level(lv[1], F.DENSE)
+            or not _sorted_level(lv[2], F.STRUCTURED) or lv[2].structure is None):
+        return None
+    n, m = lv[2].structure
+    e1, e2 = lv[1].expr, lv[2].expr
+    if not (is_block(e1) and e1.op == "//" and e2 == BinaryExpr("%", e1.lhs, e1.rhs)  # type: ignore[attr-defined]
+            and int(e1.rhs.value) == m):  # type: ignore[attr-defined]
+        return None
+    a, b = _axis(fmt, lv[0].expr), _axis(fmt, e1.lhs)  # type: ignore[attr-defined]
+    return (a, n, m) if a is not None and b is not None and a != b else None
 
 
 def diagonal_axes(fmt: TensorFormat) -> tuple[BinaryExpr, int] | None:
@@ -243,6 +279,22 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None
         return _write_blocks(rows.oriented(blocks[0]), blocks[1], blocks[2])
     if (diagonal := diagonal_axes(fmt)) is not None:
         return _write_diagonals(rows, fmt, diagonal, index)
+    if (major := doubly_compressed_axis(fmt)) is not None:
+        r = rows.oriented(major)
+        rows_held = np.flatnonzero(r.ptr[1:] != r.ptr[:-1])
+        starts = np.append(r.ptr[rows_held], r.ptr[-1]).astype(index, copy=False)
+        return ([np.array([0, len(rows_held)], dtype=index), starts], [rows_held.astype(index), r.idx], r.val)
+    if (delta := delta_axis(fmt)) is not None:
+        r = rows.oriented(delta[0])
+        optr, gaps, out = _kernels.delta_rows(r.ptr, r.idx, r.val, delta[1], delta_crd_dtype(delta[1]))
+        return [None, optr], [None, gaps], out
+    if (nm := structured_axes(fmt)) is not None:
+        r = rows.oriented(nm[0])
+        _, n, m = nm
+        got = _kernels.structured_rows(r.ptr, r.idx, r.val, -(-r.extents[1] // m), m, n)
+        if got is None:
+            return None  # a group over n entries: the generic path says which
+        return [None, None, None], [None, None, got[0]], got[1]
     if (major := row_ordered_axis(fmt)) is not None:
         r = rows.oriented(major)
         shape = r.extents if major == 0 else r.extents[::-1]
@@ -254,7 +306,7 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None
 
 def _write_blocks(rows: Rows, r: int, c: int) -> Buffers:
     """Blocks sorted by block column in every block row (compiled: the block row's rows merged)."""
-    bptr, bidx, bval = _kernels.to_blocks(rows.extents[0], r, c, rows.ptr, rows.idx, rows.val)
+    bptr, bidx, bval = _kernels.to_blocks(*rows.extents, r, c, rows.ptr, rows.idx, rows.val)
     return [None, bptr, None, None], [None, bidx, None, None], bval
 
 

@@ -9,7 +9,7 @@ Index buffers are int32 or int64; values of every numeric dtype are moved as raw
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -62,8 +62,10 @@ def _threads(work: int) -> int:
 
 
 def _run(calls: list[Callable[[], Any]]) -> None:
-    if len(calls) == 1:
-        calls[0]()
+    """Run the calls, on the pool when there are several."""
+    if len(calls) <= 1:
+        for call in calls:
+            call()
         return
     from frontend.ops._threads import run_chunks
     run_chunks(calls)
@@ -96,7 +98,7 @@ def transpose(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val:
     ranges = _bounds(ptr, _threads(nnz))
     counts = np.zeros((len(ranges), n_minor), dtype=ptr.dtype)
     count = fns.function("transpose_count")
-    _run([lambda k=k, lo=lo, hi=hi: count(ptr, idx, counts[k], lo, hi) for k, (lo, hi) in enumerate(ranges)])
+    _run([partial(count, ptr, idx, counts[k], lo, hi) for k, (lo, hi) in enumerate(ranges)])
     out_ptr = np.empty(n_minor + 1, dtype=ptr.dtype)
     if len(ranges) == 1:
         out_ptr[1:] = counts[0]
@@ -111,7 +113,7 @@ def transpose(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val:
     out_val = np.empty(nnz, dtype=val.dtype)
     words, out_words = _words(val, lay), _words(out_val, lay)
     fill = fns.function("transpose_fill")
-    _run([lambda k=k, lo=lo, hi=hi: fill(ptr, idx, words, cursors[k], out_idx, out_words, lo, hi)
+    _run([partial(fill, ptr, idx, words, cursors[k], out_idx, out_words, lo, hi)
           for k, (lo, hi) in enumerate(ranges)])
     return out_ptr, out_idx, out_val
 
@@ -124,7 +126,7 @@ def expand(ptr: np.ndarray) -> np.ndarray:
     nnz = int(ptr[-1]) if n >= 0 else 0
     out = np.empty(nnz, dtype=ptr.dtype)
     fn = _functions(lay).function("expand")
-    _run([lambda lo=lo, hi=hi: fn(ptr, out, lo, hi) for lo, hi in _bounds(ptr, _threads(nnz))])
+    _run([partial(fn, ptr, out, lo, hi) for lo, hi in _bounds(ptr, _threads(nnz))])
     return out
 
 
@@ -141,7 +143,7 @@ def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray) -> np.ndarray |
     cuts = [nnz * j // k for j in range(k + 1)]
     bad = np.zeros((k, 1), dtype=np.int8)
     fn = _functions(lay).function("coo_ptr")
-    _run([lambda j=j: fn(majors, others, ptr, bad[j], cuts[j], cuts[j + 1], n, nnz) for j in range(k)])
+    _run([partial(fn, majors, others, ptr, bad[j], cuts[j], cuts[j + 1], n, nnz) for j in range(k)])
     return None if bad.any() else ptr
 
 
@@ -162,44 +164,41 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     ranges = [(lo, hi) for lo, hi in zip(rows, rows[1:]) if hi > lo]
     ptr = np.empty(n + 1, dtype=index)
     count = fns.function(f"dia_count_{suffix}")
-    _run([lambda lo=lo, hi=hi: count(offsets, words, ptr, lo, hi, nd, m, ext_z) for lo, hi in ranges] or [_noop])
+    _run([partial(count, offsets, words, ptr, lo, hi, nd, m, ext_z) for lo, hi in ranges])
     _prefix_sums(ptr)
     nnz = int(ptr[-1])
     out_idx = np.empty(nnz, dtype=index)
     out_val = np.empty(nnz, dtype=val.dtype)
     out_words = _words(out_val, lay)
     fill = fns.function(f"dia_fill_{suffix}")
-    _run([lambda lo=lo, hi=hi: fill(offsets, words, ptr, out_idx, out_words, lo, hi, nd, m, ext_z)
-          for lo, hi in ranges] or [_noop])
+    _run([partial(fill, offsets, words, ptr, out_idx, out_words, lo, hi, nd, m, ext_z)
+          for lo, hi in ranges])
     return ptr, out_idx, out_val
 
 
-def _noop() -> None:
-    return None
-
-
-def to_blocks(n: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
+def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(block pointers, block columns, values (nblocks * r * c))`` of the sorted rows ``ptr``/``idx``/
     ``val`` of an ``n x m`` matrix in ``r x c`` blocks, sorted by block column in every block row."""
     lay = layout(val.dtype, ptr.dtype)
     assert lay is not None and idx.dtype == ptr.dtype
     fns = _block_functions(lay, r, c)
-    nbr = -(-n // r)
-    k = _threads(len(idx))
-    # block-row ranges balanced by entries: row pointers at block-row starts
-    starts = ptr[np.minimum(np.arange(nbr + 1, dtype=np.int64) * r, n)]
-    ranges = _bounds(starts, k)
+    nbr, nbc = -(-n // r), -(-m // c)
+    starts = ptr[np.minimum(np.arange(nbr + 1, dtype=np.int64) * r, n)]  # entries before each block row
+    ranges = _bounds(starts, _threads(len(idx)))
+    marks = np.full((len(ranges), nbc), -1, dtype=ptr.dtype)  # one per range: ranges run in parallel
     bptr = np.empty(nbr + 1, dtype=ptr.dtype)
     count = fns.function("to_blocks_count")
-    _run([lambda lo=lo, hi=hi: count(ptr, idx, bptr, lo, hi, n) for lo, hi in ranges])
+    _run([partial(count, ptr, idx, bptr, marks[k], lo, hi, n) for k, (lo, hi) in enumerate(ranges)])
     _prefix_sums(bptr)
     nblocks = int(bptr[-1])
     bidx = np.empty(nblocks, dtype=ptr.dtype)
-    bval = np.empty(nblocks * r * c, dtype=val.dtype)
+    bval = np.zeros(nblocks * r * c, dtype=val.dtype)  # fresh zero pages: the kernel writes the entries only
     words, out_words = _words(val, lay), _words(bval, lay)
+    marks[:] = -1
     fill = fns.function("to_blocks_fill")
-    _run([lambda lo=lo, hi=hi: fill(ptr, idx, words, bptr, bidx, out_words, lo, hi, n) for lo, hi in ranges])
+    _run([partial(fill, ptr, idx, words, bptr, bidx, out_words, marks[k], lo, hi, n)
+          for k, (lo, hi) in enumerate(ranges)])
     return bptr, bidx, bval
 
 
@@ -215,12 +214,55 @@ def from_blocks(n: int, m: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarr
     words = _words(bval, lay)
     ptr = np.empty(n + 1, dtype=bptr.dtype)
     count = fns.function("from_blocks_count")
-    _run([lambda lo=lo, hi=hi: count(bptr, bidx, words, ptr, lo, hi, n, m) for lo, hi in ranges])
+    _run([partial(count, bptr, bidx, words, ptr, lo, hi, n, m) for lo, hi in ranges])
     _prefix_sums(ptr)
     nnz = int(ptr[-1])
     idx = np.empty(nnz, dtype=bptr.dtype)
     val = np.empty(nnz, dtype=bval.dtype)
     out_words = _words(val, lay)
     fill = fns.function("from_blocks_fill")
-    _run([lambda lo=lo, hi=hi: fill(bptr, bidx, words, ptr, idx, out_words, lo, hi, n, m) for lo, hi in ranges])
+    _run([partial(fill, bptr, bidx, words, ptr, idx, out_words, lo, hi, n, m) for lo, hi in ranges])
     return ptr, idx, val
+
+
+def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap_dtype: np.dtype
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pos, gaps, values)`` of sorted rows in a ``bits``-bit delta level: each column as the gap to the
+    previous one minus one (the first: its column), zero entries where a gap exceeds ``2**bits - 1``."""
+    lay = layout(val.dtype, ptr.dtype)
+    assert lay is not None and idx.dtype == ptr.dtype and 1 <= bits <= 32
+    gap_dtype = np.dtype(gap_dtype)
+    fns = _functions(lay)
+    ranges = _bounds(ptr, _threads(len(idx)))
+    optr = np.empty(len(ptr), dtype=ptr.dtype)
+    count = fns.function("delta_count")
+    _run([partial(count, ptr, idx, optr, lo, hi, bits) for lo, hi in ranges])
+    _prefix_sums(optr)
+    total = int(optr[-1])
+    gaps = np.empty(total, dtype=gap_dtype)
+    out = np.empty(total, dtype=val.dtype)
+    words, out_words = _words(val, lay), _words(out, lay)
+    fill = fns.function(f"delta_fill_{gap_dtype.itemsize * 8}")
+    signed = gaps.view(f"i{gap_dtype.itemsize}")
+    _run([partial(fill, ptr, idx, words, optr, signed, out_words, lo, hi, bits) for lo, hi in ranges])
+    return optr, gaps, out
+
+
+def structured_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, groups: int, m: int, n: int
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(coordinates, values)`` of sorted rows in an n:m level (``groups`` groups of ``m`` columns per row,
+    ``n`` slots each: the group's entries, then its smallest free columns with zeros, increasing); None when
+    a group holds more than ``n`` entries."""
+    lay = layout(val.dtype, ptr.dtype)
+    assert lay is not None and idx.dtype == ptr.dtype
+    rows = len(ptr) - 1
+    total = rows * groups * n
+    ranges = _bounds(ptr, _threads(max(total, len(idx))))
+    crd = np.empty(total, dtype=ptr.dtype)
+    out = np.empty(total, dtype=val.dtype)
+    bad = np.zeros((len(ranges), 1), dtype=np.int8)
+    fill = _functions(lay).function("nm_fill")
+    words, out_words = _words(val, lay), _words(out, lay)
+    _run([partial(fill, ptr, idx, words, crd, out_words, bad[k], lo, hi, groups, m, n)
+          for k, (lo, hi) in enumerate(ranges)])
+    return None if bad.any() else (crd, out)

@@ -16,9 +16,10 @@ range per thread. Every function writes only inside the range it is given, so ra
 
 Block kernels (a module per block shape ``r x c``, constants so that divisions are shifts):
 
-- ``to_blocks_count(ptr, idx, bptr, blo, bhi, n)`` / ``to_blocks_fill(ptr, idx, val, bptr, bidx, bval, blo,
-  bhi, n)``: the ``r`` rows of a block row merged by block column, so blocks come out sorted; a block's
-  slots are zeroed then filled.
+- ``to_blocks_count(ptr, idx, bptr, mark, blo, bhi, n)`` / ``to_blocks_fill(ptr, idx, val, bptr, bidx, bval,
+  mark, blo, bhi, n)``: the distinct block columns of each block row (``mark``: one word per block column,
+  negative at first, one array per range), sorted, then the entries written into their blocks (``bval``
+  comes zeroed: fresh pages are zero already).
 - ``from_blocks_count(bptr, bidx, bval, ptr, blo, bhi, n, m)`` / ``from_blocks_fill(...)``: rows of a block
   row, nonzero slots inside the shape only.
 
@@ -59,10 +60,12 @@ class Layout:
 class _Fn:
     """Lines of one function with fresh SSA names and helpers for the loads/stores the kernels repeat."""
 
-    def __init__(self, lay: Layout, name: str, params: list[tuple[str, str]]) -> None:
-        self.lay, self.lines, self.n = lay, [], 0
+    def __init__(self, lay: Layout, name: str, params: list[tuple[str, str]], gap: str = "i8") -> None:
+        self.lay, self.n = lay, 0
+        self.lines: list[str] = []
         I, V = lay.ity, lay.vty
-        kinds = {"I": f"memref<?x{I}>", "V": f"memref<?x{V}>", "B": "memref<?xi8>", "x": "index"}
+        kinds = {"I": f"memref<?x{I}>", "V": f"memref<?x{V}>", "B": "memref<?xi8>", "G": f"memref<?x{gap}>",
+                 "x": "index"}
         sig = ", ".join(f"%{p}: {kinds[k]}" for p, k in params)
         self.head = f"  func.func @{name}({sig}) attributes {{llvm.emit_c_interface}} {{"
         self.emit("%c0 = arith.constant 0 : index")
@@ -117,7 +120,8 @@ class _Fn:
         s0, d0 = self.mul(s, self.c(L)), self.mul(d, self.c(L))
         for k in range(L):
             sk, dk = (s0, d0) if k == 0 else (self.add(s0, self.c(k)), self.add(d0, self.c(k)))
-            self.emit(f"memref.store {self.v(f'memref.load %{src}[{sk}] : memref<?x{V}>')}, %{dst}[{dk}] : memref<?x{V}>")
+            word = self.v(f"memref.load %{src}[{sk}] : memref<?x{V}>")
+            self.emit(f"memref.store {word}, %{dst}[{dk}] : memref<?x{V}>")
 
     def nonzero(self, src: str, s: str) -> str:
         """i1: whether value ``s`` of ``src`` is nonzero."""
@@ -285,75 +289,66 @@ def _dia(lay: Layout, fill: bool, sign: str, zrow: bool) -> str:
     return f.text()
 
 
-def module(lay: Layout) -> str:
-    """The module of the layout-independent kernels (transpose, expand, COO pointers, diagonals)."""
-    funcs = [_transpose_count(lay), _transpose_fill(lay), _expand(lay), _coo_ptr(lay)]
-    funcs += [_dia(lay, fill, s, z) for fill in (False, True) for s in "mp" for z in (True, False)]
-    return "module {\n" + "\n".join(funcs) + "\n}\n"
-
-
-def _block_rows_init(f: _Fn, r: int, cur: str, end: str) -> None:
-    """``cur[t], end[t]`` = entries of row ``br * r + t`` (empty beyond ``n``)."""
-    R = f.c(r)
-    row0 = f.mul("%br", R)
-    f.open_for("t0", "%c0", R)
-    i = f.add(row0, "%t0")
-    inside = f.cmp("ult", i, "%n")
-    res = f.name()
-    f.emit(f"{res}:2 = scf.if {inside} -> (index, index) {{")
-    a, b = _row_bounds(f, "ptr", i)
-    f.emit(f"scf.yield {a}, {b} : index, index")
-    f.emit("} else {")
-    f.emit("scf.yield %c0, %c0 : index, index")
-    f.emit("}")
-    f.emit(f"memref.store {res}#0, {cur}[%t0] : memref<{r}xindex>")
-    f.emit(f"memref.store {res}#1, {end}[%t0] : memref<{r}xindex>")
-    f.emit("}")
-
-
-def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
-    params = [("ptr", "I"), ("idx", "I")] + ([("val", "V")] if fill else []) + [("bptr", "I")]
+def _delta(lay: Layout, fill: bool, gbits: int) -> str:
+    """Rows ``[lo, hi)`` as gaps (column minus previous column minus one; the previous column of a row's
+    first entry is -1) of ``bits`` bits: a gap above ``2**bits - 1`` becomes zero entries of that gap."""
+    G = f"i{gbits}"
+    params = [("ptr", "I"), ("idx", "I")] + ([("val", "V")] if fill else []) + [("optr", "I")]
     if fill:
-        params += [("bidx", "I"), ("bval", "V")]
-    f = _Fn(lay, f"to_blocks_{'fill' if fill else 'count'}", params + [("blo", "x"), ("bhi", "x"), ("n", "x")])
-    V, L = lay.vty, lay.lanes
-    cur, end = f.v(f"memref.alloca() : memref<{r}xindex>"), f.v(f"memref.alloca() : memref<{r}xindex>")
-    inf = f.v("arith.constant -1 : index")
-    R, C, RCL = f.c(r), f.c(c), f.c(r * c * L)
-    f.open_for("br", "%blo", "%bhi")
-    _block_rows_init(f, r, cur, end)
-    base = f.ld("bptr", "%br") if fill else "%c0"
-    res = f.name()
-    f.emit(f"{res}:2 = scf.while (%nb = {base}) : (index) -> (index, index) {{")
-    mres = f.open_for("t1", "%c0", R, [("mn", inf, "index")])
-    q, e = f.v(f"memref.load {cur}[%t1] : memref<{r}xindex>"), f.v(f"memref.load {end}[%t1] : memref<{r}xindex>")
-    has = f.cmp("ult", q, e)
-    bc = f.name()
-    f.emit(f"{bc} = scf.if {has} -> (index) {{")
-    col = f.ld("idx", q)
-    f.emit(f"scf.yield {f.v(f'arith.divui {col}, {C} : index')} : index")
-    f.emit("} else {")
-    f.emit(f"scf.yield {inf} : index")
-    f.emit("}")
-    f.emit(f"scf.yield {f.v(f'arith.minui %mn, {bc} : index')} : index")
-    f.emit("}")
-    more = f.cmp("ne", f"{mres}#0", inf)
-    f.emit(f"scf.condition({more}) %nb, {mres}#0 : index, index")
-    f.emit("} do {")
-    f.emit("^bb0(%slot: index, %bcol: index):")
+        params += [("ogap", "G"), ("oval", "V")]
+    f = _Fn(lay, f"delta_fill_{gbits}" if fill else "delta_count", params + [("lo", "x"), ("hi", "x"),
+                                                                            ("bits", "x")], gap=G)
+    V = lay.vty
+    big = f.v("arith.subi %c0, %c1 : index")
+    most = f.v("arith.subi " + f.v("arith.shli %c1, %bits : index") + ", %c1 : index")
+    f.open_for("i", "%lo", "%hi")
+    a, b = _row_bounds(f, "ptr", "%i")
+    start = f.ld("optr", "%i") if fill else "%c0"
+    res = f.open_for("k", a, b, [("p", start, "index"), ("prev", big, "index")])
+    col = f.ld("idx", "%k")
+    gap = f.v(f"arith.subi {f.v(f'arith.subi {col}, %prev : index')}, %c1 : index")
+    npad = f.v(f"arith.shrui {gap}, %bits : index")
     if fill:
-        f.st("%bcol", "bidx", "%slot")
-        at0 = f.mul("%slot", RCL)
-        f.open_for("z", "%c0", RCL)
-        f.emit(f"memref.store %vz, %bval[{f.add(at0, '%z')}] : memref<?x{V}>")
+        mg = f.v(f"arith.index_cast {most} : index to {G}")
+        f.open_for("z", "%c0", npad)
+        at = f.add("%p", "%z")
+        f.emit(f"memref.store {mg}, %ogap[{at}] : memref<?x{G}>")
+        if lay.lanes == 1:
+            f.emit(f"memref.store %vz, %oval[{at}] : memref<?x{V}>")
+        else:
+            at2 = f.mul(at, f.c(2))
+            f.emit(f"memref.store %vz, %oval[{at2}] : memref<?x{V}>")
+            f.emit(f"memref.store %vz, %oval[{f.add(at2, '%c1')}] : memref<?x{V}>")
         f.emit("}")
-    col0 = f.mul("%bcol", C)
-    lim = f.add(col0, C)
-    f.open_for("t2", "%c0", R)
-    q, e = f.v(f"memref.load {cur}[%t2] : memref<{r}xindex>"), f.v(f"memref.load {end}[%t2] : memref<{r}xindex>")
+        q = f.add("%p", npad)
+        rest = f.v(f"arith.subi {gap}, {f.v(f'arith.shli {npad}, %bits : index')} : index")
+        f.emit(f"memref.store {f.v(f'arith.index_cast {rest} : index to {G}')}, %ogap[{q}] : memref<?x{G}>")
+        f.copy_value("val", "%k", "oval", q)
+    f.emit(f"scf.yield {f.add(f.add('%p', npad), '%c1')}, {col} : index, index")
+    f.emit("}")
+    if not fill:
+        f.st(f"{res}#0", "optr", f.add("%i", "%c1"))
+    f.emit("}")
+    return f.text()
+
+
+def _structured(lay: Layout) -> str:
+    """Rows ``[lo, hi)`` in groups of ``m`` columns (``groups`` per row), ``nk`` slots each at ``out[(i *
+    groups + g) * nk ..]``: the group's entries and, when it has fewer, its smallest free columns with zeros
+    (coordinates increasing). A group with more than ``nk`` entries sets ``bad[0]`` (its slots are cut)."""
+    f = _Fn(lay, "nm_fill", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("ocrd", "I"), ("oval", "V"), ("bad", "B"),
+                             ("lo", "x"), ("hi", "x"), ("groups", "x"), ("m", "x"), ("nk", "x")])
+    I, V = lay.ity, lay.vty
+    res = f.open_for("i", "%lo", "%hi", [("bad0", "%false", "i1")])
+    a, b = _row_bounds(f, "ptr", "%i")
+    gres = f.open_for("g", "%c0", "%groups", [("k", a, "index"), ("bad1", "%bad0", "i1")])
+    col0 = f.mul("%g", "%m")
+    lim = f.add(col0, "%m")
+    out0 = f.mul(f.add(f.mul("%i", "%groups"), "%g"), "%nk")
+    # the group's entries: [k, e)
     wres = f.name()
-    f.emit(f"{wres} = scf.while (%q = {q}) : (index) -> index {{")
-    has = f.cmp("ult", "%q", e)
+    f.emit(f"{wres} = scf.while (%q = %k) : (index) -> index {{")
+    has = f.cmp("ult", "%q", b)
     cond = f.name()
     f.emit(f"{cond} = scf.if {has} -> (i1) {{")
     f.emit(f"scf.yield {f.cmp('ult', f.ld('idx', '%q'), lim)} : i1")
@@ -363,18 +358,184 @@ def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     f.emit(f"scf.condition({cond}) %q : index")
     f.emit("} do {")
     f.emit("^bb0(%q2: index):")
-    if fill:
-        col = f.ld("idx", "%q2")
-        slot_in = f.add(f.mul(f.add(f.mul("%slot", R), "%t2"), C), f.v(f"arith.subi {col}, {col0} : index"))
-        f.copy_value("val", "%q2", "bval", slot_in)
     f.emit(f"scf.yield {f.add('%q2', '%c1')} : index")
     f.emit("}")
-    f.emit(f"memref.store {wres}, {cur}[%t2] : memref<{r}xindex>")
+    cnt = f.v(f"arith.subi {wres}, %k : index")
+    full = f.cmp("eq", cnt, "%nk")
+    f.emit(f"scf.if {full} {{")
+    f.open_for("u", "%c0", "%nk")
+    src = f.add("%k", "%u")
+    f.st(f.v(f"arith.subi {f.ld('idx', src)}, {col0} : index"), "ocrd", f.add(out0, "%u"))
+    f.copy_value("val", src, "oval", f.add(out0, "%u"))
     f.emit("}")
-    f.emit(f"scf.yield {f.add('%slot', '%c1')} : index")
+    f.emit("} else {")
+    # walk the group's columns: entries where present, else free columns while slots are left
+    need0 = f.v(f"arith.subi %nk, {f.v(f'arith.minui {cnt}, %nk : index')} : index")
+    f.open_for("w", "%c0", "%m", [("kk", "%k", "index"), ("o", "%c0", "index"), ("need", need0, "index")])
+    col = f.add(col0, "%w")
+    room = f.cmp("ult", "%o", "%nk")
+    here = f.name()
+    f.emit(f"{here} = scf.if {f.cmp('ult', '%kk', wres)} -> (i1) {{")
+    f.emit(f"scf.yield {f.cmp('eq', f.ld('idx', '%kk'), col)} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %false : i1")
     f.emit("}")
+    pad = f.v(f"arith.andi {f.v(f'arith.xori {here}, %true : i1')}, {f.cmp('ugt', '%need', '%c0')} : i1")
+    put = f.v(f"arith.andi {f.v(f'arith.ori {here}, {pad} : i1')}, {room} : i1")
+    at = f.add(out0, "%o")
+    f.emit(f"scf.if {put} {{")
+    f.st("%w", "ocrd", at)
+    f.emit(f"scf.if {here} {{")
+    f.copy_value("val", "%kk", "oval", at)
+    f.emit("} else {")
+    base = at if lay.lanes == 1 else f.mul(at, f.c(2))
+    for k in range(lay.lanes):
+        f.emit(f"memref.store %vz, %oval[{base if k == 0 else f.add(base, f.c(k))}] : memref<?x{V}>")
+    f.emit("}")
+    f.emit("}")
+    kk1 = f.add("%kk", f.v(f"arith.select {here}, %c1, %c0 : index"))
+    o1 = f.add("%o", f.v(f"arith.select {put}, %c1, %c0 : index"))
+    need1 = f.v(f"arith.subi %need, {f.v(f'arith.select {pad}, %c1, %c0 : index')} : index")
+    need1 = f.v(f"arith.select {f.v(f'arith.andi {pad}, {room} : i1')}, {need1}, %need : index")
+    f.emit(f"scf.yield {kk1}, {o1}, {need1} : index, index, index")
+    f.emit("}")
+    f.emit("}")
+    over = f.cmp("ugt", cnt, "%nk")
+    f.emit(f"scf.yield {wres}, {f.v(f'arith.ori %bad1, {over} : i1')} : index, i1")
+    f.emit("}")
+    f.emit(f"scf.yield {gres}#1 : i1")
+    f.emit("}")
+    del I
+    f.emit(f"memref.store {f.v(f'arith.extui {res}#0 : i1 to i8')}, %bad[%c0] : memref<?xi8>")
+    return f.text()
+
+
+def module(lay: Layout) -> str:
+    """The module of the layout-independent kernels (transpose, expand, COO pointers, diagonals)."""
+    funcs = [_transpose_count(lay), _transpose_fill(lay), _expand(lay), _coo_ptr(lay)]
+    funcs += [_dia(lay, fill, s, z) for fill in (False, True) for s in "mp" for z in (True, False)]
+    funcs += [_delta(lay, False, 8)] + [_delta(lay, True, g) for g in (8, 16, 32)] + [_structured(lay)]
+    return "module {\n" + "\n".join(funcs) + "\n}\n"
+
+
+def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
+    """Block rows ``[blo, bhi)``. A block column's mark holds the block row (count) or the slot (fill)
+    that last saw it (``mark`` starts negative). Fill: blocks are listed in order of first appearance,
+    sorted (insertion sort, or a scan of the marks over the block-column range when that is cheaper),
+    their slots marked, then every entry is written into its block."""
+    params = [("ptr", "I"), ("idx", "I")] + ([("val", "V")] if fill else []) + [("bptr", "I")]
+    if fill:
+        params += [("bidx", "I"), ("bval", "V")]
+    f = _Fn(lay, f"to_blocks_{'fill' if fill else 'count'}",
+            params + [("mark", "I"), ("blo", "x"), ("bhi", "x"), ("n", "x")])
+    I = lay.ity
+    R, C = f.c(r), f.c(c)
+    f.open_for("br", "%blo", "%bhi")
     if not fill:
+        tag = f.v(f"arith.index_cast %br : index to {I}")
+        res = f.open_for("t", "%c0", R, [("nb", "%c0", "index")])
+        i = f.add(f.mul("%br", R), "%t")
+        inner = f.name()
+        f.emit(f"{inner} = scf.if {f.cmp('ult', i, '%n')} -> (index) {{")
+        a, b = _row_bounds(f, "ptr", i)
+        kres = f.open_for("k", a, b, [("q", "%nb", "index")])
+        bc = f.v(f"arith.divui {f.ld('idx', '%k')}, {C} : index")
+        seen = f.v(f"memref.load %mark[{bc}] : memref<?x{I}>")
+        new = f.v(f"arith.cmpi ne, {seen}, {tag} : {I}")
+        f.emit(f"memref.store {tag}, %mark[{bc}] : memref<?x{I}>")
+        f.emit(f"scf.yield {f.add('%q', f.v(f'arith.select {new}, %c1, %c0 : index'))} : index")
+        f.emit("}")
+        f.emit(f"scf.yield {kres}#0 : index")
+        f.emit("} else {")
+        f.emit("scf.yield %nb : index")
+        f.emit("}")
+        f.emit(f"scf.yield {inner} : index")
+        f.emit("}")
         f.st(f"{res}#0", "bptr", f.add("%br", "%c1"))
+        f.emit("}")
+        return f.text()
+    base = f.ld("bptr", "%br")
+    top = f.ld("bptr", f.add("%br", "%c1"))
+    base_i = f.v(f"arith.index_cast {base} : index to {I}")
+    # 1. list the block columns in order of first appearance (slots base ..), tracking their range
+    big = f.v("arith.constant -1 : index")
+    res = f.open_for("t", "%c0", R, [("nb", base, "index"), ("lo", big, "index"), ("hi", "%c0", "index")])
+    i = f.add(f.mul("%br", R), "%t")
+    inner = f.name()
+    f.emit(f"{inner}:3 = scf.if {f.cmp('ult', i, '%n')} -> (index, index, index) {{")
+    a, b = _row_bounds(f, "ptr", i)
+    kres = f.open_for("k", a, b, [("q", "%nb", "index"), ("l", "%lo", "index"), ("h", "%hi", "index")])
+    bc = f.v(f"arith.divui {f.ld('idx', '%k')}, {C} : index")
+    seen = f.v(f"memref.load %mark[{bc}] : memref<?x{I}>")
+    new = f.v(f"arith.cmpi slt, {seen}, {base_i} : {I}")
+    f.emit(f"scf.if {new} {{")
+    f.st("%q", "mark", bc)
+    f.st(bc, "bidx", "%q")
+    f.emit("}")
+    q1 = f.add("%q", f.v(f"arith.select {new}, %c1, %c0 : index"))
+    f.emit(f"scf.yield {q1}, {f.v(f'arith.minui %l, {bc} : index')}, {f.v(f'arith.maxui %h, {bc} : index')}"
+           " : index, index, index")
+    f.emit("}")
+    f.emit(f"scf.yield {kres}#0, {kres}#1, {kres}#2 : index, index, index")
+    f.emit("} else {")
+    f.emit("scf.yield %nb, %lo, %hi : index, index, index")
+    f.emit("}")
+    f.emit(f"scf.yield {inner}#0, {inner}#1, {inner}#2 : index, index, index")
+    f.emit("}")
+    nb = f.v(f"arith.subi {top}, {base} : index")
+    lo, hi = f"{res}#1", f"{res}#2"
+    # 2. sort them: a scan of the marks over [lo, hi] when nb * nb / 4 exceeds that range, else insertion sort
+    span = f.v(f"arith.subi {f.add(hi, '%c1')}, {lo} : index")
+    quad = f.v(f"arith.shrui {f.mul(nb, nb)}, {f.c(2)} : index")
+    scan = f.v(f"arith.andi {f.cmp('ugt', quad, span)}, {f.cmp('ugt', nb, '%c1')} : i1")
+    f.emit(f"scf.if {scan} {{")
+    f.open_for("x", lo, f.add(hi, "%c1"), [("o", base, "index")])
+    seen = f.v(f"memref.load %mark[%x] : memref<?x{I}>")
+    mine = f.v(f"arith.cmpi sge, {seen}, {base_i} : {I}")
+    f.emit(f"scf.if {mine} {{")
+    f.st("%x", "bidx", "%o")
+    f.emit("}")
+    f.emit(f"scf.yield {f.add('%o', f.v(f'arith.select {mine}, %c1, %c0 : index'))} : index")
+    f.emit("}")
+    f.emit("} else {")
+    f.open_for("ins", f.add(base, "%c1"), top)
+    key = f.ld("bidx", "%ins")
+    wres = f.name()
+    f.emit(f"{wres} = scf.while (%j = %ins) : (index) -> index {{")
+    more = f.cmp("ugt", "%j", base)
+    cond = f.name()
+    f.emit(f"{cond} = scf.if {more} -> (i1) {{")
+    f.emit(f"scf.yield {f.cmp('ugt', f.ld('bidx', f.v('arith.subi %j, %c1 : index')), key)} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %false : i1")
+    f.emit("}")
+    f.emit(f"scf.condition({cond}) %j : index")
+    f.emit("} do {")
+    f.emit("^bb0(%j2: index):")
+    j1 = f.v("arith.subi %j2, %c1 : index")
+    f.st(f.ld("bidx", j1), "bidx", "%j2")
+    f.emit(f"scf.yield {j1} : index")
+    f.emit("}")
+    f.st(key, "bidx", wres)
+    f.emit("}")
+    f.emit("}")
+    # 3. mark every block column with its slot, then write the entries
+    f.open_for("mk", base, top)
+    f.st("%mk", "mark", f.ld("bidx", "%mk"))
+    f.emit("}")
+    f.open_for("t2", "%c0", R)
+    i2 = f.add(f.mul("%br", R), "%t2")
+    f.emit(f"scf.if {f.cmp('ult', i2, '%n')} {{")
+    a2, b2 = _row_bounds(f, "ptr", i2)
+    f.open_for("k2", a2, b2)
+    col = f.ld("idx", "%k2")
+    bc2 = f.v(f"arith.divui {col}, {C} : index")
+    slot = f.ld("mark", bc2)
+    within = f.v(f"arith.subi {col}, {f.mul(bc2, C)} : index")
+    f.copy_value("val", "%k2", "bval", f.add(f.mul(f.add(f.mul(slot, R), "%t2"), C), within))
+    f.emit("}")
+    f.emit("}")
+    f.emit("}")
     f.emit("}")
     return f.text()
 
