@@ -103,3 +103,17 @@ def test_shared_buffers() -> None:
     target.copy_(csr)  # a copy never shares
     assert not any(np.shares_memory(x, y) for x in target.buffers() for y in csr.buffers())
     np.testing.assert_array_equal(target.to_dense(), a)
+
+
+@pytest.mark.parametrize("fmt", ["DIAI", "DIAJ", "SkewDIAI", "SkewDIAJ"])
+def test_diagonals_with_few_zeros(fmt: str, many_ranges: None) -> None:
+    """Ranges after a dropped zero move back (a prefix view when few were dropped)."""
+    for shape in ((40, 40), (31, 45), (45, 31)):
+        i, j = np.indices(shape)
+        a = np.where(np.isin(j - i, (-2, 0, 3)), 1.0 + i + 2 * j, 0.0)
+        a[5, 5] = a[20, 23] = 0.0  # zeros stored inside diagonals: dropped
+        got = Tensor.from_dense(a, FORMATS_2D[fmt]).convert(N.CSR).to_package("scipy")
+        ref = sp.csr_array(a)
+        np.testing.assert_array_equal(got.indptr, ref.indptr)
+        np.testing.assert_array_equal(got.indices, ref.indices)
+        np.testing.assert_array_equal(got.data, ref.data)

@@ -100,15 +100,8 @@ def transpose(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val:
     count = fns.function("transpose_count")
     _run([partial(count, ptr, idx, counts[k], lo, hi) for k, (lo, hi) in enumerate(ranges)])
     out_ptr = np.empty(n_minor + 1, dtype=ptr.dtype)
-    if len(ranges) == 1:
-        out_ptr[1:] = counts[0]
-        cursors = _prefix_sums(out_ptr)[:-1].copy()[None, :]
-    else:
-        out_ptr[1:] = counts.sum(axis=0)
-        _prefix_sums(out_ptr)
-        cursors = np.cumsum(counts, axis=0, dtype=ptr.dtype)
-        cursors -= counts
-        cursors += out_ptr[:-1]
+    fns.function("transpose_offsets")(counts.reshape(-1), out_ptr, len(ranges), n_minor)  # counts -> cursors
+    cursors = counts
     out_idx = np.empty(nnz, dtype=ptr.dtype)
     out_val = np.empty(nnz, dtype=val.dtype)
     words, out_words = _words(val, lay), _words(out_val, lay)
@@ -147,32 +140,52 @@ def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray) -> np.ndarray |
     return None if bad.any() else ptr
 
 
+def _inside_before(rows: np.ndarray, d: np.ndarray, m: int, minus: bool) -> np.ndarray:
+    """Slots inside ``[0, m)`` of diagonals ``d`` in the rows before each of ``rows`` (other coordinate
+    ``d + i`` (``minus``) or ``d - i``): ``(len(rows),)``."""
+    r = rows[:, None]
+    lo, hi = (np.maximum(0, -d), np.minimum(r, m - d)) if minus else (np.maximum(0, d - m + 1), np.minimum(r, d + 1))
+    return np.maximum(hi - lo, 0).sum(axis=1)
+
+
 def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, minus: bool, z_is_row: bool,
              index: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows ``(ptr, idx, val)`` of diagonals: row ``i`` holds (other coordinate ``d + i`` (``minus``) or
     ``d - i``) for every offset ``d`` inside ``[0, m)`` whose value, at ``t * ext_z + (i if z_is_row else
-    other)`` of diagonal ``t``, is nonzero."""
+    other)`` of diagonal ``t``, is nonzero. One pass: each row range writes from its first inside slot; ranges
+    are moved together afterwards where zeros were dropped."""
     lay = layout(val.dtype, index)
     assert lay is not None
     offsets = np.ascontiguousarray(offsets, dtype=index)
     nd = len(offsets)
     words = _words(val, lay)
-    fns = _functions(lay)
-    suffix = f"{'m' if minus else 'p'}{'r' if z_is_row else 'o'}"
     k = _threads(n * nd)
-    rows = [n * j // k for j in range(k + 1)]
-    ranges = [(lo, hi) for lo, hi in zip(rows, rows[1:]) if hi > lo]
+    cuts = np.array([n * j // k for j in range(k + 1)], dtype=np.int64)
+    starts = _inside_before(cuts, offsets.astype(np.int64), m, minus)  # slots before each range
+    bound = int(starts[-1])
     ptr = np.empty(n + 1, dtype=index)
-    count = fns.function(f"dia_count_{suffix}")
-    _run([partial(count, offsets, words, ptr, lo, hi, nd, m, ext_z) for lo, hi in ranges])
-    _prefix_sums(ptr)
-    nnz = int(ptr[-1])
-    out_idx = np.empty(nnz, dtype=index)
-    out_val = np.empty(nnz, dtype=val.dtype)
+    ptr[0] = 0
+    out_idx = np.empty(bound, dtype=index)
+    out_val = np.empty(bound, dtype=val.dtype)
     out_words = _words(out_val, lay)
-    fill = fns.function(f"dia_fill_{suffix}")
-    _run([partial(fill, offsets, words, ptr, out_idx, out_words, lo, hi, nd, m, ext_z)
-          for lo, hi in ranges])
+    fn = _functions(lay).function(f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}")
+    _run([partial(fn, offsets, words, ptr, out_idx, out_words, int(cuts[j]), int(cuts[j + 1]), nd, m, ext_z,
+                  int(starts[j])) for j in range(k) if cuts[j + 1] > cuts[j]])
+    end = 0
+    for j in range(k):  # close the gaps the dropped zeros left between ranges
+        lo, hi = int(cuts[j]), int(cuts[j + 1])
+        if hi == lo:
+            continue
+        first, last = int(starts[j]), int(ptr[hi])
+        if first != end:
+            out_idx[end:end + last - first] = out_idx[first:last]
+            out_val[end:end + last - first] = out_val[first:last]
+            ptr[lo + 1:hi + 1] -= first - end
+        end += last - first
+    if end < bound:  # a prefix view when little was dropped, else exact-size copies
+        out_idx, out_val = out_idx[:end], out_val[:end]
+        if bound - end > end // 8:
+            out_idx, out_val = out_idx.copy(), out_val.copy()
     return ptr, out_idx, out_val
 
 

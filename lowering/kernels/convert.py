@@ -4,15 +4,16 @@ The frontend's direct conversions (:mod:`frontend.storage._direct`) run them in 
 range per thread. Every function writes only inside the range it is given, so ranges run in parallel:
 
 - ``transpose_count(ptr, idx, cnt, lo, hi)``: ``cnt[j] += 1`` for every entry of rows ``[lo, hi)`` in
-  column ``j``; ``transpose_fill(ptr, idx, val, cur, oidx, oval, lo, hi)``: each entry goes to slot
-  ``cur[j]++`` of its column (a counting sort: rows stay increasing within a column).
+  column ``j``; ``transpose_offsets(cnt, optr, chunks, m)``: the ranges' counts to their first slots;
+  ``transpose_fill(ptr, idx, val, cur, oidx, oval, lo, hi)``: each entry goes to slot ``cur[j]++`` of its
+  column (a counting sort: rows stay increasing within a column).
 - ``expand(ptr, out, lo, hi)``: ``out[k] = i`` for the entries ``k`` of rows ``i`` in ``[lo, hi)``.
 - ``coo_ptr(maj, oth, ptr, bad, lo, hi, n)``: the row pointers of sorted COO entries ``[lo, hi)``, from the
   steps between neighbours (no histogram); ``bad[0] = 1`` where entries are out of order or a row is
   outside ``[0, n)``.
-- ``dia_count_<s><z>`` / ``dia_fill_<s><z>``: rows of diagonals (offset ``d``; other coordinate ``d + i``
-  for ``s = m`` (``x - y``), ``d - i`` for ``s = p`` (``x + y``); the range level follows the row (``z = r``)
-  or the other dimension (``z = o``)), nonzeros only.
+- ``dia_rows_<s><z>``: rows of diagonals (offset ``d``; other coordinate ``d + i`` for ``s = m`` (``x - y``),
+  ``d - i`` for ``s = p`` (``x + y``); the range level follows the row (``z = r``) or the other dimension
+  (``z = o``)), nonzeros only, in one pass from a given first slot (the caller bounds every range's slots).
 
 Block kernels (a module per block shape ``r x c``, constants so that divisions are shifts):
 
@@ -169,6 +170,27 @@ def _transpose_count(lay: Layout) -> str:
     return f.text()
 
 
+def _transpose_offsets(lay: Layout) -> str:
+    """``cnt`` (``chunks`` rows of ``m`` column counts, one per row range) becomes every range's first slot
+    in every column and ``optr`` the column pointers: one pass, columns outer."""
+    f = _Fn(lay, "transpose_offsets", [("cnt", "I"), ("optr", "I"), ("chunks", "x"), ("m", "x")])
+    I = lay.ity
+    zero = f.v(f"arith.constant 0 : {I}")
+    f.emit(f"memref.store {zero}, %optr[%c0] : memref<?x{I}>")
+    res = f.open_for("j", "%c0", "%m", [("s", zero, I)])
+    inner = f.open_for("k", "%c0", "%chunks", [("a", "%s", I)])
+    at = f.add(f.mul("%k", "%m"), "%j")
+    c = f.v(f"memref.load %cnt[{at}] : memref<?x{I}>")
+    f.emit(f"memref.store %a, %cnt[{at}] : memref<?x{I}>")
+    f.emit(f"scf.yield {f.v(f'arith.addi %a, {c} : {I}')} : {I}")
+    f.emit("}")
+    f.emit(f"memref.store {inner}#0, %optr[{f.add('%j', '%c1')}] : memref<?x{I}>")
+    f.emit(f"scf.yield {inner}#0 : {I}")
+    f.emit("}")
+    del res
+    return f.text()
+
+
 def _transpose_fill(lay: Layout) -> str:
     f = _Fn(lay, "transpose_fill", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("cur", "I"), ("oidx", "I"),
                                     ("oval", "V"), ("lo", "x"), ("hi", "x")])
@@ -252,18 +274,17 @@ def _coo_ptr(lay: Layout) -> str:
     return f.text()
 
 
-def _dia(lay: Layout, fill: bool, sign: str, zrow: bool) -> str:
-    """Rows ``[lo, hi)`` of diagonals ``off[0 .. nd)``; the value of (diagonal t, row i) is at
-    ``t * extz + (i if zrow else other)``."""
-    name = f"dia_{'fill' if fill else 'count'}_{sign}{'r' if zrow else 'o'}"
-    params = [("off", "I"), ("val", "V"), ("ptr", "I")]
-    if fill:
-        params += [("oidx", "I"), ("oval", "V")]
-    f = _Fn(lay, name, params + [("lo", "x"), ("hi", "x"), ("nd", "x"), ("m", "x"), ("extz", "x")])
+def _dia(lay: Layout, sign: str, zrow: bool) -> str:
+    """Rows ``[lo, hi)`` of diagonals ``off[0 .. nd)`` written from slot ``start`` on, ``ptr[i + 1]`` after
+    each row; the value of (diagonal t, row i) is at ``t * extz + (i if zrow else other)``. Every slot
+    inside the shape is stored and kept only when nonzero (no branch), so a range writes at most as many
+    slots as it has inside the shape."""
+    f = _Fn(lay, f"dia_rows_{sign}{'r' if zrow else 'o'}",
+            [("off", "I"), ("val", "V"), ("ptr", "I"), ("oidx", "I"), ("oval", "V"), ("lo", "x"), ("hi", "x"),
+             ("nd", "x"), ("m", "x"), ("extz", "x"), ("start", "x")])
     I = lay.ity
-    f.open_for("i", "%lo", "%hi")
-    base = f.ld("ptr", "%i") if fill else "%c0"
-    res = f.open_for("t", "%c0", "%nd", [("p", base, "index")])
+    rows = f.open_for("i", "%lo", "%hi", [("p0", "%start", "index")])
+    res = f.open_for("t", "%c0", "%nd", [("p", "%p0", "index")])
     d = f.ld("off", "%t")
     other = f.add(d, "%i") if sign == "m" else f.v(f"arith.subi {d}, %i : index")
     inside = f.v(f"arith.andi {f.cmp('sge', other, '%c0')}, {f.cmp('slt', other, '%m')} : i1")
@@ -271,21 +292,18 @@ def _dia(lay: Layout, fill: bool, sign: str, zrow: bool) -> str:
     f.emit(f"{nxt} = scf.if {inside} -> (index) {{")
     slot = f.add(f.mul("%t", "%extz"), "%i" if zrow else other)
     nz = f.nonzero("val", slot)
-    if fill:
-        f.emit(f"scf.if {nz} {{")
-        f.emit(f"memref.store {f.v(f'arith.index_cast {other} : index to {I}')}, %oidx[%p] : memref<?x{I}>")
-        f.copy_value("val", slot, "oval", "%p")
-        f.emit("}")
-    step = f.v(f"arith.select {nz}, %c1, %c0 : index")
-    f.emit(f"scf.yield {f.add('%p', step)} : index")
+    f.emit(f"memref.store {f.v(f'arith.index_cast {other} : index to {I}')}, %oidx[%p] : memref<?x{I}>")
+    f.copy_value("val", slot, "oval", "%p")
+    f.emit(f"scf.yield {f.add('%p', f.v(f'arith.select {nz}, %c1, %c0 : index'))} : index")
     f.emit("} else {")
     f.emit("scf.yield %p : index")
     f.emit("}")
     f.emit(f"scf.yield {nxt} : index")
     f.emit("}")
-    if not fill:
-        f.st(f"{res}#0", "ptr", f.add("%i", "%c1"))
+    f.st(f"{res}#0", "ptr", f.add("%i", "%c1"))
+    f.emit(f"scf.yield {res}#0 : index")
     f.emit("}")
+    del rows
     return f.text()
 
 
@@ -412,8 +430,8 @@ def _structured(lay: Layout) -> str:
 
 def module(lay: Layout) -> str:
     """The module of the layout-independent kernels (transpose, expand, COO pointers, diagonals)."""
-    funcs = [_transpose_count(lay), _transpose_fill(lay), _expand(lay), _coo_ptr(lay)]
-    funcs += [_dia(lay, fill, s, z) for fill in (False, True) for s in "mp" for z in (True, False)]
+    funcs = [_transpose_count(lay), _transpose_offsets(lay), _transpose_fill(lay), _expand(lay), _coo_ptr(lay)]
+    funcs += [_dia(lay, s, z) for s in "mp" for z in (True, False)]
     funcs += [_delta(lay, False, 8)] + [_delta(lay, True, g) for g in (8, 16, 32)] + [_structured(lay)]
     return "module {\n" + "\n".join(funcs) + "\n}\n"
 
