@@ -117,3 +117,24 @@ def test_diagonals_with_few_zeros(fmt: str, many_ranges: None) -> None:
         np.testing.assert_array_equal(got.indptr, ref.indptr)
         np.testing.assert_array_equal(got.indices, ref.indices)
         np.testing.assert_array_equal(got.data, ref.data)
+
+
+def test_generic_path_without_a_toolchain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that cannot be compiled sends the conversion down the generic path (same result)."""
+    from mlir_bridge.errors import CompileError
+
+    def broken(*args: object) -> None:
+        raise CompileError("no toolchain", stage="llc")
+    a = _random((9, 12), 0.3, 5).astype(np.float32)
+    want = {name: Tensor.from_dense(a, N.CSR).convert(FORMATS_2D[name]) for name in ("CSC", "BSR2x2", "DIAJ")}
+    monkeypatch.setattr(_kernels, "compile_kernels", broken)
+    _kernels._functions.cache_clear()
+    _kernels._block_functions.cache_clear()
+    try:
+        for name, ref in want.items():
+            got = Tensor.from_dense(a, N.CSR).convert(FORMATS_2D[name])
+            for x, y in zip(got.buffers(), ref.buffers()):
+                np.testing.assert_array_equal(x, y)
+    finally:
+        _kernels._functions.cache_clear()
+        _kernels._block_functions.cache_clear()

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import BinaryExpr, Level, LevelFormat as F, TensorFormat, is_block, is_diagonal
+from mlir_bridge.errors import CompileError
 
 from . import _kernels
 from ._assemble import assemble_levels
@@ -338,10 +339,11 @@ def convert_direct(t: StoredTensor, fmt: TensorFormat, index: np.dtype, dtype: n
         return None
     if index == np.int32 and _exceeds_int32(t):
         return None
-    rows = read_rows(t, dtype, index, drop_zeros)
-    if rows is None:
+    try:
+        rows = read_rows(t, dtype, index, drop_zeros)
+        built = None if rows is None else write_rows(rows, fmt, index)
+    except CompileError:  # no working toolchain for the kernels: the generic path needs none
         return None
-    built = write_rows(rows, fmt, index)
     return None if built is None else _owned(built, t.buffers())
 
 
