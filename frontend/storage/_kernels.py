@@ -168,7 +168,8 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     out_idx = np.empty(bound, dtype=index)
     out_val = np.empty(bound, dtype=val.dtype)
     out_words = _words(out_val, lay)
-    fn = _functions(lay).function(f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}")
+    fns = _functions(lay)
+    fn = fns.function(f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}")
     _run([partial(fn, offsets, words, ptr, out_idx, out_words, int(cuts[j]), int(cuts[j + 1]), nd, m, ext_z,
                   int(starts[j])) for j in range(k) if cuts[j + 1] > cuts[j]])
     end = 0
@@ -178,8 +179,7 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
             continue
         first, last = int(starts[j]), int(ptr[hi])
         if first != end:
-            out_idx[end:end + last - first] = out_idx[first:last]
-            out_val[end:end + last - first] = out_val[first:last]
+            fns.function("shift_down")(out_idx, out_words, first, end, last - first)
             ptr[lo + 1:hi + 1] -= first - end
         end += last - first
     if end < bound:  # a prefix view when little was dropped, else exact-size copies

@@ -13,7 +13,8 @@ range per thread. Every function writes only inside the range it is given, so ra
   outside ``[0, n)``.
 - ``dia_rows_<s><z>``: rows of diagonals (offset ``d``; other coordinate ``d + i`` for ``s = m`` (``x - y``),
   ``d - i`` for ``s = p`` (``x + y``); the range level follows the row (``z = r``) or the other dimension
-  (``z = o``)), nonzeros only, in one pass from a given first slot (the caller bounds every range's slots).
+  (``z = o``)), nonzeros only, in one pass from a given first slot (the caller bounds every range's slots);
+  ``shift_down(idx, val, frm, to, count)`` closes the gaps between ranges.
 
 Block kernels (a module per block shape ``r x c``, constants so that divisions are shifts):
 
@@ -307,6 +308,19 @@ def _dia(lay: Layout, sign: str, zrow: bool) -> str:
     return f.text()
 
 
+def _shift_down(lay: Layout) -> str:
+    """``idx[to + q], val[to + q] = idx[frm + q], val[frm + q]`` for ``q`` in ``[0, count)``, ``to < frm``
+    (forward, so overlapping ranges move correctly)."""
+    f = _Fn(lay, "shift_down", [("idx", "I"), ("val", "V"), ("frm", "x"), ("to", "x"), ("count", "x")])
+    I = lay.ity
+    f.open_for("q", "%c0", "%count")
+    a, b = f.add("%frm", "%q"), f.add("%to", "%q")
+    f.emit(f"memref.store {f.v(f'memref.load %idx[{a}] : memref<?x{I}>')}, %idx[{b}] : memref<?x{I}>")
+    f.copy_value("val", a, "val", b)
+    f.emit("}")
+    return f.text()
+
+
 def _delta(lay: Layout, fill: bool, gbits: int) -> str:
     """Rows ``[lo, hi)`` as gaps (column minus previous column minus one; the previous column of a row's
     first entry is -1) of ``bits`` bits: a gap above ``2**bits - 1`` becomes zero entries of that gap."""
@@ -431,7 +445,7 @@ def _structured(lay: Layout) -> str:
 def module(lay: Layout) -> str:
     """The module of the layout-independent kernels (transpose, expand, COO pointers, diagonals)."""
     funcs = [_transpose_count(lay), _transpose_offsets(lay), _transpose_fill(lay), _expand(lay), _coo_ptr(lay)]
-    funcs += [_dia(lay, s, z) for s in "mp" for z in (True, False)]
+    funcs += [_dia(lay, s, z) for s in "mp" for z in (True, False)] + [_shift_down(lay)]
     funcs += [_delta(lay, False, 8)] + [_delta(lay, True, g) for g in (8, 16, 32)] + [_structured(lay)]
     return "module {\n" + "\n".join(funcs) + "\n}\n"
 
