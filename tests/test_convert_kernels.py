@@ -19,6 +19,7 @@ def many_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every kernel call split into 3 ranges (the thread pool runs them), whatever the size."""
     from frontend.ops import _threads
     monkeypatch.setattr(_kernels, "PARALLEL_WORK", 1)
+    monkeypatch.setattr(_kernels, "EXPAND_SHARE", 1)
     monkeypatch.setattr(_threads, "cpu_count", lambda: 3)
 
 

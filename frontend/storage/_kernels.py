@@ -19,6 +19,9 @@ from lowering.kernels.convert import Layout, block_module, compile_kernels, modu
 _INDEX = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
 #: Entries (or slots) below which a kernel runs on one thread: a chunk handed to a worker costs a few us.
 PARALLEL_WORK = 1 << 17
+#: The row expansion only streams 4-8 bytes per entry out: one thread is as fast up to ~8M entries here
+#: (5M-entry CSR -> COO: 2.2 ms on one thread, 3.9 ms on two; benchmarks/bench_convert.py --suite).
+EXPAND_SHARE = 64
 
 
 def layout(values: np.dtype, index: np.dtype) -> Layout | None:
@@ -119,7 +122,7 @@ def expand(ptr: np.ndarray) -> np.ndarray:
     nnz = int(ptr[-1]) if n >= 0 else 0
     out = np.empty(nnz, dtype=ptr.dtype)
     fn = _functions(lay).function("expand")
-    _run([partial(fn, ptr, out, lo, hi) for lo, hi in _bounds(ptr, _threads(nnz))])
+    _run([partial(fn, ptr, out, lo, hi) for lo, hi in _bounds(ptr, _threads(nnz // EXPAND_SHARE))])
     return out
 
 
