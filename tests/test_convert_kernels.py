@@ -20,6 +20,7 @@ def many_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
     from frontend.ops import _threads
     monkeypatch.setattr(_kernels, "PARALLEL_WORK", 1)
     monkeypatch.setattr(_kernels, "EXPAND_SHARE", 1)
+    monkeypatch.setattr(_kernels, "DIA_SHARE", 1)
     monkeypatch.setattr(_threads, "cpu_count", lambda: 3)
 
 

@@ -246,6 +246,8 @@ def _blocks(blocks: tuple[int, int, int], shape: tuple[int, int], bptr: Any, bid
     n, m = _extents(major, shape)
     nblocks = int(bptr[-1]) if len(bptr) else 0
     bval = bval.reshape(-1)[:nblocks * r * c].astype(dtype, copy=False)
+    if len(bval) < nblocks * r * c or len(bidx) < nblocks:  # the kernel reads every slot of every block
+        raise ValueError(f"block buffers hold fewer than the {nblocks} blocks of {r}x{c} their positions say")
     ptr, idx, val = _kernels.from_blocks(n, m, r, c, np.ascontiguousarray(bptr, dtype=index),
                                          np.ascontiguousarray(bidx[:nblocks], dtype=index), bval)
     return Rows(major, (n, m), ptr, idx, val)
@@ -263,6 +265,8 @@ def _diagonals(fmt: TensorFormat, diagonal: tuple[BinaryExpr, int], shape: tuple
     d = offsets[int(pos[0]):int(pos[1])]
     ext_z = shape[z]
     vals = val[:len(d) * ext_z].astype(dtype, copy=False)
+    if len(vals) < len(d) * ext_z:  # the kernel reads every slot of every diagonal
+        raise ValueError(f"the values buffer holds fewer than the {len(d)} x {ext_z} diagonal slots")
     ptr, idx, out = _kernels.dia_rows(n, m, d, vals, ext_z, e.op == "-", z == major, index)
     return Rows(major, (n, m), ptr, idx, out)
 

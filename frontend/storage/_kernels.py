@@ -22,6 +22,10 @@ PARALLEL_WORK = 1 << 17
 #: The row expansion only streams 4-8 bytes per entry out: one thread is as fast up to ~8M entries here
 #: (5M-entry CSR -> COO: 2.2 ms on one thread, 3.9 ms on two; benchmarks/bench_convert.py --suite).
 EXPAND_SHARE = 64
+#: DIA -> CSR ranges after the first may have to move back over the zeros dropped before them (up to half the
+#: output on two cores): one thread below ~8M slots (2-D Poisson 1000^2, 5M slots: 17.6 ms on one thread,
+#: 24 ms on two, scipy 19 ms).
+DIA_SHARE = 64
 
 
 def layout(values: np.dtype, index: np.dtype) -> Layout | None:
@@ -162,7 +166,7 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     offsets = np.ascontiguousarray(offsets, dtype=index)
     nd = len(offsets)
     words = _words(val, lay)
-    k = _threads(n * nd)
+    k = _threads(n * nd // DIA_SHARE)
     cuts = np.array([n * j // k for j in range(k + 1)], dtype=np.int64)
     starts = _inside_before(cuts, offsets.astype(np.int64), m, minus)  # slots before each range
     bound = int(starts[-1])
