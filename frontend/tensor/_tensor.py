@@ -243,6 +243,10 @@ class Tensor:
         if same:
             to_host(self._val)[...] = new.val.reshape(self._val.shape)
         else:
+            ours = [to_host(s) for s in src.buffers() if s is not None]
+            # a conversion may share src's unchanged buffers; a copy may not
+            if any(any(np.may_share_memory(to_host(b), s) for s in ours) for b in new.buffers()):
+                new = new.clone()
             self._pos, self._crd, self._val = new._pos, new._crd, new._val
             self._validated = new._validated
         return self
