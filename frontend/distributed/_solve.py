@@ -28,7 +28,9 @@ Terms = list[tuple[Any, str, bool]]  # (coefficient, vector name, Jacobi-scaled)
 
 class Machine:
     """The client's handle on one solve's worker-resident vectors: :meth:`step` runs operations on every
-    partition and returns the summed dot products."""
+    partition (one task each) and returns the summed dot products. Halo entries travel with the steps: a
+    step *exports* the entries of named vectors other partitions touch, and the next step's halo is formed
+    on the client from them (a linear combination with that step's coefficients) and sent along."""
 
     def __init__(self, a: Any, b: np.ndarray, x0: np.ndarray, jacobi: bool) -> None:
         self.a, self.client = a, a.client
@@ -39,9 +41,13 @@ class Machine:
         if None in self.places:
             raise WorkerLost(f"partition {self.places.index(None)} has no worker", self.places.index(None), None)
         self.steps = 0
-        self.bytes_exchanged = 0  # halo entries' bytes sent between workers
-        self.itemsize = np.dtype(b.dtype).itemsize
+        self.bytes_exchanged = 0  # halo entries' bytes: exported to the client plus sent to the partitions
         bounds = a.bounds
+        # what each partition last exported to each other one: (sender, receiver) -> {(name, scaled): values}
+        self.exports: dict[tuple[int, int], dict[tuple[str, bool], np.ndarray]] = {
+            (q, p): {("x", False): x0[bounds[q] + idx]} for q in range(a.partitions)
+            for p, idx in self.halo[q].send.items()}
+        self.pairs = list(self.exports)
         futures = [self._at(p, _worker.solve_setup, a.block(p), self._key(p), self.halo[p], b[bounds[p]:bounds[p + 1]],
                             x0[bounds[p]:bounds[p + 1]], jacobi) for p in range(a.partitions)]
         self._wait(futures)
@@ -56,22 +62,34 @@ class Machine:
     def _wait(self, futures: list[Any]) -> list[Any]:
         return wait_all(self.client, futures, list(enumerate(self.places)), self.a.timeout)
 
-    def step(self, ops: list[tuple], halo: Terms | None = None) -> np.ndarray:
-        """Run ``ops`` on every partition (``halo``: the terms of the vector the step's SpMV multiplies, as
-        each neighbour forms it) and return the dot products summed over partitions."""
+    def exported(self, name: str, scaled: bool = False) -> bool:
+        """Whether the last step exported ``name`` (so a halo may use it)."""
+        return all((name, scaled) in self.exports.get(pair, {}) for pair in self.pairs)
+
+    def step(self, ops: list[tuple], halo: Terms | None = None, export: list[tuple[str, bool]] | None = None
+             ) -> np.ndarray:
+        """Run ``ops`` on every partition and return the dot products summed over partitions. ``halo``: the
+        terms ``(coef, name, scaled)`` of the vector the step's SpMV multiplies, formed from the last step's
+        exports; ``export``: what this step exports for the next one."""
         n = self.a.partitions
-        sent: list[list[Any]] = [[] for _ in range(n)]
-        received: list[list[Any]] = [[] for _ in range(n)]
+        received: list[list[np.ndarray]] = [[] for _ in range(n)]
         if halo is not None:
             for p in range(n):
                 for q, _ in self.halo[p].recv:
-                    f = self._at(q, _worker.halo_values, self._key(q), halo, p)
-                    sent[q].append(f)
-                    received[p].append(f)
-                self.bytes_exchanged += self.halo[p].received * self.itemsize
-        futures = [self._at(p, _worker.solve_step, self._key(p), ops, received[p], *sent[p]) for p in range(n)]
+                    got = self.exports[(q, p)]
+                    values = sum(coef * got[(name, scaled)] for coef, name, scaled in halo)
+                    received[p].append(values)
+                    self.bytes_exchanged += values.nbytes
+        futures = [self._at(p, _worker.solve_step, self._key(p), ops, received[p], export or [])
+                   for p in range(n)]
         self.steps += 1
-        return np.sum(np.array(self._wait(futures), dtype=complex).reshape(n, -1), axis=0)
+        results = self._wait(futures)
+        self.exports = {}
+        for q, (_, out) in enumerate(results):
+            for p, stacked in out.items():
+                self.exports[(q, p)] = {key: stacked[k] for k, key in enumerate(export or [])}
+                self.bytes_exchanged += stacked.nbytes
+        return np.sum(np.array([r[0] for r in results], dtype=complex).reshape(n, -1), axis=0)
 
     def vector(self, name: str) -> np.ndarray:
         """The vector ``name`` gathered on the client."""
@@ -82,8 +100,7 @@ class Machine:
         """Drop the vectors on the workers (without waiting)."""
         for p in range(self.a.partitions):
             try:
-                f = submit(self.client, _worker.solve_forget, self._key(p), worker=self.places[p])
-                f.add_done_callback(lambda _f: None)
+                submit(self.client, _worker.solve_forget, self._key(p), worker=self.places[p])
             except Exception:  # noqa: BLE001 - best effort: a closed client or a dead worker holds nothing
                 pass
 
@@ -92,18 +109,20 @@ def _real(v: complex, dtype: np.dtype) -> Any:
     return v if np.issubdtype(dtype, np.complexfloating) else v.real
 
 
-def _residual_step(m: Machine) -> float:
-    """||b - A x||^2 with r set to b - A x."""
+def _residual_step(m: Machine, export: list[tuple[str, bool]] | None = None) -> float:
+    """||b - A x||^2 with r set to b - A x (first exporting x's halo entries if the last step did not)."""
+    if not m.exported("x"):
+        m.step([], export=[("x", False)])
     return float(m.step([("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]),
-                         ("dot", "r", "r")], halo=[(1, "x", False)])[0].real)
+                         ("dot", "r", "r")], halo=[(1, "x", False)], export=export)[0].real)
 
 
 def cg(m: Machine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype) -> int:
     """Preconditioned conjugate gradients; the iterations it took."""
-    m.step([("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]), ("precond", "z", "r"),
-            ("zero", "p")], halo=[(1, "x", False)])
-    rz, rr = (v.real if not np.issubdtype(dtype, np.complexfloating) else v for v in m.step(
-        [("dot", "r", "z"), ("dot", "r", "r")]))
+    zp = [("z", False), ("p", False)]
+    rz, rr = (_real(v, dtype) for v in m.step(
+        [("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]), ("precond", "z", "r"),
+         ("zero", "p"), ("dot", "r", "z"), ("dot", "r", "r")], halo=[(1, "x", False)], export=zp))
     beta: Any = 0.0
     for it in itertools.count():
         if np.sqrt(abs(rr)) <= tol * bnorm or it >= maxiter:
@@ -113,7 +132,7 @@ def cg(m: Machine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype) -> i
         alpha = _real(rz / pq, dtype)
         rz_new, rr = m.step([("lincomb", "x", [(1, "x", False), (alpha, "p", False)]),
                              ("lincomb", "r", [(1, "r", False), (-alpha, "q", False)]), ("precond", "z", "r"),
-                             ("dot", "r", "z"), ("dot", "r", "r")])
+                             ("dot", "r", "z"), ("dot", "r", "r")], export=zp)
         beta, rz = _real(rz_new / rz, dtype), rz_new
     raise AssertionError("unreachable")
 
@@ -122,9 +141,10 @@ def bicgstab(m: Machine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype
     """Right-preconditioned BiCGSTAB; the iterations it took."""
     def scalars(values: np.ndarray) -> list[Any]:
         return [_real(v, dtype) for v in values]
+    rpv = [("r", True), ("p", True), ("v", True)]
     rho, rr = scalars(m.step([("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]),
                               ("lincomb", "rhat", [(1, "r", False)]), ("zero", "p"), ("zero", "v"),
-                              ("dot", "rhat", "r"), ("dot", "r", "r")], halo=[(1, "x", False)]))
+                              ("dot", "rhat", "r"), ("dot", "r", "r")], halo=[(1, "x", False)], export=rpv))
     rho_old = alpha = omega = 1.0
     for it in itertools.count():
         if np.sqrt(abs(rr)) <= tol * bnorm or it >= maxiter or rho == 0 or omega == 0:
@@ -132,7 +152,8 @@ def bicgstab(m: Machine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype
         beta = (rho / rho_old) * (alpha / omega)
         rv = scalars(m.step([("lincomb", "p", [(1, "r", False), (beta, "p", False), (-beta * omega, "v", False)]),
                              ("precond", "ph", "p"), ("spmv", "v", "ph"), ("dot", "rhat", "v")],
-                            halo=[(1, "r", True), (beta, "p", True), (-beta * omega, "v", True)]))[0]
+                            halo=[(1, "r", True), (beta, "p", True), (-beta * omega, "v", True)],
+                            export=[("r", True), ("v", True)]))[0]
         if rv == 0:
             return it
         alpha = rho / rv
@@ -145,7 +166,7 @@ def bicgstab(m: Machine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype
         omega, rho_old = ts / tt, rho
         rho, rr = scalars(m.step([("lincomb", "x", [(1, "x", False), (alpha, "ph", False), (omega, "sh", False)]),
                                   ("lincomb", "r", [(1, "s", False), (-omega, "t", False)]), ("dot", "rhat", "r"),
-                                  ("dot", "r", "r")]))
+                                  ("dot", "r", "r")], export=rpv))
     raise AssertionError("unreachable")
 
 
@@ -153,7 +174,7 @@ def gmres(m: Machine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype, r
     """Restarted, right-preconditioned GMRES with classical Gram-Schmidt applied twice; the iterations."""
     its = 0
     while True:
-        beta = np.sqrt(_residual_step(m))
+        beta = np.sqrt(_residual_step(m, export=[("r", True)]))
         if beta <= tol * bnorm or its >= maxiter:
             return its
         h = np.zeros((restart + 1, restart), dtype=complex)
@@ -166,7 +187,8 @@ def gmres(m: Machine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype, r
             h2 = m.step([("lincomb", "w", [(1, "w", False)] + [(_real(-h1[i], dtype), basis[i], False)
                                                              for i in range(j + 1)]), ("dots", "w", basis)])
             ww = m.step([("lincomb", "w", [(1, "w", False)] + [(_real(-h2[i], dtype), basis[i], False)
-                                                             for i in range(j + 1)]), ("dot", "w", "w")])[0]
+                                                             for i in range(j + 1)]), ("dot", "w", "w")],
+                        export=[("w", True)])[0]
             h[:j + 1, j] = h1 + h2
             h[j + 1, j] = hn = np.sqrt(abs(ww))
             its, k = its + 1, j + 1
@@ -179,7 +201,7 @@ def gmres(m: Machine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype, r
             w_dots = m.step([("lincomb", f"v{j + 1}", [(1 / hn, "w", False)]), ("precond", "t", f"v{j + 1}"),
                              ("spmv", "w", "t"), ("dots", "w", [*basis, f"v{j + 1}"])], halo=[(1 / hn, "w", True)])
         m.step([("lincomb", "u", [(_real(y[i], dtype), f"v{i}", False) for i in range(k)]), ("precond", "u", "u"),
-                ("lincomb", "x", [(1, "x", False), (1, "u", False)])])
+                ("lincomb", "x", [(1, "x", False), (1, "u", False)])], export=[("x", False)])
 
 
 def solve(a: Any, b: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: int | None = None, x0: Any = None,

@@ -192,13 +192,6 @@ def _diagonal(part: Part) -> np.ndarray:
     return np.where(part.cols[at] == rows, diag, 0).astype(local.dtype)
 
 
-def halo_values(key: str, terms: list[tuple[Any, str, bool]], dest: int, *deps: Any) -> np.ndarray:
-    """``sum(coef * [dinv *] vec)`` at the rows block ``dest`` needs (the value it is about to form)."""
-    s = _state(key)
-    idx = s.halo.send[dest]
-    return _combine(s, terms, idx)
-
-
 def _combine(s: SolveState, terms: list[tuple[Any, str, bool]], idx: Any = slice(None)) -> np.ndarray:
     out: np.ndarray | None = None
     for coef, name, scaled in terms:
@@ -218,8 +211,11 @@ def _state(key: str) -> SolveState:
     return s
 
 
-def solve_step(key: str, ops: list[tuple], halos: list[np.ndarray], *deps: Any) -> list[complex]:
-    """Run ``ops`` on the block's vectors in order and return the local dot products they ask for.
+def solve_step(key: str, ops: list[tuple], halos: list[np.ndarray],
+               export: list[tuple[str, bool]]) -> tuple[list[complex], dict[int, np.ndarray]]:
+    """Run ``ops`` on the block's vectors in order; return the local dot products they ask for and, per block
+    that needs some of this block's entries, the vectors ``export`` names (``(name, Jacobi-scaled)``) at those
+    entries (from which the client forms the next step's halo).
 
     ``("lincomb", dst, [(coef, name, scaled), ...])``, ``("precond", dst, src)`` (Jacobi, or a copy),
     ``("spmv", dst, src)`` (``halos``: the received entries of ``src``, in the halo's ``recv`` order),
@@ -245,7 +241,9 @@ def solve_step(key: str, ops: list[tuple], halos: list[np.ndarray], *deps: Any) 
             s.vec[op[1]] = np.zeros_like(s.vec["b"])
         else:
             raise ValueError(f"unknown solve step {kind!r}")
-    return dots
+    out = {dest: np.stack([_combine(s, [(1, name, scaled)], idx) for name, scaled in export])
+           for dest, idx in s.halo.send.items()} if export else {}
+    return dots, out
 
 
 def _spmv(s: SolveState, own: np.ndarray, halos: list[np.ndarray]) -> np.ndarray:
@@ -262,7 +260,7 @@ def _spmv(s: SolveState, own: np.ndarray, halos: list[np.ndarray]) -> np.ndarray
     return s.plan.execute(out=out)
 
 
-def solve_vector(key: str, name: str, *deps: Any) -> np.ndarray:
+def solve_vector(key: str, name: str) -> np.ndarray:
     """The block's vector ``name`` (the solution at the end)."""
     return _state(key).vec[name]
 
