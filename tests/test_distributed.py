@@ -3,6 +3,7 @@ partitioning, SpMV/SpMM/SpGEMM/SDDMM and solves against SciPy, worker loss, bad 
 import os
 import time
 
+import hypothesis  # noqa: F401 - imported before Dask's threads start (see the fixture's docstring)
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -16,6 +17,10 @@ pytest.importorskip("distributed")
 
 @pytest.fixture(scope="module")
 def client():
+    """One 2-worker LocalCluster for the module, closed at its end (no processes left). The hypothesis
+    import above: pytest's plugin otherwise imports it (rewriting its modules with ``ast``) while Dask's
+    threads may still be importing too, and CPython 3.11's AST conversion is not thread-safe ("AST
+    constructor recursion depth mismatch")."""
     c = fd.start_local(2, threads_per_worker=1)
     yield c
     c.close()

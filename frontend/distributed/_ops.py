@@ -15,7 +15,7 @@ from frontend.format import TensorFormat
 from frontend.tensor._tensor import Tensor
 
 from . import _worker
-from ._run import is_distributed, submit
+from ._run import is_distributed, send, submit
 
 
 def _is_dask_array(x: Any) -> bool:
@@ -82,11 +82,12 @@ def _dense(a: Any, b: np.ndarray, c: Any, out: Any, kwargs: dict[str, Any]) -> n
         kwargs = dict(kwargs, beta=1 if kwargs["beta"] is None else kwargs["beta"])
     if out is not None:
         out = _checked_array(out, shape, "out")
-    bounds = a.bounds
+    bounds, places = a.bounds, a.workers()
 
     def task(p: int, part: Any) -> Any:
-        block = None if c is None else np.array(c[bounds[p]:bounds[p + 1]])
-        return submit(a.client, _worker.local_matmul, part, np.ascontiguousarray(b[a.cols[p]]), block, kwargs)
+        block = None if c is None else send(a.client, np.array(c[bounds[p]:bounds[p + 1]]), places[p])
+        rows = send(a.client, np.ascontiguousarray(b[a.cols[p]]), places[p])
+        return submit(a.client, _worker.local_matmul, part, rows, block, kwargs)
     blocks = a.map(task)
     target = c if c is not None else out
     if target is None:

@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+SCATTER_BYTES = 1 << 20  # operands above this go to their worker directly (client.scatter), not in the task
 DEFAULT_TIMEOUT = 300.0  # seconds one distributed call may wait for its tasks
 POLL = 0.25  # seconds between checks of the live workers while waiting
 
@@ -48,10 +49,6 @@ def wait_all(client: Any, futures: Sequence[Any], where: Sequence[tuple[int, str
     """
     from distributed import wait
     deadline = time.monotonic() + timeout
-    try:  # the common case in one round trip: every task finishes within POLL seconds
-        return client.sync(client._gather, list(futures), callback_timeout=min(POLL, timeout))
-    except Exception:  # noqa: BLE001 - a timeout or a failed task: find out which below
-        pass
     while True:
         pending = _wait(wait, futures, POLL)
         for k, f in enumerate(futures):
@@ -63,7 +60,7 @@ def wait_all(client: Any, futures: Sequence[Any], where: Sequence[tuple[int, str
                 raise DistributedError(f"partition {p} on worker {w} failed: {type(exc).__name__}: {exc}", p,
                                        w) from exc
         if not pending:
-            return client.gather(list(futures))
+            return client.gather(list(futures), direct=True)
         live = set(client.nthreads())
         for k, f in enumerate(futures):
             p, w = where[k]
@@ -94,3 +91,11 @@ def submit(client: Any, fn: Callable, *args: Any, key: str | None = None, worker
         return client.submit(fn, *args, key=key or f"ust-{fn.__name__}-{uuid.uuid4().hex}", pure=False,
                              workers=None if worker is None else [worker],
                              allow_other_workers=not strict and worker is not None)
+
+
+def send(client: Any, value: Any, worker: str | None) -> Any:
+    """``value`` as a task argument: large arrays are scattered straight to ``worker`` (a future; one hop
+    instead of through the scheduler), small ones travel in the task."""
+    if worker is None or getattr(value, "nbytes", 0) < SCATTER_BYTES:
+        return value
+    return client.scatter(value, workers=[worker], direct=True, hash=False)

@@ -2,12 +2,13 @@
 on the workers next to their partitions.
 
 The client drives the iteration as *steps* (:func:`frontend.distributed._worker.solve_step`): every partition
-runs a short list of vector operations and its compiled local SpMV, and returns its share of the dot
-products; the sums are the only global steps. Before a step's SpMV each partition receives from the others
-only the entries its columns touch (the halo, planned once per tensor: :func:`frontend.distributed._plan.
-halo_plan`), computed by the sender as the value it forms in the same step. CG takes 2 steps an iteration,
-BiCGSTAB 3, GMRES 3 (classical Gram-Schmidt, twice). A worker lost mid-solve restarts the solve after the
-lost partitions are rebuilt.
+runs one task with a short list of vector operations and its compiled local SpMV, and returns its share of
+the dot products; the sums are the only global steps. A partition receives only the vector entries its
+columns touch (the halo, planned once per tensor: :func:`frontend.distributed._plan.halo_plan`): each step
+exports those entries of the vectors the next SpMV's operand is made of, and the client combines them with
+the next step's coefficients and sends them along. CG (Chronopoulos-Gear) takes 1 step an iteration, BiCGSTAB
+3, GMRES 3 (classical Gram-Schmidt, twice). A worker lost mid-solve restarts the solve after the lost
+partitions are rebuilt.
 """
 from __future__ import annotations
 
@@ -118,22 +119,29 @@ def _residual_step(m: Machine, export: list[tuple[str, bool]] | None = None) -> 
 
 
 def cg(m: Machine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype) -> int:
-    """Preconditioned conjugate gradients; the iterations it took."""
-    zp = [("z", False), ("p", False)]
-    rz, rr = (_real(v, dtype) for v in m.step(
-        [("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]), ("precond", "z", "r"),
-         ("zero", "p"), ("dot", "r", "z"), ("dot", "r", "r")], halo=[(1, "x", False)], export=zp))
-    beta: Any = 0.0
+    """Preconditioned conjugate gradients in the Chronopoulos-Gear form: one step (one SpMV, one reduction of
+    three dot products) an iteration; the iterations it took."""
+    rzw = [("r", True), ("w", True), ("z", True)]
+    rr = _real(m.step([("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]),
+                       ("precond", "u", "r"), ("zero", "z"), ("zero", "p"), ("dot", "r", "r")],
+                      halo=[(1, "x", False)], export=[("r", True)])[0], dtype)
+    gamma, delta = (_real(v, dtype) for v in m.step([("spmv", "w", "u"), ("dot", "r", "u"), ("dot", "u", "w")],
+                                                    halo=[(1, "r", True)], export=rzw))
+    alpha_old: Any = None
+    gamma_old: Any = None
     for it in itertools.count():
         if np.sqrt(abs(rr)) <= tol * bnorm or it >= maxiter:
             return it
-        pq = m.step([("lincomb", "p", [(1, "z", False), (beta, "p", False)]), ("spmv", "q", "p"), ("dot", "p", "q")],
-                    halo=[(1, "z", False), (beta, "p", False)])[0]
-        alpha = _real(rz / pq, dtype)
-        rz_new, rr = m.step([("lincomb", "x", [(1, "x", False), (alpha, "p", False)]),
-                             ("lincomb", "r", [(1, "r", False), (-alpha, "q", False)]), ("precond", "z", "r"),
-                             ("dot", "r", "z"), ("dot", "r", "r")], export=zp)
-        beta, rz = _real(rz_new / rz, dtype), rz_new
+        beta = 0.0 if gamma_old is None else gamma / gamma_old
+        alpha = gamma / delta if alpha_old is None else gamma / (delta - beta * gamma / alpha_old)
+        gamma_old, alpha_old = gamma, alpha
+        gamma, delta, rr = (_real(v, dtype) for v in m.step(
+            [("lincomb", "z", [(1, "w", False), (beta, "z", False)]),
+             ("lincomb", "p", [(1, "u", False), (beta, "p", False)]),
+             ("lincomb", "x", [(1, "x", False), (alpha, "p", False)]),
+             ("lincomb", "r", [(1, "r", False), (-alpha, "z", False)]), ("precond", "u", "r"),
+             ("spmv", "w", "u"), ("dot", "r", "u"), ("dot", "u", "w"), ("dot", "r", "r")],
+            halo=[(1, "r", True), (-alpha, "w", True), (-alpha * beta, "z", True)], export=rzw))
     raise AssertionError("unreachable")
 
 
