@@ -55,23 +55,25 @@ def line(name: str, times: dict[str, float], ref: str) -> None:
     print(f"{name:<26} {cells}")
 
 
-def products(client: object, k: int, repeats: int) -> None:
+def products(client: object, k: int, repeats: int) -> float:
     a = poisson2d(k)
     d = fd.from_package(a, partitions=2, client=client)
     x, b = np.random.default_rng(0).random(a.shape[1]), np.random.default_rng(1).random((a.shape[1], 8))
     print(f"matrix: Poisson {k}^2, {a.shape[0]} rows, {a.nnz} entries; partitions {d.bounds}")
-    line("SpMV", best({"scipy": lambda: a @ x, "1-proc": lambda: F.matmul(a, x),
-                       "1-proc 1thr": lambda: F.matmul(a, x, threads=1), "dask 2w": lambda: F.matmul(d, x)},
-                      repeats), "scipy")
+    t = best({"scipy": lambda: a @ x, "1-proc": lambda: F.matmul(a, x),
+              "1-proc 1thr": lambda: F.matmul(a, x, threads=1), "dask 2w": lambda: F.matmul(d, x)}, repeats)
+    line("SpMV", t, "scipy")
     line("SpMM (8 columns)", best({"scipy": lambda: a @ b, "1-proc": lambda: F.matmul(a, b),
                                    "1-proc 1thr": lambda: F.matmul(a, b, threads=1),
                                    "dask 2w": lambda: F.matmul(d, b)}, repeats), "scipy")
+    return a.nnz / t["1-proc 1thr"]  # nonzeros per second of one core
 
 
-def cg_per_iteration(client: object, k: int, iterations: int, repeats: int) -> tuple[float, float, dict]:
+def cg_per_iteration(client: object, k: int, iterations: int, repeats: int, partitions: int = 2
+                     ) -> tuple[float, float, dict]:
     """Seconds per CG iteration: distributed and one process; the distributed solve's info."""
     a = poisson2d(k)
-    d = fd.from_package(a, partitions=2, client=client)
+    d = fd.from_package(a, partitions=partitions, client=client)
     b = np.ones(a.shape[0])
     solver = F.Solve(a, method="cg", maxiter=iterations, on_failure="warn").plan()
 
@@ -84,29 +86,37 @@ def cg_per_iteration(client: object, k: int, iterations: int, repeats: int) -> t
         warnings.simplefilter("ignore")
         t = best({"1-proc": one, "dask 2w": dist}, repeats)
     info = dict(d.solve_info or {})
-    # the solve adds a setup step and a final residual step: per iteration, count the iterations' steps only
     return t["dask 2w"] / iterations, t["1-proc"] / iterations, info
 
 
-def model(rate_nnz_s: float, step_s: float, task_s: float, bandwidth_gb_s: float) -> None:
-    """CG and SpMV time per iteration for a 1e10-nonzero 3-D 7-point Poisson matrix on P nodes."""
+def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float) -> None:
+    """SpMV and CG time per iteration for a 1e10-nonzero 3-D 7-point Poisson matrix on P nodes of 16 cores.
+
+    compute: the nonzeros of a node's block at the measured one-core SpMV rate times 16 (CG: x1.4 for the
+    vector updates); coordination: the measured cost of a driver step, ``step_a + step_b * P`` (one task per
+    partition, fitted on 2 and 8 partitions); halo: each block exchanges two planes of the grid per SpMV. As
+    implemented the halo entries travel through the client (exported with a step's result, sent with the
+    next), so the client's link carries 4 x 2 planes x P per iteration (3 vectors exported, 1 sent); the
+    worker-to-worker variant (one task per neighbour pair, each link 2 planes) is shown for comparison."""
     nnz = 1e10
     rows = nnz / 7
-    n_side = rows ** (1 / 3)
-    plane = n_side ** 2  # entries a row block exchanges with each neighbour per SpMV (1-D row blocks)
-    print(f"\ncost model: 1e10 nonzeros (3-D Poisson, {rows:.3g} rows, {n_side:.0f}^3), {bandwidth_gb_s:g} GB/s "
-          f"links, {rate_nnz_s / 1e6:.0f} M nonzeros/s per core x 16 cores per node, driver step {step_s * 1e3:.2f} "
-          f"ms + {task_s * 1e3:.2f} ms per task")
-    print(f"{'nodes':>6} {'compute/SpMV':>13} {'halo/SpMV':>10} {'coord/step':>11} {'SpMV':>9} {'CG iter':>9}")
+    side = rows ** (1 / 3)
+    plane = side ** 2 * 8  # bytes
+    bw = bandwidth_gb_s * 1e9
+    print(f"\ncost model: 1e10 nonzeros (3-D Poisson, {rows:.3g} rows = {side:.0f}^3, 1-D row blocks), "
+          f"{bandwidth_gb_s:g} GB/s links, {rate_nnz_s / 1e6:.0f} M nonzeros/s per core (measured) x 16 cores a "
+          f"node, driver step {step_a * 1e3:.2f} ms + {step_b * 1e3:.3f} ms x partitions (measured)")
+    print(f"{'nodes':>6} {'compute':>9} {'coord':>9} {'halo w2w':>9} {'halo via client':>16} {'SpMV':>9} "
+          f"{'CG iter (as built)':>19} {'CG iter (w2w halo)':>19}")
     for p in (8, 64, 512):
         compute = nnz / p / (rate_nnz_s * 16)
-        halo = 2 * plane * 8 / (bandwidth_gb_s * 1e9)
-        tasks = 2 * p + 2 * p  # a step's partition tasks plus its halo tasks (two neighbours each)
-        coord = step_s + task_s * tasks
-        spmv = compute + halo + coord
-        cg = compute * 1.4 + halo + 2 * coord  # + the vector updates (~0.4 of an SpMV's bytes)
-        print(f"{p:>6} {compute * 1e3:>10.2f} ms {halo * 1e3:>7.2f} ms {coord * 1e3:>8.2f} ms {spmv * 1e3:>6.1f} ms "
-              f"{cg * 1e3:>6.1f} ms")
+        coord = step_a + step_b * p
+        w2w = 2 * plane / bw
+        via_client = 4 * 2 * plane * p / bw
+        spmv = compute + coord
+        print(f"{p:>6} {compute * 1e3:>6.1f} ms {coord * 1e3:>6.1f} ms {w2w * 1e3:>6.1f} ms "
+              f"{via_client * 1e3:>13.1f} ms {spmv * 1e3:>6.1f} ms {(1.4 * compute + coord + via_client) * 1e3:>16.1f} ms "
+              f"{(1.4 * compute + coord + step_b * 2 * p + w2w) * 1e3:>16.1f} ms")
 
 
 def main() -> None:
@@ -120,21 +130,21 @@ def main() -> None:
     client = fd.start_local(2, threads_per_worker=1)
     try:
         print(f"2-worker LocalCluster (processes, 1 thread each) on {os.cpu_count()} cores; load {os.getloadavg()}")
-        products(client, k, args.repeats)
+        rate = products(client, k, args.repeats)
         dist_it, one_it, info = cg_per_iteration(client, k, args.iterations, max(2, args.repeats // 2))
         print(f"{'CG per iteration':<26} 1-proc {one_it * 1e3:8.3f} ms  dask 2w {dist_it * 1e3:8.3f} ms "
               f"({one_it / dist_it:4.2f}x)")
         tiny, _, tiny_info = cg_per_iteration(client, 16, 200, 3)
+        tiny8, _, _ = cg_per_iteration(client, 16, 200, 3, partitions=8)
         steps = tiny_info["steps"] / max(1, tiny_info["iterations"])
-        print(f"{'coordination per CG iter':<26} {tiny * 1e3:.2f} ms (Poisson 16^2: {steps:.2f} steps an "
-              f"iteration, target <= 5 ms)")
+        print(f"{'coordination per CG iter':<26} {tiny * 1e3:.2f} ms with 2 partitions, {tiny8 * 1e3:.2f} ms with 8 "
+              f"(Poisson 16^2: {steps:.2f} steps an iteration; target <= 5 ms)")
         halo = info["halo_bytes"] / max(1, info["iterations"])
-        scalars = 2 * 2 * 2 * 16  # two reductions an iteration, two partitions, up to two complex scalars each
-        print(f"{'bytes per CG iteration':<26} halo {halo:.0f} B + scalars {scalars} B (vector: "
-              f"{k * k * 8} B); steps {info['steps']} for {info['iterations']} iterations")
-        rate = 5 * k * k * 2 / max(one_it, 1e-9)  # nonzeros per second of one process (~2 SpMV-equivalents)
-        per_step = tiny / 2
-        model(rate / 2, per_step * 0.5, per_step * 0.5 / 6, args.bandwidth)
+        scalars = 2 * 3 * 16  # one reduction an iteration: two partitions, three (complex) scalars each
+        print(f"{'bytes per CG iteration':<26} halo {halo:.0f} B + scalars {scalars} B (the vector: "
+              f"{k * k * 8} B); {info['steps']} steps for {info['iterations']} iterations")
+        step_b = max(0.0, (tiny8 - tiny) / 6)
+        model(rate, max(0.0, tiny - 2 * step_b), step_b, args.bandwidth)
     finally:
         client.close()
 
