@@ -179,6 +179,23 @@ def test_worker_loss_rebuilds_partitions(client):
     client.wait_for_workers(2, timeout=60)
 
 
+def test_worker_loss_during_a_solve(client):
+    import threading
+    a = _poisson(14)
+    d = fd.from_package(a, partitions=2, client=client)
+    b = np.linspace(1, 2, 196)
+    F.solve(d, b, method="gmres", restart=200, tol=1e-12)  # warm: kernels compiled on both workers
+    killed = []
+    timer = threading.Timer(0.5, lambda: killed.append((_kill(client, d, 0), time.monotonic())))
+    timer.start()
+    x = F.solve(d, b, method="gmres", restart=200, tol=1e-12)  # ~3 driver steps an iteration: seconds
+    done = time.monotonic()
+    timer.join()
+    np.testing.assert_allclose(a @ x, b, rtol=1e-9)
+    assert killed and killed[0][1] < done, "the worker was killed after the solve ended"
+    client.wait_for_workers(2, timeout=60)
+
+
 def test_bad_input(client, monkeypatch):
     d = fd.from_package(A, partitions=2, client=client)
     with pytest.raises(ValueError, match="shape mismatch"):
@@ -206,6 +223,11 @@ def test_failures_name_partition_and_worker(client):
     d = fd.from_package(singular, partitions=2, client=client)
     with pytest.raises(fd.DistributedError, match=r"partition 1 on worker tcp://.*Jacobi needs a nonzero diagonal"):
         F.solve(d, np.ones(4), method="cg", preconditioner="jacobi")
-    d.timeout = 1e-3
-    with pytest.raises(fd.DistributedError, match="timed out"):
-        F.matmul(d, np.ones(4))
+    slow = client.submit(_slow_piece, 2.0, pure=False)
+    with pytest.raises(fd.DistributedError, match="timed out after 0.5 s waiting for partition 0"):
+        fd.from_partitions([slow], client=client, timeout=0.5)
+
+
+def _slow_piece(seconds):
+    time.sleep(seconds)
+    return sp.csr_array(np.eye(3))

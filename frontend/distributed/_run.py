@@ -49,6 +49,7 @@ def wait_all(client: Any, futures: Sequence[Any], where: Sequence[tuple[int, str
     """
     from distributed import wait
     deadline = time.monotonic() + timeout
+    gather_for = POLL  # doubles while a gather of finished results is merely slow (large blocks)
     while True:
         pending = _wait(wait, futures, POLL)
         for k, f in enumerate(futures):
@@ -60,7 +61,12 @@ def wait_all(client: Any, futures: Sequence[Any], where: Sequence[tuple[int, str
                 raise DistributedError(f"partition {p} on worker {w} failed: {type(exc).__name__}: {exc}", p,
                                        w) from exc
         if not pending:
-            return client.gather(list(futures), direct=True)
+            try:  # bounded: a worker dying after its task finished sends the task back to "pending"
+                return client.sync(client._gather, list(futures), direct=True,
+                                   callback_timeout=max(POLL, min(gather_for, deadline - time.monotonic())))
+            except TimeoutError:
+                pending = {f for f in futures if f.status != "finished"}
+                gather_for *= 2
         live = set(client.nthreads())
         for k, f in enumerate(futures):
             p, w = where[k]
