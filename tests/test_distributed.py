@@ -60,7 +60,7 @@ def test_partitions_metadata_and_gather(client):
     assert np.array_equal(dt.to_package().to_dense(), A.toarray())
 
 
-@pytest.mark.parametrize("fmt", [N.CSR, N.BSR((2, 2)), N.DELTA(8)], ids=["CSR", "BSR", "DELTA8"])
+@pytest.mark.parametrize("fmt", [N.CSR, N.BSR((2, 2)), N.DELTA(8), N.DIAI], ids=["CSR", "BSR", "DELTA8", "DIAI"])
 def test_spmv_spmm_formats(client, fmt):
     d = fd.from_package(A, partitions=2, client=client).convert(fmt)
     assert d.tensor_format == fmt
