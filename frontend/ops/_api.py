@@ -21,6 +21,7 @@ from . import _elementwise
 from ._cpu import MISS, CpuMatmul, forget_templates, run_cached
 from ._elementwise_kernels import clear_elementwise_kernels
 from ._kernel_cache import clear_kernels, kernel_count
+from ._operands import delegate
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
 from ._plan import MatmulInfo, MatmulPlan, print_stages
 from .gpu._route import wants_gpu
@@ -63,6 +64,12 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     The same plan as ``Matmul(a, b, c, ...)``, run once: a signature seen before reuses its prepared op
     and this thread's prepared call.
     """
+    owner = delegate((a, b, c))
+    if owner is not None:  # a distributed operand (frontend.distributed) runs the call itself
+        return owner.__ust_function__("matmul", (a, b, c), dict(
+            alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b, semiring=semiring,
+            out_format=out_format, prolog=prolog, epilog=epilog, target=target, pipeline=pipeline, device=device,
+            threads=threads, out=out))
     options = MatmulOptions(alpha, beta, transpose_a, transpose_b, semiring, out_format, prolog, epilog, target,
                             pipeline, device, threads)
     backend = _backend_for((a, b, c), options)
@@ -195,6 +202,11 @@ def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = No
     letters (sampled products such as SDDMM ``"ij,ik,kj->ij"``); else dense. ``out_format`` overrides it.
     CUDA operands or ``device="cuda"`` run on the GPU (dense result).
     """
+    owner = delegate(operands)
+    if owner is not None:  # a distributed operand (frontend.distributed)
+        return owner.__ust_function__("einsum", (subscripts, *operands), dict(
+            out_format=out_format, semiring=semiring, prolog=prolog, epilog=epilog, target=target, pipeline=pipeline,
+            device=device))
     options = MatmulOptions(semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, target=target,
                             pipeline=pipeline, device=device)
     return _backend_for(operands, options).for_einsum(subscripts, operands, options).execute_once()
