@@ -3,8 +3,9 @@
 Prints one line per check: the toolchain (MLIR bindings, mlir-opt / mlir-translate / opt / llc, the C compiler,
 torch, torch-mlir, CuPy, ptxas / fatbinary), the compile cache folder, threads, the CUDA driver and device
 (probed in a child process); then compiles (in a fresh cache folder) and runs one tiny product per available
-path and checks it against numpy: on the CPU the sparsifier (CSR SpMV), the emitter (DELTA(8) SpMV) and the
-registered kernel (SpGEMM CSR @ CSR); with a CUDA device ``cusparse``, ``sparsifier-gpu`` and ``emitter-gpu``
+path and checks it against numpy: on the CPU the sparsifier (CSC SpMV), the emitter (DIA-J SpMV), the
+emitter's row-range kernel (CSR SpMV, what one-thread row-splittable products take) and the registered kernel
+(SpGEMM CSR @ CSR); with a CUDA device ``cusparse``, ``sparsifier-gpu`` and ``emitter-gpu``
 (CSR / DELTA(8) SpMV). A closing verdict and one ``FAILED:`` line per failure follow.
 
 Exit status (``EXIT_*``): 0 every check that applies passed (no GPU is fine); 1 something the CPU paths need is
@@ -257,9 +258,10 @@ def cpu_runs(report: Report) -> None:
             return mm.path, out.to_dense() if isinstance(out, Tensor) else out, want
         return go
 
-    delta = Tensor.from_package(a).convert(tensor_format=NamedFormats.DELTA(8))
-    _check_run(report, "cpu sparsifier", "cpu", run(a, x, a.toarray() @ x, "sparsifier"))
-    _check_run(report, "cpu emitter", "cpu", run(delta, x, a.toarray() @ x, "emitter"))
+    dia = Tensor.from_package(a).convert(tensor_format=NamedFormats.DIAJ)
+    _check_run(report, "cpu sparsifier", "cpu", run(a.tocsc(), x, a.toarray() @ x, "sparsifier"))
+    _check_run(report, "cpu emitter", "cpu", run(dia, x, a.toarray() @ x, "emitter"))
+    _check_run(report, "cpu emitter-rows", "cpu", run(a, x, a.toarray() @ x, "emitter-rows"))
     _check_run(report, "cpu kernel", "cpu", run(a, b, a.toarray() @ b.toarray(), "kernel:spgemm-csr"))
 
 

@@ -39,7 +39,7 @@ def test_cli_passes_on_a_cpu_only_machine(tmp_path: Path) -> None:
     out = proc.stdout
     assert proc.returncode == EXIT_OK, out + proc.stderr
     for name in ("mlir bindings", "mlir-translate", "opt", "llc", "C compiler", "torch", "torch-mlir", "cache",
-                 "threads", "cpu sparsifier", "cpu emitter", "cpu kernel"):
+                 "threads", "cpu sparsifier", "cpu emitter", "cpu emitter-rows", "cpu kernel"):
         assert _status(out, name) == "ok", name
     for name in ("mlir-opt", "ptxas", "fatbinary", "cupy"):  # present or not: a line each
         assert _status(out, name) in ("ok", "missing")
