@@ -10,7 +10,7 @@ import numpy as np
 
 from frontend.tensor._tensor import Tensor
 
-from ._operands import operand, permuted, squeezed
+from ._operands import c_dtypes, operand, permuted, promoted, squeezed
 from ._options import MatmulOptions
 from ._prepared import PreparedOp, default_sparse_format
 from ._subscripts import parse_subscripts
@@ -21,7 +21,7 @@ _BATCH_LETTERS = "pqrstuvwxyzabcdefgh"
 def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions, rows: bool = False) -> PreparedOp:
     """``alpha * op(a) @ op(b) + beta * c`` as one contraction (batch dimensions broadcast); ``rows``: prefer
     the row-range variant (an ``out=`` array to write into)."""
-    ta, tb = operand(a, "a"), operand(b, "b")
+    ta, tb = promoted([operand(a, "a"), operand(b, "b")], c_dtypes(c))
     if ta.ndim == 0 or tb.ndim == 0:
         raise ValueError("matmul needs operands with at least one dimension (use * for scalars)")
     if options.transpose_a and ta.ndim >= 2:
@@ -61,7 +61,7 @@ def einsum_op(subscripts: str, operands: Sequence[Any], options: MatmulOptions) 
     if not operands:
         raise ValueError("einsum needs at least one operand")
     names = [f"operand {k}" for k in range(len(operands))]
-    tensors = [operand(x, n) for x, n in zip(operands, names)]
+    tensors = promoted([operand(x, n) for x, n in zip(operands, names)])
     ins, out = parse_subscripts(subscripts, len(tensors))
     out_format = options.out_format
     if out_format is None and out:

@@ -11,12 +11,18 @@ import numpy as np
 from frontend.format import NamedFormats, TensorFormat, index_width, mlir_type
 from frontend.interop._view_cache import shared_view
 from frontend.storage._buffers import package_of_type as buffer_package_of_type
+from frontend.storage._layout import to_host
 from frontend.tensor._tensor import Tensor
 
 from ._kernel_cache import dense_tensor, row_major
 
 ELEMS = {np.dtype(t): mlir_type(t) for t in ("float32", "float64", "complex64", "complex128", "int32",
                                             "int64")}
+
+
+def c_dtypes(c: Any) -> tuple[Any, ...]:
+    """``c``'s dtype as the extra dtype of :func:`promoted` (none without ``c``)."""
+    return () if c is None else (np.dtype(str(c.dtype).replace("torch.", "")),) if hasattr(c, "dtype") else ()
 
 
 def as_tensor(x: Any, what: str) -> Tensor:
@@ -51,12 +57,40 @@ def operand(x: Any, what: str) -> Tensor:
     return t
 
 
+def promoted(tensors: Sequence[Tensor], also: Sequence[Any] = ()) -> list[Tensor]:
+    """The operands in NumPy's promoted type ``np.result_type`` of their dtypes (and the dtypes ``also``, e.g.
+    ``c``'s): operands already of that type are returned as they are (no copy); the others are **copied**:
+    a sparse operand gets a cast copy of its values over the same index buffers, a dense one a cast copy
+    of its array. A :class:`Matmul` makes the copies when it is created (so later in-place changes of a
+    copied operand's values are not seen); ``matmul``/``einsum`` on every call."""
+    dts = [np.dtype(t.dtype) for t in tensors]
+    first = dts[0]
+    if all(d == first for d in dts) and all(np.dtype(d) == first for d in also):
+        return list(tensors)
+    want = np.result_type(*dts, *also)
+    if want not in ELEMS:
+        raise TypeError(f"operand dtypes {', '.join(str(d) for d in dts)} promote to {want}, which is not "
+                        f"supported (supported: {', '.join(str(d) for d in ELEMS)})")
+    return [t if d == want else cast_values(t, want) for t, d in zip(tensors, dts)]
+
+
+def cast_values(t: Tensor, dtype: np.dtype) -> Tensor:
+    """``t`` with its values cast to ``dtype`` (a copy) over the same index buffers (still validated)."""
+    val = np.asarray(to_host(t.val)).astype(dtype)
+    new = Tensor(t.tensor_format, t.shape, t._pos, t._crd, val, index_type=t.index_type, package=t.package,
+                 device=t.device)
+    if t._validated is not None:
+        new._validated, new._guard = new.buffer_key(), t._guard
+    return new
+
+
 def elem_of(tensors: Sequence[Tensor], names: Sequence[str]) -> str:
     dt = np.dtype(tensors[0].dtype)
     for t, n in zip(tensors, names):
         d = np.dtype(t.dtype)
         if d != dt:
-            raise TypeError(f"dtype mismatch: {names[0]} is {dt}, {n} is {d}; convert one of them first")
+            raise TypeError(f"dtype mismatch: {names[0]} is {dt}, {n} is {d} (operands are promoted by "
+                            "frontend.ops._operands.promoted before this check)")
     try:
         return ELEMS[dt]
     except KeyError:
