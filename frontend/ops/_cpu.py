@@ -130,7 +130,7 @@ class CpuMatmul(MatmulPlan):
                      registry_state(), rows)
         template = _TEMPLATES.get(signature) if pa is ta and pb is tb else None
         if pa is not ta or pb is not tb:  # mixed dtypes: promoted copies, no template
-            op = matmul_op(pa, pb, c, options, rows)
+            op = matmul_op(ta, tb, c, options, rows)
             signature = None  # type: ignore[assignment]
         elif template is not None:
             op = template.with_operands([ta, tb], c, None if tc is None else tc.val, options.alpha, options.beta)

@@ -2,7 +2,6 @@
 dtype and device checks, free transposes (format views), and results back in the callers' package."""
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, index_width, mlir_type
 from frontend.interop._view_cache import shared_view
-from frontend.storage._buffers import package_of_type as buffer_package_of_type
+from frontend.storage._buffers import as_torch, numpy_dtype, package_of_type as buffer_package_of_type
 from frontend.storage._layout import to_host
 from frontend.tensor._tensor import Tensor
 
@@ -63,20 +62,43 @@ def promoted(tensors: Sequence[Tensor], also: Sequence[Any] = ()) -> list[Tensor
     a sparse operand gets a cast copy of its values over the same index buffers, a dense one a cast copy
     of its array. A :class:`Matmul` makes the copies when it is created (so later in-place changes of a
     copied operand's values are not seen); ``matmul``/``einsum`` on every call."""
-    dts = [np.dtype(t.dtype) for t in tensors]
+    dts = [numpy_dtype(t.val) for t in tensors]
     first = dts[0]
-    if all(d == first for d in dts) and all(np.dtype(d) == first for d in also):
+    if all(d == first for d in dts) and all(np.dtype(d) == first for d in also) and first in ELEMS:
         return list(tensors)
-    want = np.result_type(*dts, *also)
+    want = result_dtype(dts + [np.dtype(d) for d in also])
+    if str(want) in HALF:  # kernels compute in float32 (as torch's CPU kernels accumulate); results cast back
+        want = np.dtype(np.float32)
     if want not in ELEMS:
         raise TypeError(f"operand dtypes {', '.join(str(d) for d in dts)} promote to {want}, which is not "
                         f"supported (supported: {', '.join(str(d) for d in ELEMS)})")
     return [t if d == want else cast_values(t, want) for t, d in zip(tensors, dts)]
 
 
+HALF = ("float16", "bfloat16")
+
+
+def result_dtype(dtypes: Sequence[Any]) -> np.dtype:
+    """``np.result_type`` of ``dtypes``; float16 with bfloat16 (which NumPy does not promote) gives float32,
+    as in torch."""
+    try:
+        return np.result_type(*dtypes)
+    except TypeError:  # numpy.exceptions.DTypePromotionError
+        if all(str(d) in HALF + ("float32",) for d in dtypes):
+            return np.dtype(np.float32)
+        raise TypeError(f"operand dtypes {', '.join(str(d) for d in dtypes)} have no common type") from None
+
+
+def half_result(tensors: Sequence[Tensor]) -> np.dtype | None:
+    """The half type (float16 or bfloat16) results come back in when the operands promote to one, else
+    None: such operations run on float32 copies of the values and cast their result back."""
+    want = result_dtype([numpy_dtype(t.val) for t in tensors])
+    return want if str(want) in HALF else None
+
+
 def cast_values(t: Tensor, dtype: np.dtype) -> Tensor:
     """``t`` with its values cast to ``dtype`` (a copy) over the same index buffers (still validated)."""
-    val = np.asarray(to_host(t.val)).astype(dtype)
+    val = np.asarray(to_host(t.val)).astype(dtype)  # (a NumPy view first: torch bfloat16 via ml_dtypes)
     new = Tensor(t.tensor_format, t.shape, t._pos, t._crd, val, index_type=t.index_type, package=t.package,
                  device=t.device)
     if t._validated is not None:
@@ -192,7 +214,7 @@ def to_caller_package(result: Any, package: str | None) -> Any:
     if package is None:
         return dense_tensor(result)
     if package == "torch":
-        return sys.modules["torch"].from_numpy(result) if result.ndim else sys.modules["torch"].tensor(result[()])
+        return as_torch(result) if result.ndim else as_torch(np.ascontiguousarray(result.reshape(1))).reshape(())
     return result if result.ndim else result[()]
 
 

@@ -20,7 +20,7 @@ from mlir_bridge.errors import CompileError
 
 from . import _blocks as blocks
 from ._kernel_cache import Kernel, get_kernel, row_major, spec_of
-from ._operands import check_cpu, elem_of, operand, operand_key, out_width, result_shape
+from ._operands import cast_values, check_cpu, elem_of, operand, operand_key, out_width, result_shape
 from ._options import MatmulOptions, pipeline_key
 from ._plan import MatmulInfo
 from ._reroute import format_name, reroute, result_format
@@ -76,6 +76,7 @@ class PreparedOp:
         self.forced_threads = resolve_threads(options.threads)
         self.conversions: tuple[str, ...] = ()  # copies made so that a kernel takes the operands (_reroute)
         self._reroute(names)
+        self.out_dtype: np.dtype | None = None  # a half type the float32 result is cast back to (in_dtype)
         self.base_key = self._structural_key()
         self._schedule(rows)
 
@@ -333,7 +334,12 @@ class PreparedOp:
     def is_plain(self) -> bool:
         """Whether the kernel's result is the result as is (dense, no conversion or reshape, no c to write)."""
         return (self.kernel is not None and not self.kernel.sparse_output and self.final_format is None
-                and self.restore is None and self.c_arr is None)
+                and self.restore is None and self.c_arr is None and self.out_dtype is None)
+
+    def in_dtype(self, dtype: np.dtype | None) -> PreparedOp:
+        """Results cast to ``dtype`` (a half type: the operands were float32 copies) unless None; returns self."""
+        self.out_dtype = dtype
+        return self
 
     def check_out(self, out: Any) -> None:
         """``out=``: a writable C-contiguous numpy array of the dense result's shape and dtype that shares no
@@ -374,6 +380,8 @@ class PreparedOp:
             out = out.convert(self.final_format)
         if self.restore is not None:
             out = self.restore(out)
+        if self.out_dtype is not None:  # half operands computed in float32: the result in their type
+            out = cast_values(out, self.out_dtype) if isinstance(out, Tensor) else out.astype(self.out_dtype)
         c = self.c_arr
         if c is not None:
             if out is not c and (out.__array_interface__["data"][0] != c.__array_interface__["data"][0]

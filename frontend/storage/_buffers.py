@@ -31,6 +31,16 @@ def package_of_type(tx: type) -> str | None:
     return None
 
 
+def bfloat16() -> np.dtype:
+    """NumPy's bfloat16 dtype (from ``ml_dtypes``, the package JAX and TensorFlow use for it)."""
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bfloat16(dt: Any) -> bool:
+    return str(dt) in ("bfloat16", "torch.bfloat16")
+
+
 def is_torch(b: Any) -> bool:
     return package_of(b) == "torch"
 
@@ -45,6 +55,9 @@ def as_numpy(b: Any, what: str = "buffer") -> np.ndarray:
                              ".cpu() first, which copies)")
         if b.is_conj() or b.is_neg():
             raise ValueError(f"{what} has a lazy conjugate/negative bit; call .resolve_conj() first (a copy)")
+        if is_bfloat16(b.dtype):  # no NumPy equivalent in torch: the same memory as ml_dtypes' bfloat16
+            import torch
+            return b.detach().view(torch.int16).numpy().view(bfloat16())
         try:
             return b.detach().numpy()
         except TypeError:
@@ -61,6 +74,8 @@ def as_torch(b: Any, what: str = "buffer") -> Any:
     if isinstance(b, torch.Tensor):
         return b
     if isinstance(b, np.ndarray):
+        if is_bfloat16(b.dtype):  # ml_dtypes' bfloat16: the same bits as torch.bfloat16 (a view)
+            return torch.from_numpy(b.view(np.int16)).view(torch.bfloat16)
         return torch.from_numpy(b)
     if package_of(b) == "cupy":
         return torch.as_tensor(b, device=f"cuda:{b.device.id}")
@@ -80,7 +95,9 @@ def as_cupy(b: Any, what: str = "buffer") -> Any:
 def numpy_dtype(b: Any) -> np.dtype:
     """The NumPy dtype of a NumPy/torch/CuPy array's elements (``torch.int32`` -> ``int32``)."""
     dt = b.dtype
-    return dt if isinstance(dt, np.dtype) else np.dtype(str(dt).replace("torch.", ""))
+    if isinstance(dt, np.dtype):
+        return dt
+    return bfloat16() if is_bfloat16(dt) else np.dtype(str(dt).replace("torch.", ""))
 
 
 def is_contiguous(b: Any) -> bool:

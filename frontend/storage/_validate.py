@@ -99,7 +99,7 @@ def _check_types(t: StoredTensor, nb: int) -> None:
         raise ValueError(f"negative extent in shape {t.shape}")
     it = np.dtype(t.index_type)
     vdt = numpy_dtype(t.val)
-    if vdt.kind not in VALUE_KINDS:
+    if vdt.kind not in VALUE_KINDS and str(vdt) != "bfloat16":
         raise TypeError(f"values must be numeric, got dtype {vdt}")
     bshape = tuple(t.levels[:nb])
     for k, lv in enumerate(fmt.levels):
