@@ -162,6 +162,8 @@ class CpuMatmul(MatmulPlan):
         if self.checked:
             for t in self._checks:  # O(1) per index buffer; validated again when one changed in place
                 recheck(t)
+        if self._op.casts:  # type: ignore[union-attr]  # promoted operands: their current values, cast
+            self._op.refresh_casts()  # type: ignore[union-attr]
         if out is not None:
             return self._execute_into(out)
         if self._direct:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat, stores_padding
+from frontend.storage._layout import to_host
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import path_of, registry_state
@@ -77,6 +78,7 @@ class PreparedOp:
         self.conversions: tuple[str, ...] = ()  # copies made so that a kernel takes the operands (_reroute)
         self._reroute(names)
         self.out_dtype: np.dtype | None = None  # a half type the float32 result is cast back to (in_dtype)
+        self.casts: list[tuple[Any, Any]] = []  # (cast copy's values, the source's values): promoted operands
         self.base_key = self._structural_key()
         self._schedule(rows)
 
@@ -336,10 +338,18 @@ class PreparedOp:
         return (self.kernel is not None and not self.kernel.sparse_output and self.final_format is None
                 and self.restore is None and self.c_arr is None and self.out_dtype is None)
 
-    def in_dtype(self, dtype: np.dtype | None) -> PreparedOp:
-        """Results cast to ``dtype`` (a half type: the operands were float32 copies) unless None; returns self."""
+    def in_dtype(self, dtype: np.dtype | None, raw: Sequence[Tensor] = (), cast: Sequence[Tensor] = ()
+                 ) -> PreparedOp:
+        """Results cast to ``dtype`` (a half type: the operands were float32 copies) unless None; ``raw`` /
+        ``cast``: the operands before and after promotion (a planned call refreshes the copies); returns self."""
         self.out_dtype = dtype
+        self.casts = [(c.val, r.val) for r, c in zip(raw, cast) if c is not r]
         return self
+
+    def refresh_casts(self) -> None:
+        """Copies the promoted operands' current values into their cast copies (a planned call's execute)."""
+        for dst, src in self.casts:
+            np.copyto(dst, np.asarray(to_host(src)).reshape(dst.shape), casting="unsafe")
 
     def check_out(self, out: Any) -> None:
         """``out=``: a writable C-contiguous numpy array of the dense result's shape and dtype that shares no
@@ -352,8 +362,9 @@ class PreparedOp:
             raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
         if out.shape != self.out_shape:
             raise ValueError(f"out has shape {out.shape}, the result has shape {self.out_shape}")
-        if out.dtype != np.dtype(self.tensors[0].dtype):
-            raise TypeError(f"out has dtype {out.dtype}, the result has dtype {np.dtype(self.tensors[0].dtype)}")
+        want = self.out_dtype if self.out_dtype is not None else np.dtype(self.tensors[0].dtype)
+        if out.dtype != want:
+            raise TypeError(f"out has dtype {out.dtype}, the result has dtype {want}")
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("out must be a writable C-contiguous array")
         for t in self.tensors:
@@ -364,7 +375,8 @@ class PreparedOp:
         """Run a prepared call of this op's kernel: the result (c when given). Row-range kernels write into
         ``c`` or ``out`` directly; others' results are copied into ``out`` when given."""
         if self.row_range:
-            dest = self.c_kernel if self.c_kernel is not None else (out if self.restore is None else None)
+            dest = self.c_kernel if self.c_kernel is not None else (
+                out if self.restore is None and self.out_dtype is None else None)
             result = self.finish(call(dest))
         else:
             result = self.finish(call())
