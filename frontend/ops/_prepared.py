@@ -36,7 +36,7 @@ def default_sparse_format(like: TensorFormat, rank: int) -> TensorFormat:
     into it in order (unique levels), else CSR-like (dense outer level, compressed inner levels)."""
     if blocks.block_sizes(like):
         like = blocks.unblocked_format(like)
-    if (like.num_dimensions == rank and not like.is_dense and all(lv.unique for lv in like.levels)
+    if (like.num_dimensions == rank and not like.is_dense and all(lv.unique and lv.ordered for lv in like.levels)
             and all(lv.format.value != "batch" for lv in like.levels) and like.mlir_support() == "sparsifier"):
         return like
     if rank == 1:
