@@ -41,3 +41,51 @@ def test_unsorted_bsr_is_a_view_and_computes(shape: tuple[int, int], block: tupl
     s = b.copy()
     s.sort_indices()
     np.testing.assert_allclose(frontend.matmul(s, xs), frontend.matmul(b, xs))
+
+
+# ----- pydata/sparse ------------------------------------------------------------------------------------------------
+def _pydata_inputs() -> tuple[np.ndarray, list]:
+    sparse = pytest.importorskip("sparse")  # in the dev extra (scripts/install.sh installs it)
+    rng = np.random.default_rng(2)
+    d = rng.random((5, 4)) * (rng.random((5, 4)) > 0.5)
+    d[1] = 0  # an empty row
+    return d, [sparse.COO.from_numpy(d), sparse.GCXS.from_numpy(d, compressed_axes=(0,)),
+               sparse.GCXS.from_numpy(d, compressed_axes=(1,))]
+
+
+def test_pydata_sparse_views_both_ways() -> None:
+    sparse = pytest.importorskip("sparse")
+    d, objs = _pydata_inputs()
+    for x, name in zip(objs, ("COO", "CSR", "CSC")):
+        t = Tensor.from_package(x)
+        assert t.tensor_format.name == name
+        assert t.val.ctypes.data == x.data.ctypes.data  # pointer identity: no copy
+        assert t.to_package() is x
+        np.testing.assert_allclose(t.to_dense(), d)
+    csr = Tensor.from_dense(d, "CSR")
+    g = csr.to_package("sparse")
+    assert isinstance(g, sparse.GCXS) and g.indices is csr.crd(1) and g.data is csr.val
+    np.testing.assert_allclose(g.todense(), d)
+    coo = Tensor.from_package(objs[0])
+    again = type(coo)(coo.tensor_format, coo.shape, coo._pos, coo._crd, coo.val, package="numpy")
+    back = again.to_package("sparse")
+    assert back.coords is objs[0].coords and back.data is objs[0].data  # the same coords array, not a stack
+    c3 = sparse.COO.from_numpy(np.arange(24.0).reshape(2, 3, 4) % 5)
+    np.testing.assert_allclose(Tensor.from_package(c3).to_dense(), c3.todense())
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        Tensor.from_package(sparse.COO.from_numpy(d).T)
+
+
+def test_pydata_sparse_operations_return_pydata() -> None:
+    sparse = pytest.importorskip("sparse")
+    d, objs = _pydata_inputs()
+    x = np.arange(1.0, 5.0)
+    for a in objs:
+        np.testing.assert_allclose(frontend.matmul(a, x), d @ x)  # dense result: a numpy array, as pydata gives
+        other = sparse.GCXS.from_numpy(d.T, compressed_axes=(0,))
+        r = frontend.matmul(a, other)
+        assert isinstance(r, sparse.SparseArray)
+        np.testing.assert_allclose(r.todense(), d @ d.T)
+    s = frontend.add(objs[1], objs[1])
+    assert isinstance(s, sparse.SparseArray)
+    np.testing.assert_allclose(s.todense(), 2 * d)

@@ -189,8 +189,8 @@ def result_package(objs: Sequence[Any]) -> str | None:
             return None
         if root == "torch":
             found = "torch"
-        elif root == "scipy" and found != "torch":
-            found = "scipy"
+        elif root in ("scipy", "sparse") and found not in ("torch", "sparse"):
+            found = root  # pydata/sparse inputs get pydata/sparse results
     return found
 
 
@@ -203,6 +203,11 @@ def to_caller_package(result: Any, package: str | None) -> Any:
     if isinstance(result, Tensor):
         if package is None:
             return result
+        if package == "sparse":
+            try:
+                return result.to_package("sparse")
+            except TypeError:
+                return result
         kind = _SCIPY_COMPRESSED.get(result.tensor_format) if package in ("scipy", "numpy") else None
         if kind is not None:  # kernel-built CSR/CSC: straight into scipy (the buffers are valid by construction)
             import scipy.sparse as sps

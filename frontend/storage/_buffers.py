@@ -13,7 +13,8 @@ import numpy as np
 
 
 def package_of(x: Any) -> str | None:
-    """``"numpy"``, ``"scipy"``, ``"torch"`` or ``"cupy"`` for an object of that package, else None."""
+    """``"numpy"``, ``"scipy"``, ``"torch"``, ``"cupy"`` or ``"sparse"`` (pydata) for an object of that
+    package, else None."""
     return package_of_type(type(x))
 
 
@@ -28,6 +29,8 @@ def package_of_type(tx: type) -> str | None:
         return "torch"
     if root in ("cupy", "cupyx"):
         return "cupy"
+    if root == "sparse":  # pydata/sparse
+        return "sparse"
     return None
 
 
