@@ -115,3 +115,15 @@ def test_unchecked_opt_out() -> None:
     thaw(b.indices)
     mm.execute()
     assert b.indices.flags.writeable
+
+
+def test_planned_solve_sees_index_changes() -> None:
+    a = sps.csr_array(np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 0.0, 2.0]]))
+    b = np.array([1.0, 2.0, 3.0])
+    s = frontend.Solve(a)
+    np.testing.assert_allclose(a @ s.execute(b), b, rtol=1e-6)
+    thaw(a.indices)[0] = 7
+    with pytest.raises(ValueError, match="coordinate 7"):
+        s.execute(b)
+    thaw(a.indices)[0] = 0
+    np.testing.assert_allclose(a @ s.execute(b), b, rtol=1e-6)
