@@ -114,6 +114,9 @@ class CpuMatmul(MatmulPlan):
         self._direct = False  # whether the prepared call's result is the dense result itself (set by plan)
         self._into: tuple[PreparedOp, Any] | None = None  # row-range op and call for execute(out=); made once
         self._checks: tuple[Tensor, ...] = ()  # sparse tensors the prepared call reads: rechecked per execute
+        self._frozen: tuple[Any, ...] = ()  # their frozen NumPy index buffers (flattened guards, see _guard_checks)
+        self._versions: tuple[tuple[Any, int], ...] = ()  # their torch index buffers and versions
+        self._casts: list[Any] = []  # promoted operands' (copy, source) values, refreshed per execute
         self.checked = True  # False: the caller guarantees the index buffers are unchanged (no recheck)
 
     @classmethod
@@ -151,18 +154,41 @@ class CpuMatmul(MatmulPlan):
         kernel = self._kernel()
         self._bound = kernel.bind(kernel.flatten(op.tensors, op.extra), op.bounds)
         self._direct = op.is_plain()
-        self._checks = tuple(t for t in op.tensors if isinstance(t, Tensor) and t.is_sparse)
+        self._guard_checks(op)
         return self
+
+    def _guard_checks(self, op: PreparedOp) -> None:
+        """What execute() checks: the sparse operands' guards flattened (validated first), the casts."""
+        self._checks = tuple(t for t in op.tensors if isinstance(t, Tensor) and t.is_sparse)
+        for t in self._checks:
+            recheck(t)
+        frozen = {id(a): a for t in self._checks for a in t._guard[0]}
+        self._frozen = tuple(frozen.values())
+        self._versions = tuple(p for t in self._checks for p in t._guard[1])
+        self._casts = op.casts
+
+    def _revalidate(self) -> None:
+        """An index buffer changed in place: validate the operands again (ValueError naming the level)."""
+        for t in self._checks:
+            recheck(t)
+        self._guard_checks(self._live())
 
     def execute(self, out: np.ndarray | None = None) -> Any:
         """Run the prepared call (plans first if needed); ``out``: write the dense result into this array."""
         bound = self._bound
         if bound is None:
             bound = self.plan()._bound
-        if self.checked:
-            for t in self._checks:  # O(1) per index buffer; validated again when one changed in place
-                recheck(t)
-        if self._op.casts:  # type: ignore[union-attr]  # promoted operands: their current values, cast
+        if self.checked:  # O(1) per index buffer (frozen.intact inlined); validated again when one changed
+            for a in self._frozen:
+                if a.flags.writeable:
+                    self._revalidate()
+                    break
+            else:
+                for b, version in self._versions:
+                    if b._version != version:
+                        self._revalidate()
+                        break
+        if self._casts:  # promoted operands: their current values, cast
             self._op.refresh_casts()  # type: ignore[union-attr]
         if out is not None:
             return self._execute_into(out)
@@ -218,7 +244,7 @@ class CpuMatmul(MatmulPlan):
         if self._bound is not None:
             kernel = op.kernel_for()
             self._bound = kernel.bind(kernel.flatten(op.tensors, op.extra), op.bounds)
-            self._checks = tuple(t for t in op.tensors if isinstance(t, Tensor) and t.is_sparse)
+            self._guard_checks(op)
         return self
 
     def release(self) -> None:
