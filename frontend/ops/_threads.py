@@ -163,7 +163,7 @@ class RowRangeCall:
             out = np.empty(fn.out_shape, fn.dtype)
         calls, i = self._calls, self._out_index
         for call in calls:
-            call.rebind(i, out)
+            call.rebind_same(i, out)
         if len(calls) == 1:
             calls[0]()
         else:
