@@ -6,9 +6,10 @@ make it read outside another buffer. Validation is O(nnz), so it is remembered p
 with certainty for every write that goes through NumPy or torch:
 
 - NumPy index buffers (and the NumPy arrays they are views of) are **frozen** when validated
-  (``flags.writeable = False``): writing into them raises NumPy's "assignment destination is read-only". A
-  caller who makes one writable again to change it (``a.indices.flags.writeable = True``) is seen by the next
-  call, which validates the buffers again (``ValueError`` naming the level when they are now wrong) and
+  (``flags.writeable = False``): writing into them raises NumPy's "assignment destination is read-only".
+  NumPy refuses a writable view of a read-only base, so only the root of each chain needs checking. A
+  caller who makes one writable again to change it (:func:`thaw`) is seen by the next call, which validates
+  the buffers again (``ValueError`` naming the level when they are now wrong) and
   freezes them again.
 - torch buffers, and NumPy views of torch CPU tensors (``.numpy()``): torch's version counter, which every
   in-place torch op bumps on any view of the storage (optimizer steps included), is recorded and compared.
@@ -52,11 +53,15 @@ def freeze(index_buffers: list[Any]) -> Guard:
                 versions.append((root, root._version))
                 continue
             a: Any = b
+            root = b
             while isinstance(a, np.ndarray):
                 if a.flags.writeable:
                     a.flags.writeable = False
-                frozen.append(a)
-                a = a.base
+                root, a = a, a.base
+            # NumPy refuses to make a view writable while its base is read-only, so the chain can only be
+            # written after its root is made writable again: checking the root alone is enough
+            if all(r is not root for r in frozen):
+                frozen.append(root)
         elif torch is not None and isinstance(b, torch.Tensor):
             versions.append((b, b._version))
     if not frozen and not versions:
