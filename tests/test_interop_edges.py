@@ -89,3 +89,26 @@ def test_pydata_sparse_operations_return_pydata() -> None:
     s = frontend.add(objs[1], objs[1])
     assert isinstance(s, sparse.SparseArray)
     np.testing.assert_allclose(s.todense(), 2 * d)
+
+
+class _DLPackOnly:
+    """A dense array of some other package: only the DLPack protocol."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+
+    def __dlpack__(self, **kwargs: object) -> object:
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_dense_operands() -> None:
+    d = np.array([[1.0, 0, 2], [0, 0, 0], [3, 0, 4]])
+    x = np.arange(3.0)
+    t = Tensor.from_package(_DLPackOnly(x))
+    assert t.val.ctypes.data == x.ctypes.data  # viewed, not copied
+    np.testing.assert_allclose(frontend.matmul(sps.csr_array(d), _DLPackOnly(x)), d @ x)
+    with pytest.raises(TypeError, match="cannot view"):
+        Tensor.from_package(object())

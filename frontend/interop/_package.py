@@ -95,8 +95,16 @@ def _reader(x: Any, cls: type[TensorT]) -> tuple[str, Callable[[], TensorT], lis
     if sparse:
         return (package, lambda: from_scipy(x, cls, package), scipy_buffers(x),
                 "call .sum_duplicates() first (it sorts and deduplicates)")
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):  # a dense array of any other package
+        import numpy as np
+        try:
+            arr = np.from_dlpack(x)  # zero-copy on the CPU; BufferError/RuntimeError for other devices
+        except (BufferError, RuntimeError, TypeError) as err:
+            raise TypeError(f"cannot view {type(x).__name__} through DLPack: {err}") from None
+        return "numpy", lambda: _from_strided(arr, "numpy", cls), None, ""
     raise TypeError(f"cannot view a {type(x).__module__}.{type(x).__name__} as a Tensor (supported: NumPy "
-                    "and CuPy arrays, SciPy/cupyx sparse arrays and matrices, torch tensors, pydata/sparse COO/GCXS)")
+                    "and CuPy arrays, SciPy/cupyx sparse arrays and matrices, torch tensors, pydata/sparse COO/GCXS, "
+                    "dense CPU arrays of any package with __dlpack__)")
 
 
 def from_package(x: Any, cls: type[TensorT]) -> TensorT:
