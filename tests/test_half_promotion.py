@@ -168,3 +168,29 @@ def test_format_names_and_text_everywhere() -> None:
         t.convert(3)
     from frontend.torch_interface import TorchUST
     assert TorchUST.from_torch(torch.tensor(d), tensor_format="CSC").format_name == "CSC"
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_prune_and_reformat_half_models(dt: torch.dtype) -> None:
+    from frontend.torch_interface import prune_model, reformat_model
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 12), torch.nn.ReLU(), torch.nn.Linear(12, 4)).to(dt)
+    x = torch.randn(3, 16).to(dt)
+    prune_model(m, 0.7)
+    with torch.no_grad():
+        ref = m(x)
+    reformat_model(m)
+    with torch.no_grad():
+        out = m(x)
+    _close(out, ref, dt)
+
+
+def test_compile_with_half_weights() -> None:
+    torch.manual_seed(0)
+    m = torch.nn.Linear(8, 4).half()
+    with torch.no_grad():
+        m.weight[m.weight.abs() < 0.2] = 0
+    x = torch.randn(2, 8).half()
+    cm = frontend.compile(m, x)
+    _close(cm(x), m(x).detach(), torch.float16)
