@@ -194,3 +194,18 @@ def test_compile_with_half_weights() -> None:
     x = torch.randn(2, 8).half()
     cm = frontend.compile(m, x)
     _close(cm(x), m(x).detach(), torch.float16)
+
+
+def test_half_promotion_rules_follow_torch() -> None:
+    from frontend.ops._operands import result_dtype
+
+    bf = Tensor.from_package(torch.ones(2, dtype=torch.bfloat16)).dtype
+    for other, want in ((np.int32, torch.bfloat16), (np.float16, torch.float32), (np.float32, torch.float32),
+                        (np.float64, torch.float64)):
+        got = result_dtype([bf, np.dtype(other)])
+        assert str(got) == str(torch.promote_types(torch.bfloat16, torch.from_numpy(np.zeros(1, other)).dtype)
+                               ).replace("torch.", "") == str(want).replace("torch.", "")
+    a = torch.tensor([[1.0, 0.0], [0.0, 2.0]], dtype=torch.bfloat16).to_sparse_csr()
+    r = frontend.matmul(a, torch.ones(2, dtype=torch.float16))
+    assert r.dtype == torch.float32
+    torch.testing.assert_close(r, torch.tensor([1.0, 2.0]))

@@ -21,7 +21,7 @@ ELEMS = {np.dtype(t): mlir_type(t) for t in ("float32", "float64", "complex64", 
 
 def c_dtypes(c: Any) -> tuple[Any, ...]:
     """``c``'s dtype as the extra dtype of :func:`promoted` (none without ``c``)."""
-    return () if c is None else (np.dtype(str(c.dtype).replace("torch.", "")),) if hasattr(c, "dtype") else ()
+    return () if c is None else (numpy_dtype(c),) if hasattr(c, "dtype") else ()
 
 
 def as_tensor(x: Any, what: str) -> Tensor:
@@ -79,14 +79,16 @@ HALF = ("float16", "bfloat16")
 
 
 def result_dtype(dtypes: Sequence[Any]) -> np.dtype:
-    """``np.result_type`` of ``dtypes``; float16 with bfloat16 (which NumPy does not promote) gives float32,
-    as in torch."""
-    try:
+    """``np.result_type`` of ``dtypes``; with bfloat16 (which NumPy promotes with nothing but floats of
+    ml_dtypes) torch's rule: bfloat16 with integers stays bfloat16, with float16 gives float32, with wider
+    types the wider type."""
+    brain = [d for d in dtypes if str(d) == "bfloat16"]
+    if not brain:
         return np.result_type(*dtypes)
-    except TypeError:  # numpy.exceptions.DTypePromotionError
-        if all(str(d) in HALF + ("float32",) for d in dtypes):
-            return np.dtype(np.float32)
-        raise TypeError(f"operand dtypes {', '.join(str(d) for d in dtypes)} have no common type") from None
+    rest = [np.dtype(d) for d in dtypes if str(d) != "bfloat16"]
+    if all(d.kind in "biu" for d in rest):
+        return np.dtype(brain[0])
+    return np.result_type(np.float32, *rest)
 
 
 def half_result(tensors: Sequence[Tensor]) -> np.dtype | None:
