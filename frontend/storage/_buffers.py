@@ -77,12 +77,21 @@ def as_torch(b: Any, what: str = "buffer") -> Any:
     if isinstance(b, torch.Tensor):
         return b
     if isinstance(b, np.ndarray):
-        if is_bfloat16(b.dtype):  # ml_dtypes' bfloat16: the same bits as torch.bfloat16 (a view)
-            return torch.from_numpy(b.view(np.int16)).view(torch.bfloat16)
-        return torch.from_numpy(b)
+        if not b.flags.writeable:  # a validated (frozen) index buffer: shared as is, torch warns about it
+            import warnings
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+                return _from_numpy(torch, b)
+        return _from_numpy(torch, b)
     if package_of(b) == "cupy":
         return torch.as_tensor(b, device=f"cuda:{b.device.id}")
     raise TypeError(f"{what}: expected an array, got {type(b).__name__}")
+
+
+def _from_numpy(torch: Any, b: np.ndarray) -> Any:
+    if is_bfloat16(b.dtype):  # ml_dtypes' bfloat16: the same bits as torch.bfloat16 (a view)
+        return torch.from_numpy(b.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(b)
 
 
 def as_cupy(b: Any, what: str = "buffer") -> Any:
