@@ -54,8 +54,9 @@ def constant_op(name: str, value: Any, elem: str) -> str:
     if k == "complex":
         c = complex(value)
         inner = elem[len("complex<"):-1]
-        return (f"{name} = complex.constant [{float_literal(c.real, inner)}, "
-                f"{float_literal(c.imag, inner)}] : {elem}")
+        typed = "" if inner == "f64" else f" : {inner}"  # untyped float attributes are f64
+        return (f"{name} = complex.constant [{float_literal(c.real, inner)}{typed}, "
+                f"{float_literal(c.imag, inner)}{typed}] : {elem}")
     if k == "float":
         if isinstance(value, complex):
             raise TypeError(f"complex constant {value!r} in a {elem} function")

@@ -93,8 +93,10 @@ def test_einsum_errors():
         F.einsum("ii->i", np.eye(3))
     with pytest.raises(ValueError, match="has 2 dimensions"):
         F.einsum("ijk,k->ij", A, B[:, 0].copy())
-    with pytest.raises(TypeError, match="dtype mismatch"):
-        F.einsum("ik,kj->ij", A, B.astype(np.float32))
+    mixed = F.einsum("ik,kj->ij", A, B.astype(np.float32))  # issue 14: numpy promotion
+    assert np.asarray(mixed).dtype == np.result_type(A.dtype, np.float32)
+    with pytest.raises(TypeError, match="not supported"):
+        F.einsum("ik,kj->ij", A.astype(np.uint16), B.astype(np.uint16))
 
 
 def test_print_mlir_einsum(capsys):

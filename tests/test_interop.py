@@ -173,8 +173,12 @@ def test_scipy_refusals():
     bsr = sp.csr_array(np.ones((4, 4))).tobsr(blocksize=(2, 2))
     bsr.indices[:2] = bsr.indices[1::-1].copy()
     bsr.has_sorted_indices = False
-    with pytest.raises(ValueError, match=r"scipy bsr input: .*strictly increasing"):
-        Tensor.from_package(bsr)
+    assert not Tensor.from_package(bsr).tensor_format.levels[1].ordered  # issue 14: viewed as nonordered
+    dup = sp.csr_array(np.ones((4, 4))).tobsr(blocksize=(2, 2))
+    dup.indices[:2] = [0, 0]
+    dup.has_sorted_indices = False
+    with pytest.raises(ValueError, match=r"scipy bsr input: .*stored twice"):
+        Tensor.from_package(dup)
     strided = sp.csr_array(np.eye(3))
     strided.indices = np.arange(6, dtype=np.int32)[::2]
     strided.has_canonical_format = True

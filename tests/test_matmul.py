@@ -229,16 +229,20 @@ def test_errors():
     a = sp.csr_array(A)
     with pytest.raises(ValueError, match="inner dimensions"):
         F.matmul(a, np.ones((7, 2)))
-    with pytest.raises(TypeError, match="dtype mismatch"):
-        F.matmul(a, B.astype(np.float32))
+    promoted = F.matmul(a, B.astype(np.float32))  # numpy promotion (issue 14): float64 result
+    assert promoted.dtype == np.float64
+    np.testing.assert_allclose(promoted, A @ B.astype(np.float32))
     with pytest.raises(ValueError, match="c has shape"):
         F.matmul(a, B, np.ones((5, 5)))
     with pytest.raises(TypeError, match="dtype mismatch"):
         F.matmul(a, B, np.ones((6, 5), dtype=np.float32))
     with pytest.raises(ValueError, match="beta needs c"):
         F.matmul(a, B, beta=2.0)
+    half = F.matmul(A.astype(np.float16), B.astype(np.float16))  # issue 14: float32 sums, float16 result
+    assert half.dtype == np.float16
+    np.testing.assert_allclose(half, (A.astype(np.float16).astype(np.float32) @ B.astype(np.float16)), rtol=2e-2)
     with pytest.raises(TypeError, match="not supported"):
-        F.matmul(A.astype(np.float16), B.astype(np.float16))
+        F.matmul(A.astype(np.uint16), B.astype(np.uint16))
     with pytest.raises(TypeError):
         F.matmul(a, "not an array")
     with pytest.raises(ValueError, match="at least one dimension"):

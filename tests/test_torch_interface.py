@@ -95,7 +95,8 @@ def test_bad_input_is_refused():
     with pytest.raises(TypeError):
         TorchUST.from_torch([[1.0]])
     with pytest.raises(TypeError):
-        TorchUST.from_torch(torch.eye(2), "CSR")
+        TorchUST.from_torch(torch.eye(2), 3)
+    assert TorchUST.from_torch(torch.eye(2), "CSR").format_name == "CSR"  # a format name is a format
 
 
 # ----- intercepted ops vs dense torch ---------------------------------------------------------------------

@@ -9,11 +9,12 @@ from ._encoding import encoding_text, tensor_type, unsupported_reason
 from ._expressions import BinaryExpr, Constant, Dimension, Expr, is_block, is_diagonal, is_dimension
 from ._formats import TensorFormat, block_sizes, num_batch_levels
 from ._levels import Level, LevelFormat, LevelProperty
-from ._named import NamedFormats, dimensions
+from ._named import NamedFormats, as_format, dimensions
 from ._padding import stores_padding
 from ._parser import FormatSyntaxError
 
 __all__ = ["INDEX_WIDTH_TYPES", "BinaryExpr", "Constant", "Dimension", "Expr", "FormatSyntaxError", "Level",
-           "LevelFormat", "LevelProperty", "NamedFormats", "TensorFormat", "block_sizes", "dimensions", "dtype_name",
+           "LevelFormat", "LevelProperty", "NamedFormats", "TensorFormat", "as_format", "block_sizes", "dimensions",
+           "dtype_name",
            "encoding_text", "index_width", "is_block", "is_diagonal", "is_dimension", "mlir_type", "num_batch_levels",
            "stores_padding", "tensor_type", "unsupported_reason"]

@@ -7,6 +7,7 @@ Plain attributes are 2-D formats (``NamedFormats.CSR``); families take their par
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ._expressions import Dimension, Expr
 from ._formats import TensorFormat
@@ -129,7 +130,23 @@ class NamedFormats:
                 return fam(nums[0], nums[1])
             if len(nums) == 1:
                 return fam(nums[0])
-        raise ValueError(f"unknown format name {name!r}; known: {', '.join(table)}")
+        import difflib
+        close = difflib.get_close_matches(key, list(table), n=3, cutoff=0.4) or difflib.get_close_matches(
+            key.upper(), [k.upper() for k in table], n=3, cutoff=0.4)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(f"unknown format name {name!r}{hint} (known: {', '.join(table)}; or DSL text such as "
+                         "'(i, j) -> (i : dense, j : compressed)')")
 
 
-__all__ = ["NamedFormats", "Level"]
+def as_format(fmt: Any, what: str = "tensor_format") -> Any:
+    """``fmt`` as a TensorFormat: a TensorFormat itself, a named format's name (``"CSR"``, ``"BSR(2,3)"``,
+    ``"DELTA(8)"``) or DSL/MLIR text (``"(i, j) -> (j : dense, i : compressed)"``, ``#sparse_tensor.encoding``);
+    None stays None. ``ValueError`` listing the closest names for an unknown name, ``TypeError`` for others."""
+    if fmt is None or isinstance(fmt, TensorFormat):
+        return fmt
+    if isinstance(fmt, str):
+        return TensorFormat.parse(fmt) if "->" in fmt else NamedFormats.lookup(fmt)
+    raise TypeError(f"{what} must be a TensorFormat, a format name or DSL text, got {type(fmt).__name__}")
+
+
+__all__ = ["NamedFormats", "Level", "as_format"]

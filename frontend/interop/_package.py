@@ -21,11 +21,12 @@ from frontend.storage._protocol import StoredTensor, TensorT
 from frontend.storage._validate import validate
 
 from ._layouts import Layout, match_layout
+from ._pydata import from_pydata, is_pydata, source_buffers as pydata_buffers, to_pydata
 from ._scipy import from_scipy, source_buffers as scipy_buffers, to_scipy
 from ._torch import from_torch_sparse, source_buffers as torch_buffers, to_torch
 from ._view_cache import cached_view
 
-PACKAGES = ("numpy", "scipy", "torch", "cupy")
+PACKAGES = ("numpy", "scipy", "torch", "cupy", "sparse")  # "sparse": pydata/sparse
 
 
 def _strided_order(shape: tuple[int, ...], strides: tuple[int, ...], c_contiguous: bool) -> tuple[int, ...] | None:
@@ -78,6 +79,9 @@ def _reader(x: Any, cls: type[TensorT]) -> tuple[str, Callable[[], TensorT], lis
                 return package, lambda: _from_strided(x, "torch", cls), None, ""
             return (package, lambda: from_torch_sparse(x, cls), torch_buffers(x),
                     "torch checks compressed indices only with check_invariants=True")
+    if package == "sparse" and is_pydata(x):
+        return (package, lambda: from_pydata(x, cls), pydata_buffers(x),
+                "call .sum_duplicates() first (pydata/sparse sorts and deduplicates there)")
     sparse = False
     if package == "scipy":
         import scipy.sparse as sp
@@ -91,8 +95,16 @@ def _reader(x: Any, cls: type[TensorT]) -> tuple[str, Callable[[], TensorT], lis
     if sparse:
         return (package, lambda: from_scipy(x, cls, package), scipy_buffers(x),
                 "call .sum_duplicates() first (it sorts and deduplicates)")
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):  # a dense array of any other package
+        import numpy as np
+        try:
+            arr = np.from_dlpack(x)  # zero-copy on the CPU; BufferError/RuntimeError for other devices
+        except (BufferError, RuntimeError, TypeError) as err:
+            raise TypeError(f"cannot view {type(x).__name__} through DLPack: {err}") from None
+        return "numpy", lambda: _from_strided(arr, "numpy", cls), None, ""
     raise TypeError(f"cannot view a {type(x).__module__}.{type(x).__name__} as a Tensor (supported: NumPy "
-                    "and CuPy arrays, SciPy/cupyx sparse arrays and matrices, torch tensors)")
+                    "and CuPy arrays, SciPy/cupyx sparse arrays and matrices, torch tensors, pydata/sparse COO/GCXS, "
+                    "dense CPU arrays of any package with __dlpack__)")
 
 
 def from_package(x: Any, cls: type[TensorT]) -> TensorT:
@@ -140,6 +152,8 @@ def to_package(t: StoredTensor, package: str | None = None) -> Any:
     validate(t)
     if target == "torch":
         return to_torch(t, layout)
+    if target == "sparse":
+        return to_pydata(t, layout)
     if target in ("scipy", "cupy") and layout.kind != "dense":
         return to_scipy(t, layout, target)
     if layout.kind != "dense":

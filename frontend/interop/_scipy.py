@@ -17,7 +17,11 @@ copy when ``data`` is C-contiguous with ``n`` columns and the offsets are increa
 (unsorted offsets, ``data`` narrower/wider than ``n``, or diagonals outside the matrix) ``data``'s rows
 are copied once into that layout and the Tensor no longer shares memory with the DIA object.
 
-Sources must be canonical: CSR/CSC/BSR with sorted, duplicate-free indices, COO sorted row-major without
+BSR whose block columns are unsorted within a block row (scipy's own CSR -> BSR constructor leaves them so;
+``has_sorted_indices`` is False) is viewed without a copy too, as BSR with an unordered block-column level
+``(i // R : dense, j // C : compressed(nonordered), i % R : dense, j % C : dense)``; the kernels take it.
+
+Other sources must be canonical: CSR/CSC/BSR with sorted, duplicate-free indices, COO sorted row-major without
 duplicates; :func:`frontend.storage._validate.validate` checks that and a ``ValueError`` says what to call
 (``sum_duplicates()``).
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from frontend.format import TensorFormat
 from frontend.storage import _buffers
 from frontend.storage._protocol import StoredTensor, TensorT
 
@@ -60,11 +65,25 @@ def _compressed(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
         layout = Layout("BSR", block=(bm, bn))
         pos, crd = [None, indptr, None, None], [None, indices, None, None]
         val = data.reshape(-1)
+        fmt = layout.tensor_format()
+        if package == "scipy" and not x.has_sorted_indices:  # scipy's CSR -> BSR leaves block columns unsorted
+            fmt = unordered_blocks(fmt)
     else:
         layout = Layout(kind)
         pos, crd, val = [None, indptr], [None, indices], data
-    return cls(layout.tensor_format(), (m, n), pos, crd, val, index_type=itype, package=package,
-               device=_device(package, x), source=x)
+        fmt = layout.tensor_format()
+    return cls(fmt, (m, n), pos, crd, val, index_type=itype, package=package, device=_device(package, x), source=x)
+
+
+_UNORDERED: dict[TensorFormat, TensorFormat] = {}  # BSR format -> its block-column level nonordered; one each
+
+
+def unordered_blocks(fmt: TensorFormat) -> TensorFormat:
+    """BSR ``fmt`` with an unordered block-column level (``compressed(nonordered)`` in MLIR)."""
+    got = _UNORDERED.get(fmt)
+    if got is None:
+        got = _UNORDERED[fmt] = TensorFormat.parse(str(fmt).replace(": compressed,", ": compressed(nonordered),", 1))
+    return got
 
 
 def _coo(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:

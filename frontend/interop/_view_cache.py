@@ -8,7 +8,8 @@ signature of the source's own buffers; as long as the signature is unchanged the
 - :func:`cached_view` (``Tensor.from_package``) returns a new Tensor over the *same* buffer objects, which
   validation recognises (Tensors are mutable: each caller gets its own);
 - :func:`shared_view` (the operations' hot path) returns the remembered Tensor itself, for read-only use inside
-  an operation (about 1 us a hit).
+  an operation (about 1 us a hit), after checking that its index buffers are unchanged
+  (:func:`frontend.storage._validate.recheck`).
 
 The signature of a SciPy object is the identities of its buffer attributes (``indptr``, ``indices``, ``data``,
 ``coords``) and its shape: the entry keeps those arrays alive, so their identities cannot be reused while it
@@ -25,6 +26,7 @@ from typing import Any
 
 from frontend.storage._buffers import data_pointer
 from frontend.storage._protocol import TensorT
+from frontend.storage._validate import recheck
 
 #: per SciPy sparse format, the attributes holding its buffers (identity signature); other objects: None
 SCIPY_BUFFER_ATTRS: dict[str, tuple[str, ...]] = {
@@ -43,7 +45,7 @@ class _Entry:
 
 # id of a source object -> its _Entry; one entry per live source object (removed when it is collected)
 _ENTRIES: dict[int, _Entry] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # reentrant: a weakref finalizer (_forget) may run while it is held
 
 
 def _scipy_attrs(x: Any) -> tuple[str, ...] | None:
@@ -70,7 +72,11 @@ def shared_view(x: Any) -> Any:
     entry = _ENTRIES.get(id(x))
     if entry is None or entry.attrs is None or entry.ref() is not x:
         return None
-    return entry.view if entry.sig == _identity_signature(x, entry.attrs) else None
+    if entry.sig != _identity_signature(x, entry.attrs):
+        return None
+    view = entry.view
+    recheck(view)  # an index buffer made writable again: validated again (ValueError when now wrong)
+    return view
 
 
 def cached_view(x: Any, source_buffers: list[Any], build: Callable[[], TensorT], cls: type[TensorT]) -> TensorT:
@@ -83,7 +89,7 @@ def cached_view(x: Any, source_buffers: list[Any], build: Callable[[], TensorT],
         v = entry.view
         t = cls(v.tensor_format, v.shape, list(v._pos), list(v._crd), v.val, index_type=v.index_type,
                 package=v.package, device=v.device, source=x)
-        t._validated = v._validated
+        t._validated, t._guard = v._validated, v._guard
         return t
     t = build()
     view = copy.copy(t)  # the entry must not keep x alive

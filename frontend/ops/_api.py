@@ -43,7 +43,7 @@ def _matmul_plan(a: Any, b: Any, c: Any, options: MatmulOptions, gpu: GpuOptions
 
 # ----- matmul ----------------------------------------------------------------------------------------------
 def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, transpose_a: bool = False,
-           transpose_b: bool = False, semiring: Any = None, out_format: TensorFormat | None = None,
+           transpose_b: bool = False, semiring: Any = None, out_format: TensorFormat | str | None = None,
            prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
            pipeline: Any = None, device: Any = None, threads: int | str | None = None, out: Any = None) -> Any:
     """``alpha * op(a) @ op(b) + beta * c`` on any formats (numpy matmul rules for vectors and batches).
@@ -100,19 +100,26 @@ class Matmul:
     ``"sparsifier-gpu"`` or ``"emitter-gpu"``; ``ptx`` shows its code; GPU-only options ``path``, ``chip``
     and ``stream``, ``execute(stream=...)``), else the CPU's (a row-parallel plan with ``threads`` has
     ``path == "emitter-rows"``).
+
+    Memory safety: sparse operands are validated when the Matmul is made, and every ``execute()`` checks in
+    O(1) per index buffer that none changed since (NumPy index buffers are frozen read-only, torch versions
+    recorded: ``frontend.storage._guard``); one that did is validated again (``ValueError`` naming the level
+    if it is now wrong) before the kernel reads it. ``checked=False`` (or :meth:`reset_operands_unchecked`)
+    skips that check: the caller guarantees the index buffers stay valid.
     """
 
     def __init__(self, a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None,
                  transpose_a: bool = False, transpose_b: bool = False, semiring: Any = None,
-                 out_format: TensorFormat | None = None, prolog: Callable | None = None,
+                 out_format: TensorFormat | str | None = None, prolog: Callable | None = None,
                  epilog: Callable | None = None, target: str = "cpu", pipeline: Any = None,
                  device: Any = None, threads: int | str | None = None, path: str = "auto",
-                 chip: str | None = None, stream: Any = None) -> None:
+                 chip: str | None = None, stream: Any = None, checked: bool = True) -> None:
         options = MatmulOptions(alpha, beta, transpose_a, transpose_b, semiring, out_format, prolog, epilog,
                                 target, pipeline, device, threads)
         gpu = DEFAULT_GPU_OPTIONS if path == "auto" and chip is None and stream is None else GpuOptions(path, chip,
                                                                                                          stream)
         self._backend = _matmul_plan(a, b, c, options, gpu)
+        self._backend.checked = bool(checked)
 
     @property
     def backend(self) -> MatmulPlan:
@@ -140,6 +147,14 @@ class Matmul:
     def reset_operands(self, a: Any = None, b: Any = None, c: Any = None) -> Matmul:
         """New operands with the same formats, shapes and dtypes (the kernel is kept)."""
         self._backend.reset_operands(a, b, c)
+        return self
+
+    def reset_operands_unchecked(self, a: Any = None, b: Any = None, c: Any = None) -> Matmul:
+        """:meth:`reset_operands`, and from now on ``execute()`` no longer checks whether the operands' index
+        buffers changed in place (the caller guarantees they stay valid; the new operands are still
+        validated once here)."""
+        self._backend.reset_operands(a, b, c)
+        self._backend.checked = False
         return self
 
     def release(self) -> None:
@@ -191,7 +206,7 @@ class Matmul:
 
 
 # ----- einsum ----------------------------------------------------------------------------------------------
-def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = None, semiring: Any = None,
+def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | str | None = None, semiring: Any = None,
            prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
            pipeline: Any = None, device: Any = None) -> Any:
     """A contraction or element-wise product on any formats as one ``linalg.generic``.

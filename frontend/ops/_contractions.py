@@ -10,7 +10,7 @@ import numpy as np
 
 from frontend.tensor._tensor import Tensor
 
-from ._operands import operand, permuted, squeezed
+from ._operands import c_dtypes, half_result, operand, permuted, promoted, squeezed
 from ._options import MatmulOptions
 from ._prepared import PreparedOp, default_sparse_format
 from ._subscripts import parse_subscripts
@@ -21,7 +21,12 @@ _BATCH_LETTERS = "pqrstuvwxyzabcdefgh"
 def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions, rows: bool = False) -> PreparedOp:
     """``alpha * op(a) @ op(b) + beta * c`` as one contraction (batch dimensions broadcast); ``rows``: prefer
     the row-range variant (an ``out=`` array to write into)."""
-    ta, tb = operand(a, "a"), operand(b, "b")
+    raw = [operand(a, "a"), operand(b, "b")]
+    half = half_result(raw)
+    if half is not None and c is not None:
+        raise TypeError(f"c with {half} operands: c is updated in place by a float32 kernel; pass c=None and "
+                        "add the product yourself")
+    ta, tb = cast = promoted(raw, c_dtypes(c))
     if ta.ndim == 0 or tb.ndim == 0:
         raise ValueError("matmul needs operands with at least one dimension (use * for scalars)")
     if options.transpose_a and ta.ndim >= 2:
@@ -53,7 +58,7 @@ def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions, rows: bool = False
     out_subs = letters + ("i" if "i" in sa else "") + ("j" if "j" in sb else "")
     if options.out_format is None and c is None and ta.is_sparse and tb.is_sparse and out_subs:
         options = dataclasses.replace(options, out_format=default_sparse_format(ta.tensor_format, len(out_subs)))
-    return PreparedOp((sa, sb), [ta, tb], out_subs, ("a", "b"), options, c, rows)
+    return PreparedOp((sa, sb), [ta, tb], out_subs, ("a", "b"), options, c, rows).in_dtype(half, raw, cast)
 
 
 def einsum_op(subscripts: str, operands: Sequence[Any], options: MatmulOptions) -> PreparedOp:
@@ -61,7 +66,9 @@ def einsum_op(subscripts: str, operands: Sequence[Any], options: MatmulOptions) 
     if not operands:
         raise ValueError("einsum needs at least one operand")
     names = [f"operand {k}" for k in range(len(operands))]
-    tensors = [operand(x, n) for x, n in zip(operands, names)]
+    raw = [operand(x, n) for x, n in zip(operands, names)]
+    half = half_result(raw)
+    tensors = cast = promoted(raw)
     ins, out = parse_subscripts(subscripts, len(tensors))
     out_format = options.out_format
     if out_format is None and out:
@@ -74,7 +81,7 @@ def einsum_op(subscripts: str, operands: Sequence[Any], options: MatmulOptions) 
         # a pure permutation: view the operand permuted, then convert into the output format
         perm = tuple(ins[0].index(ch) for ch in out)
         tensors, ins = [permuted(tensors[0], perm)], (out,)
-    return PreparedOp(ins, tensors, out, names, options)
+    return PreparedOp(ins, tensors, out, names, options).in_dtype(half, raw, cast)
 
 
 def _sparse_result_like(ins: Sequence[str], tensors: Sequence[Tensor], out: str) -> Tensor | None:

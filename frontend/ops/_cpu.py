@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 
 from frontend.interop._view_cache import shared_view
+from frontend.storage._validate import recheck
 from frontend.tensor._tensor import Tensor
 from lowering.dispatch import lower, path_of, registry_state
 
 from ._contractions import einsum_op, matmul_op
 from ._kernel_cache import Kernel
-from ._operands import operand, operand_key, result_package, to_caller_package
+from ._operands import operand, operand_key, promoted, result_package, to_caller_package
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
 from ._plan import MatmulInfo, MatmulPlan
 from ._prepared import PreparedOp
@@ -76,8 +77,8 @@ def run_cached(a: Any, b: Any, options: MatmulOptions) -> Any:
     has a template and the operands need no new Tensor; :data:`MISS` when the full path must run (first
     call of a signature, another variant for these buffers, scalings, other operand kinds)."""
     fa, fb = _fast_operand(a, "a"), _fast_operand(b, "b")
-    if fa is None or fb is None:
-        return MISS
+    if fa is None or fb is None or fa[0][2] != fb[0][2]:  # operand_key()[2] is the dtype
+        return MISS  # unknown operands, or mixed dtypes (promoted copies on the full path)
     signature = (fa[0], fb[0], None, options.key(), registry_state(), False)
     template = _TEMPLATES.get(signature)
     if template is None or template.has_alpha or template.out_format is not None:
@@ -112,6 +113,11 @@ class CpuMatmul(MatmulPlan):
         self._bound: Any = None
         self._direct = False  # whether the prepared call's result is the dense result itself (set by plan)
         self._into: tuple[PreparedOp, Any] | None = None  # row-range op and call for execute(out=); made once
+        self._checks: tuple[Tensor, ...] = ()  # sparse tensors the prepared call reads: rechecked per execute
+        self._frozen: tuple[Any, ...] = ()  # their frozen NumPy index buffers (flattened guards, see _guard_checks)
+        self._versions: tuple[tuple[Any, int], ...] = ()  # their torch index buffers and versions
+        self._casts: list[Any] = []  # promoted operands' (copy, source) values, refreshed per execute
+        self.checked = True  # False: the caller guarantees the index buffers are unchanged (no recheck)
 
     @classmethod
     def for_matmul(cls, a: Any, b: Any, c: Any, options: MatmulOptions,
@@ -122,10 +128,14 @@ class CpuMatmul(MatmulPlan):
             raise TypeError("path, chip and stream apply to the GPU (CUDA operands or device='cuda')")
         ta, tb = operand(a, "a"), operand(b, "b")
         tc = None if c is None else operand(c, "c")
+        pa, pb = promoted([ta, tb], () if tc is None else (tc.dtype,))
         signature = (operand_key(ta), operand_key(tb), None if tc is None else operand_key(tc), options.key(),
                      registry_state(), rows)
-        template = _TEMPLATES.get(signature)
-        if template is not None:
+        template = _TEMPLATES.get(signature) if pa is ta and pb is tb else None
+        if pa is not ta or pb is not tb:  # mixed dtypes: promoted copies, no template
+            op = matmul_op(ta, tb, c, options, rows)
+            signature = None  # type: ignore[assignment]
+        elif template is not None:
             op = template.with_operands([ta, tb], c, None if tc is None else tc.val, options.alpha, options.beta)
         else:
             op = matmul_op(ta, tb, c, options, rows)
@@ -144,13 +154,42 @@ class CpuMatmul(MatmulPlan):
         kernel = self._kernel()
         self._bound = kernel.bind(kernel.flatten(op.tensors, op.extra), op.bounds)
         self._direct = op.is_plain()
+        self._guard_checks(op)
         return self
+
+    def _guard_checks(self, op: PreparedOp) -> None:
+        """What execute() checks: the sparse operands' guards flattened (validated first), the casts."""
+        self._checks = tuple(t for t in op.tensors if isinstance(t, Tensor) and t.is_sparse)
+        for t in self._checks:
+            recheck(t)
+        frozen = {id(a): a for t in self._checks for a in t._guard[0]}
+        self._frozen = tuple(frozen.values())
+        self._versions = tuple(p for t in self._checks for p in t._guard[1])
+        self._casts = op.casts
+
+    def _revalidate(self) -> None:
+        """An index buffer changed in place: validate the operands again (ValueError naming the level)."""
+        for t in self._checks:
+            recheck(t)
+        self._guard_checks(self._live())
 
     def execute(self, out: np.ndarray | None = None) -> Any:
         """Run the prepared call (plans first if needed); ``out``: write the dense result into this array."""
         bound = self._bound
         if bound is None:
             bound = self.plan()._bound
+        if self.checked:  # O(1) per index buffer (frozen.intact inlined); validated again when one changed
+            for a in self._frozen:
+                if a.flags.writeable:
+                    self._revalidate()
+                    break
+            else:
+                for b, version in self._versions:
+                    if b._version != version:
+                        self._revalidate()
+                        break
+        if self._casts:  # promoted operands: their current values, cast
+            self._op.refresh_casts()  # type: ignore[union-attr]
         if out is not None:
             return self._execute_into(out)
         if self._direct:
@@ -205,6 +244,7 @@ class CpuMatmul(MatmulPlan):
         if self._bound is not None:
             kernel = op.kernel_for()
             self._bound = kernel.bind(kernel.flatten(op.tensors, op.extra), op.bounds)
+            self._guard_checks(op)
         return self
 
     def release(self) -> None:

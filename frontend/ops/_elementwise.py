@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import NamedFormats, TensorFormat
+from frontend.format import NamedFormats, TensorFormat, as_format
 from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded
 from frontend.tensor._tensor import Tensor
@@ -29,7 +29,8 @@ from lowering.sparsifier import elementwise as build
 
 from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels, row_kernel_for
 from ._kernel_cache import dense_tensor, row_major, spec_of
-from ._operands import check_cpu, elem_of, operand, out_width, result_package, to_caller_package, validate_sparse
+from ._operands import (check_cpu, elem_of, operand, out_width, promoted, result_package, to_caller_package,
+                        validate_sparse)
 from ._prepared import default_sparse_format
 from ._stats import balanced_bounds
 from ._threads import cpu_count, resolve_threads
@@ -38,16 +39,6 @@ _SCALARS = (int, float, complex, np.number)
 
 
 # ----- operands and formats ------------------------------------------------------------------------------------
-def as_format(fmt: Any) -> TensorFormat | None:
-    """``out_format=`` as a TensorFormat: a format, a named format's name (``"CSR"``, ``"BSR((2, 2))"``) or DSL
-    text (``"(i, j) -> (i : dense, j : compressed)"``); None stays None."""
-    if fmt is None or isinstance(fmt, TensorFormat):
-        return fmt
-    if isinstance(fmt, str):
-        return TensorFormat.parse(fmt) if "->" in fmt else NamedFormats.lookup(fmt)
-    raise TypeError(f"out_format must be a TensorFormat, a format name or DSL text, got {type(fmt).__name__}")
-
-
 def _tensor(x: Any, what: str) -> Tensor:
     t = operand(x, what)
     check_cpu(t, what)
@@ -121,7 +112,7 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
             tensors.append(dense_tensor(np.asarray(x, dtype=first.dtype)))
         else:
             tensors.append(first if x is objs[0] else _tensor(x, what))
-    ta, tb = tensors
+    ta, tb = promoted(tensors)  # mixed dtypes: np.result_type (a cast copy of the other operand)
     try:
         shape = tuple(np.broadcast_shapes(ta.shape, tb.shape))
     except ValueError:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from frontend.storage._validate import mark_valid
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
 from lowering.sparsifier.path import sparsifier_pipeline
@@ -44,7 +45,7 @@ class ElementwiseKernel(ArgumentLayout):
         if parts is None:
             return result
         t = sparse_result(self.out, parts, result, fmt, np.dtype(f"int{self.out.crd_width}"))
-        t._validated = t.buffer_key()  # built by the kernel: valid by construction
+        mark_valid(t)  # built by the kernel: valid by construction
         return t
 
 

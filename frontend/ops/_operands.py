@@ -2,7 +2,6 @@
 dtype and device checks, free transposes (format views), and results back in the callers' package."""
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,7 +9,8 @@ import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, index_width, mlir_type
 from frontend.interop._view_cache import shared_view
-from frontend.storage._buffers import package_of_type as buffer_package_of_type
+from frontend.storage._buffers import as_torch, numpy_dtype, package_of_type as buffer_package_of_type
+from frontend.storage._layout import to_host
 from frontend.tensor._tensor import Tensor
 
 from ._kernel_cache import dense_tensor, row_major
@@ -26,6 +26,11 @@ def delegate(objs: Sequence[Any]) -> Any:
         if getattr(type(x), "__ust_function__", None) is not None:
             return x
     return None
+
+
+def c_dtypes(c: Any) -> tuple[Any, ...]:
+    """``c``'s dtype as the extra dtype of :func:`promoted` (none without ``c``)."""
+    return () if c is None else (numpy_dtype(c),) if hasattr(c, "dtype") else ()
 
 
 def as_tensor(x: Any, what: str) -> Tensor:
@@ -60,12 +65,65 @@ def operand(x: Any, what: str) -> Tensor:
     return t
 
 
+def promoted(tensors: Sequence[Tensor], also: Sequence[Any] = ()) -> list[Tensor]:
+    """The operands in NumPy's promoted type ``np.result_type`` of their dtypes (and the dtypes ``also``, e.g.
+    ``c``'s): operands already of that type are returned as they are (no copy); the others are **copied**:
+    a sparse operand gets a cast copy of its values over the same index buffers, a dense one a cast copy
+    of its array. A :class:`Matmul` makes the copies when it is created (so later in-place changes of a
+    copied operand's values are not seen); ``matmul``/``einsum`` on every call."""
+    dts = [numpy_dtype(t.val) for t in tensors]
+    first = dts[0]
+    if all(d == first for d in dts) and all(np.dtype(d) == first for d in also) and first in ELEMS:
+        return list(tensors)
+    want = result_dtype(dts + [np.dtype(d) for d in also])
+    if str(want) in HALF:  # kernels compute in float32 (as torch's CPU kernels accumulate); results cast back
+        want = np.dtype(np.float32)
+    if want not in ELEMS:
+        raise TypeError(f"operand dtypes {', '.join(str(d) for d in dts)} promote to {want}, which is not "
+                        f"supported (supported: {', '.join(str(d) for d in ELEMS)})")
+    return [t if d == want else cast_values(t, want) for t, d in zip(tensors, dts)]
+
+
+HALF = ("float16", "bfloat16")
+
+
+def result_dtype(dtypes: Sequence[Any]) -> np.dtype:
+    """``np.result_type`` of ``dtypes``; with bfloat16 (which NumPy promotes with nothing but floats of
+    ml_dtypes) torch's rule: bfloat16 with integers stays bfloat16, with float16 gives float32, with wider
+    types the wider type."""
+    brain = [d for d in dtypes if str(d) == "bfloat16"]
+    if not brain:
+        return np.result_type(*dtypes)
+    rest = [np.dtype(d) for d in dtypes if str(d) != "bfloat16"]
+    if all(d.kind in "biu" for d in rest):
+        return np.dtype(brain[0])
+    return np.result_type(np.float32, *rest)
+
+
+def half_result(tensors: Sequence[Tensor]) -> np.dtype | None:
+    """The half type (float16 or bfloat16) results come back in when the operands promote to one, else
+    None: such operations run on float32 copies of the values and cast their result back."""
+    want = result_dtype([numpy_dtype(t.val) for t in tensors])
+    return want if str(want) in HALF else None
+
+
+def cast_values(t: Tensor, dtype: np.dtype) -> Tensor:
+    """``t`` with its values cast to ``dtype`` (a copy) over the same index buffers (still validated)."""
+    val = np.asarray(to_host(t.val)).astype(dtype)  # (a NumPy view first: torch bfloat16 via ml_dtypes)
+    new = Tensor(t.tensor_format, t.shape, t._pos, t._crd, val, index_type=t.index_type, package=t.package,
+                 device=t.device)
+    if t._validated is not None:
+        new._validated, new._guard = new.buffer_key(), t._guard
+    return new
+
+
 def elem_of(tensors: Sequence[Tensor], names: Sequence[str]) -> str:
     dt = np.dtype(tensors[0].dtype)
     for t, n in zip(tensors, names):
         d = np.dtype(t.dtype)
         if d != dt:
-            raise TypeError(f"dtype mismatch: {names[0]} is {dt}, {n} is {d}; convert one of them first")
+            raise TypeError(f"dtype mismatch: {names[0]} is {dt}, {n} is {d} (operands are promoted by "
+                            "frontend.ops._operands.promoted before this check)")
     try:
         return ELEMS[dt]
     except KeyError:
@@ -142,8 +200,8 @@ def result_package(objs: Sequence[Any]) -> str | None:
             return None
         if root == "torch":
             found = "torch"
-        elif root == "scipy" and found != "torch":
-            found = "scipy"
+        elif root in ("scipy", "sparse") and found not in ("torch", "sparse"):
+            found = root  # pydata/sparse inputs get pydata/sparse results
     return found
 
 
@@ -156,6 +214,11 @@ def to_caller_package(result: Any, package: str | None) -> Any:
     if isinstance(result, Tensor):
         if package is None:
             return result
+        if package == "sparse":
+            try:
+                return result.to_package("sparse")
+            except TypeError:
+                return result
         kind = _SCIPY_COMPRESSED.get(result.tensor_format) if package in ("scipy", "numpy") else None
         if kind is not None:  # kernel-built CSR/CSC: straight into scipy (the buffers are valid by construction)
             import scipy.sparse as sps
@@ -167,7 +230,7 @@ def to_caller_package(result: Any, package: str | None) -> Any:
     if package is None:
         return dense_tensor(result)
     if package == "torch":
-        return sys.modules["torch"].from_numpy(result) if result.ndim else sys.modules["torch"].tensor(result[()])
+        return as_torch(result) if result.ndim else as_torch(np.ascontiguousarray(result.reshape(1))).reshape(())
     return result if result.ndim else result[()]
 
 

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from frontend.format import TensorFormat
+from frontend.format import TensorFormat, as_format
 
 
 def pipeline_key(pipeline: Any) -> Any:
@@ -36,10 +36,12 @@ class MatmulOptions:
     threads: int | str | None
 
     def __init__(self, alpha: Any = 1, beta: Any = None, transpose_a: bool = False, transpose_b: bool = False,
-                 semiring: Any = None, out_format: TensorFormat | None = None, prolog: Callable | None = None,
+                 semiring: Any = None, out_format: TensorFormat | str | None = None, prolog: Callable | None = None,
                  epilog: Callable | None = None, target: str = "cpu", pipeline: Any = None, device: Any = None,
                  threads: int | str | None = None) -> None:
         # one dict update instead of a frozen __setattr__ per field: this runs on every matmul call
+        if out_format is not None and not isinstance(out_format, TensorFormat):
+            out_format = as_format(out_format, "out_format")  # a name or DSL text
         self.__dict__.update(alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b,
                              semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, target=target,
                              pipeline=pipeline, device=device, threads=threads)

@@ -43,6 +43,8 @@ class MatmulPlan(ABC):
     ``execute_once()`` for a one-shot call; ``path``, ``mlir``, ``stages()`` and ``print_mlir()`` inspect it."""
 
     stage_aliases: ClassVar[dict[str, str]] = STAGE_ALIASES
+    #: whether execute() checks that the operands' index buffers are unchanged (``Matmul(checked=...)``)
+    checked: bool = True
 
     @abstractmethod
     def plan(self) -> MatmulPlan:

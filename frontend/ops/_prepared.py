@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat, stores_padding
+from frontend.storage._layout import to_host
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import path_of, registry_state
@@ -21,7 +22,7 @@ from mlir_bridge.errors import CompileError
 
 from . import _blocks as blocks
 from ._kernel_cache import Kernel, get_kernel, row_major, spec_of
-from ._operands import check_cpu, elem_of, operand, operand_key, out_width, result_shape
+from ._operands import cast_values, check_cpu, elem_of, operand, operand_key, out_width, result_shape
 from ._options import MatmulOptions, pipeline_key
 from ._plan import MatmulInfo
 from ._reroute import format_name, reroute, result_format
@@ -36,7 +37,7 @@ def default_sparse_format(like: TensorFormat, rank: int) -> TensorFormat:
     into it in order (unique levels), else CSR-like (dense outer level, compressed inner levels)."""
     if blocks.block_sizes(like):
         like = blocks.unblocked_format(like)
-    if (like.num_dimensions == rank and not like.is_dense and all(lv.unique for lv in like.levels)
+    if (like.num_dimensions == rank and not like.is_dense and all(lv.unique and lv.ordered for lv in like.levels)
             and all(lv.format.value != "batch" for lv in like.levels) and like.mlir_support() == "sparsifier"):
         return like
     if rank == 1:
@@ -77,6 +78,8 @@ class PreparedOp:
         self.forced_threads = resolve_threads(options.threads)
         self.conversions: tuple[str, ...] = ()  # copies made so that a kernel takes the operands (_reroute)
         self._reroute(names)
+        self.out_dtype: np.dtype | None = None  # a half type the float32 result is cast back to (in_dtype)
+        self.casts: list[tuple[Any, Any]] = []  # (cast copy's values, the source's values): promoted operands
         self.base_key = self._structural_key()
         self._schedule(rows)
 
@@ -338,7 +341,20 @@ class PreparedOp:
     def is_plain(self) -> bool:
         """Whether the kernel's result is the result as is (dense, no conversion or reshape, no c to write)."""
         return (self.kernel is not None and not self.kernel.sparse_output and self.final_format is None
-                and self.restore is None and self.c_arr is None)
+                and self.restore is None and self.c_arr is None and self.out_dtype is None)
+
+    def in_dtype(self, dtype: np.dtype | None, raw: Sequence[Tensor] = (), cast: Sequence[Tensor] = ()
+                 ) -> PreparedOp:
+        """Results cast to ``dtype`` (a half type: the operands were float32 copies) unless None; ``raw`` /
+        ``cast``: the operands before and after promotion (a planned call refreshes the copies); returns self."""
+        self.out_dtype = dtype
+        self.casts = [(c.val, r.val) for r, c in zip(raw, cast) if c is not r]
+        return self
+
+    def refresh_casts(self) -> None:
+        """Copies the promoted operands' current values into their cast copies (a planned call's execute)."""
+        for dst, src in self.casts:
+            np.copyto(dst, np.asarray(to_host(src)).reshape(dst.shape), casting="unsafe")
 
     def check_out(self, out: Any) -> None:
         """``out=``: a writable C-contiguous numpy array of the dense result's shape and dtype that shares no
@@ -351,8 +367,9 @@ class PreparedOp:
             raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
         if out.shape != self.out_shape:
             raise ValueError(f"out has shape {out.shape}, the result has shape {self.out_shape}")
-        if out.dtype != np.dtype(self.tensors[0].dtype):
-            raise TypeError(f"out has dtype {out.dtype}, the result has dtype {np.dtype(self.tensors[0].dtype)}")
+        want = self.out_dtype if self.out_dtype is not None else np.dtype(self.tensors[0].dtype)
+        if out.dtype != want:
+            raise TypeError(f"out has dtype {out.dtype}, the result has dtype {want}")
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("out must be a writable C-contiguous array")
         seen = self.__dict__.get("_out_checked")  # (weak reference to out, operand list) of the last check
@@ -370,7 +387,8 @@ class PreparedOp:
         """Run a prepared call of this op's kernel: the result (c when given). Row-range kernels write into
         ``c`` or ``out`` directly; others' results are copied into ``out`` when given."""
         if self.row_range:
-            dest = self.c_kernel if self.c_kernel is not None else (out if self.restore is None else None)
+            dest = self.c_kernel if self.c_kernel is not None else (
+                out if self.restore is None and self.out_dtype is None else None)
             result = self.finish(call(dest))
         else:
             result = self.finish(call())
@@ -386,6 +404,8 @@ class PreparedOp:
             out = out.convert(self.final_format)
         if self.restore is not None:
             out = self.restore(out)
+        if self.out_dtype is not None:  # half operands computed in float32: the result in their type
+            out = cast_values(out, self.out_dtype) if isinstance(out, Tensor) else out.astype(self.out_dtype)
         c = self.c_arr
         if c is not None:
             if out is not c and (out.__array_interface__["data"][0] != c.__array_interface__["data"][0]

@@ -35,6 +35,7 @@ from frontend.solvers._operands import (
 )
 from frontend.solvers._threads import check_threads, solver_threads
 from frontend.storage._buffers import is_torch
+from frontend.storage._validate import recheck
 from frontend.tensor._tensor import Tensor
 from lowering.solve import (
     KrylovSpec,
@@ -241,6 +242,11 @@ class Solve:
             raise ValueError(f"b must have shape ({n},) or ({n}, k) to match a {self.shape} matrix, got {arr.shape}")
         if arr.size and not np.isfinite(arr).all():
             raise ValueError("b has NaN or Inf entries")
+        if self._planned and self._matrix.is_sparse:  # index buffers changed in place: validate, plan again
+            guard = self._matrix._guard
+            recheck(self._matrix)
+            if self._matrix._guard is not guard:
+                self._planned = False
         self.plan(working_dtype(self._matrix.dtype, arr.dtype))
         dt = self._dt
         if n == 0:

@@ -7,9 +7,10 @@ they never import the ``Tensor`` class, which sits above them and delegates to t
 """
 from ._buffers import data_pointer, nbytes, numpy_dtype, package_of
 from ._convert import convert, coordinates, entries
+from ._guard import thaw
 from ._layout import index_dtype, to_device, to_host
 from ._lookup import get_value
 from ._validate import is_validated, validate
 
 __all__ = ["convert", "coordinates", "data_pointer", "entries", "get_value", "index_dtype", "is_validated", "nbytes",
-           "numpy_dtype", "package_of", "to_device", "to_host", "validate"]
+           "numpy_dtype", "package_of", "thaw", "to_device", "to_host", "validate"]

@@ -13,7 +13,8 @@ import numpy as np
 
 
 def package_of(x: Any) -> str | None:
-    """``"numpy"``, ``"scipy"``, ``"torch"`` or ``"cupy"`` for an object of that package, else None."""
+    """``"numpy"``, ``"scipy"``, ``"torch"``, ``"cupy"`` or ``"sparse"`` (pydata) for an object of that
+    package, else None."""
     return package_of_type(type(x))
 
 
@@ -28,7 +29,19 @@ def package_of_type(tx: type) -> str | None:
         return "torch"
     if root in ("cupy", "cupyx"):
         return "cupy"
+    if root == "sparse":  # pydata/sparse
+        return "sparse"
     return None
+
+
+def bfloat16() -> np.dtype:
+    """NumPy's bfloat16 dtype (from ``ml_dtypes``, the package JAX and TensorFlow use for it)."""
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bfloat16(dt: Any) -> bool:
+    return str(dt) in ("bfloat16", "torch.bfloat16")
 
 
 def is_torch(b: Any) -> bool:
@@ -45,6 +58,9 @@ def as_numpy(b: Any, what: str = "buffer") -> np.ndarray:
                              ".cpu() first, which copies)")
         if b.is_conj() or b.is_neg():
             raise ValueError(f"{what} has a lazy conjugate/negative bit; call .resolve_conj() first (a copy)")
+        if is_bfloat16(b.dtype):  # no NumPy equivalent in torch: the same memory as ml_dtypes' bfloat16
+            import torch
+            return b.detach().view(torch.int16).numpy().view(bfloat16())
         try:
             return b.detach().numpy()
         except TypeError:
@@ -61,10 +77,21 @@ def as_torch(b: Any, what: str = "buffer") -> Any:
     if isinstance(b, torch.Tensor):
         return b
     if isinstance(b, np.ndarray):
-        return torch.from_numpy(b)
+        if not b.flags.writeable:  # a validated (frozen) index buffer: shared as is, torch warns about it
+            import warnings
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+                return _from_numpy(torch, b)
+        return _from_numpy(torch, b)
     if package_of(b) == "cupy":
         return torch.as_tensor(b, device=f"cuda:{b.device.id}")
     raise TypeError(f"{what}: expected an array, got {type(b).__name__}")
+
+
+def _from_numpy(torch: Any, b: np.ndarray) -> Any:
+    if is_bfloat16(b.dtype):  # ml_dtypes' bfloat16: the same bits as torch.bfloat16 (a view)
+        return torch.from_numpy(b.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(b)
 
 
 def as_cupy(b: Any, what: str = "buffer") -> Any:
@@ -80,7 +107,9 @@ def as_cupy(b: Any, what: str = "buffer") -> Any:
 def numpy_dtype(b: Any) -> np.dtype:
     """The NumPy dtype of a NumPy/torch/CuPy array's elements (``torch.int32`` -> ``int32``)."""
     dt = b.dtype
-    return dt if isinstance(dt, np.dtype) else np.dtype(str(dt).replace("torch.", ""))
+    if isinstance(dt, np.dtype):
+        return dt
+    return bfloat16() if is_bfloat16(dt) else np.dtype(str(dt).replace("torch.", ""))
 
 
 def is_contiguous(b: Any) -> bool:

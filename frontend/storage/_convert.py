@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import TensorFormat, is_dimension, num_batch_levels, stores_padding
+from frontend.format import TensorFormat, as_format, is_dimension, num_batch_levels, stores_padding
 
 from ._assemble import assemble_levels
 from ._buffers import numpy_dtype
@@ -21,6 +21,7 @@ from ._direct import convert_direct
 from ._layout import index_dtype, level_coordinates_of, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
+from ._validate import mark_valid
 
 
 def level_coordinates(t: StoredTensor) -> tuple[list[np.ndarray], np.ndarray]:
@@ -243,13 +244,11 @@ def generic_buffers(t: StoredTensor, fmt: TensorFormat, dtype: np.dtype, drop_ze
     return from_coordinates(fmt, t.shape, dims, vals.astype(dtype, copy=False), np.int64)
 
 
-def convert(t: TensorT, tensor_format: TensorFormat | None = None, index_type: Any = None,
+def convert(t: TensorT, tensor_format: TensorFormat | str | None = None, index_type: Any = None,
             dtype: Any = None, drop_zeros: bool = False) -> TensorT:
     """``t`` in another format, index type and/or value type: a new tensor of the same package and device
     (computed on the host; GPU results are copied back to the device), of ``t``'s class."""
-    fmt = t.tensor_format if tensor_format is None else tensor_format
-    if not isinstance(fmt, TensorFormat):
-        raise TypeError(f"tensor_format must be a TensorFormat, got {type(fmt).__name__}")
+    fmt = t.tensor_format if tensor_format is None else as_format(tensor_format)
     if fmt.num_dimensions != t.ndim:
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
     dt = value_dtype(numpy_dtype(t.val), dtype)
@@ -263,5 +262,5 @@ def convert(t: TensorT, tensor_format: TensorFormat | None = None, index_type: A
         return to_device(b, t.package, t.device)
     pos, crd, out = [place(b) for b in pos], [place(b) for b in crd], place(out)
     result = type(t)(fmt, t.shape, pos, crd, out, index_type=it, package=t.package, device=t.device)
-    result._validated = result.buffer_key()  # built here: valid by construction
+    mark_valid(result)  # built here: valid by construction
     return result

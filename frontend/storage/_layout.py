@@ -9,7 +9,7 @@ import numpy as np
 
 from frontend.format import Level, LevelFormat, TensorFormat, is_block
 
-from ._buffers import device_ordinal
+from ._buffers import as_torch, device_ordinal
 
 INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
 VALUE_KINDS = "biufc"  # bool, signed, unsigned, float, complex
@@ -81,8 +81,7 @@ def to_device(x: np.ndarray | None, package: str, device: str) -> Any:
         import cupy
         with cupy.cuda.Device(device_ordinal(device)):
             return cupy.asarray(x)
-    import torch
-    return torch.from_numpy(np.ascontiguousarray(x)).to(device)
+    return as_torch(np.ascontiguousarray(x)).to(device)
 
 
 def value_count(values: np.ndarray, nbatch: int) -> int:

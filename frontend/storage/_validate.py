@@ -2,8 +2,10 @@
 
 ``validate(t)`` raises ``TypeError`` (wrong buffer types, layouts) or ``ValueError`` (wrong contents)
 naming the level and the problem; it is O(nnz) and vectorized, and remembered per buffer set: a
-tensor (or another tensor over the very same buffers) is checked once.  Call it before a kernel reads
-buffers it did not build.
+tensor (or another tensor over the very same buffers) is checked once, as long as its index buffers are
+unchanged (:mod:`._guard`: NumPy index buffers are frozen, torch versions recorded; a changed one is
+validated again).  Call it before a kernel reads buffers it did not build; :func:`recheck` before each call
+of a prepared kernel.
 """
 from __future__ import annotations
 
@@ -16,12 +18,13 @@ import numpy as np
 from frontend.format import Level, LevelFormat, num_batch_levels
 
 from ._buffers import is_contiguous, numpy_dtype
+from ._guard import Guard, freeze, intact
 from ._layout import INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, index_dtype, structured_groups, to_host, value_count
 from ._protocol import StoredTensor, TensorT
 from ._read import delta_coordinates, ranges
 
-_VALIDATED: dict[tuple, int] = {}  # buffer_key -> number of live buffers
-_LOCK = threading.Lock()
+_VALIDATED: dict[tuple, Guard] = {}  # buffer_key -> the guard of its index buffers
+_LOCK = threading.RLock()  # reentrant: a weakref finalizer (_forget) may run while it is held
 
 
 def _forget(key: tuple) -> None:
@@ -29,7 +32,7 @@ def _forget(key: tuple) -> None:
         _VALIDATED.pop(key, None)
 
 
-def _remember(key: tuple, buffers: list[Any]) -> None:
+def _remember(key: tuple, buffers: list[Any], guard: Guard) -> None:
     """Caches ``key`` until any of its buffers is garbage collected (ids can then be reused)."""
     try:
         for b in buffers:
@@ -37,24 +40,59 @@ def _remember(key: tuple, buffers: list[Any]) -> None:
     except TypeError:  # a buffer type without weak references: keep only the per-tensor flag
         return
     with _LOCK:
-        _VALIDATED[key] = len(buffers)
+        _VALIDATED[key] = guard
+
+
+def _index_buffers(t: StoredTensor) -> list[Any]:
+    return [b for pair in zip(t._pos, t._crd) for b in pair if b is not None]
+
+
+def _known_guard(t: StoredTensor, key: tuple) -> Guard | None:
+    """The guard of ``key``'s last validation if its index buffers are unchanged since, else None."""
+    guard = t._guard if t._validated == key else _VALIDATED.get(key)
+    return guard if guard is not None and intact(guard) else None
 
 
 def is_validated(t: StoredTensor) -> bool:
-    """Whether ``t``'s current buffer set was validated already."""
-    key = t.buffer_key()
-    return t._validated == key or key in _VALIDATED
+    """Whether ``t``'s current buffer set was validated already (and its index buffers are unchanged since)."""
+    return _known_guard(t, t.buffer_key()) is not None
 
 
 def validate(t: TensorT) -> TensorT:
-    """Checks ``t``'s buffers (once per buffer set) and returns ``t``."""
+    """Checks ``t``'s buffers (once per buffer set, again when an index buffer changed) and returns ``t``."""
     key = t.buffer_key()
-    if t._validated == key or key in _VALIDATED:
-        t._validated = key
-        return t
-    _check(t)
-    t._validated = key
-    _remember(key, t.buffers())
+    guard = _known_guard(t, key)
+    if guard is None:
+        t._validated, t._guard = None, None
+        _forget(key)
+        _check(t)
+        guard = freeze(_index_buffers(t))
+        _remember(key, t.buffers(), guard)
+    t._validated, t._guard = key, guard
+    return t
+
+
+def recheck(t: StoredTensor) -> None:
+    """Before a prepared call reads ``t`` again: validates it again if an index buffer changed (O(1) when
+    not; ``ValueError`` naming the level when the new contents are wrong). Dense tensors pass."""
+    guard = t._guard
+    if guard is not None:  # intact(guard), inlined: this runs on every call of a prepared kernel
+        for a in guard[0]:
+            if a.flags.writeable:
+                break
+        else:
+            for b, version in guard[1]:
+                if b._version != version:
+                    break
+            else:
+                return
+    if not t.tensor_format.is_dense:
+        validate(t)
+
+
+def mark_valid(t: TensorT) -> TensorT:
+    """Records ``t`` (built by the library, valid by construction) as validated: freezes its index buffers."""
+    t._validated, t._guard = t.buffer_key(), freeze(_index_buffers(t))
     return t
 
 
@@ -69,7 +107,7 @@ def _check_types(t: StoredTensor, nb: int) -> None:
         raise ValueError(f"negative extent in shape {t.shape}")
     it = np.dtype(t.index_type)
     vdt = numpy_dtype(t.val)
-    if vdt.kind not in VALUE_KINDS:
+    if vdt.kind not in VALUE_KINDS and str(vdt) != "bfloat16":
         raise TypeError(f"values must be numeric, got dtype {vdt}")
     bshape = tuple(t.levels[:nb])
     for k, lv in enumerate(fmt.levels):

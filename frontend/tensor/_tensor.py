@@ -40,8 +40,10 @@ Storage layout (the contract every module relies on):
   viewed through ``.numpy()``, sharing memory) and torch/CuPy arrays on a GPU device; ``from_buffers``
   keeps the arrays it is given (NumPy, torch or CuPy), which readers reach through
   ``storage.to_host``.  ``package`` remembers where the tensor came from.
-- Validation (``frontend.storage._validate.validate``) is remembered per buffer set (``buffer_key``); mutating a
-  buffer's contents in place after validation is the caller's responsibility.
+- Validation (``frontend.storage._validate.validate``) is remembered per buffer set (``buffer_key``) while the
+  index buffers are unchanged: NumPy index buffers are frozen (read-only) when validated and torch versions
+  recorded (``frontend.storage._guard``); a buffer made writable again or changed through torch is validated
+  again before the next kernel reads it. Values may be changed in place freely.
 - Zeros: conversion from a padded format (all-dense, block fill, diagonal fill, delta gaps, structured
   slots) keeps only nonzeros; explicit zeros of unpadded formats (COO, CSR, CSC, DCSR, CSF) are kept;
   ``drop_zeros=True`` drops every zero.  Duplicates are summed when the target format is unique.
@@ -54,12 +56,12 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import LevelFormat, NamedFormats, TensorFormat
+from frontend.format import LevelFormat, NamedFormats, TensorFormat, as_format
 from frontend.interop import _package as interop
 from frontend.storage import _convert, _lookup
 from frontend.storage._buffers import data_pointer, numpy_dtype
 from frontend.storage._layout import to_host, value_count
-from frontend.storage._validate import validate
+from frontend.storage._validate import mark_valid, validate
 
 from . import _draw, _fileio
 from ._display import describe
@@ -71,17 +73,16 @@ class Tensor:
     The methods delegate to :mod:`frontend.storage` (validation, conversion, lookup), :mod:`frontend.interop`
     (package objects), and ``_fileio``, ``_draw``, ``_display``; those never import this class."""
 
-    def __init__(self, tensor_format: TensorFormat, shape: Sequence[int], pos: Sequence[Any],
+    def __init__(self, tensor_format: TensorFormat | str, shape: Sequence[int], pos: Sequence[Any],
                  crd: Sequence[Any], values: Any, *, index_type: Any = None, package: str = "numpy",
                  device: str = "cpu", source: Any = None) -> None:
-        if not isinstance(tensor_format, TensorFormat):
-            raise TypeError(f"tensor_format must be a TensorFormat, got {type(tensor_format).__name__}")
-        self.tensor_format = tensor_format
+        fmt: TensorFormat = tensor_format if isinstance(tensor_format, TensorFormat) else as_format(tensor_format)
+        self.tensor_format = fmt  # a name or DSL text parsed above (TypeError for other objects)
         self.shape = tuple(int(s) for s in shape)
-        if len(self.shape) != tensor_format.num_dimensions:
-            raise ValueError(f"format {tensor_format} has {tensor_format.num_dimensions} dimensions, "
+        if len(self.shape) != fmt.num_dimensions:
+            raise ValueError(f"format {fmt} has {fmt.num_dimensions} dimensions, "
                              f"shape {self.shape} has {len(self.shape)}")
-        n = tensor_format.num_levels
+        n = fmt.num_levels
         if len(pos) != n or len(crd) != n:
             raise ValueError(f"expected {n} positions and coordinates entries (one per level, None where "
                              "a level has none)")
@@ -100,6 +101,7 @@ class Tensor:
         self._source = source  # keeps the package object alive and lets to_package() return it
         self._source_key: tuple | None = None  # buffer_key() when viewed from source (from_package)
         self._validated: tuple | None = None  # buffer_key() of the last successful validation
+        self._guard: Any = None  # the index buffers' guard of that validation (frontend.storage._guard)
 
     @classmethod
     def _trusted(cls, tensor_format: TensorFormat, shape: tuple[int, ...], pos: list[Any], crd: list[Any],
@@ -120,22 +122,23 @@ class Tensor:
 
     # ----- construction -----------------------------------------------------------------------------
     @classmethod
-    def from_buffers(cls, tensor_format: TensorFormat, shape: Sequence[int], pos: Any = None,
+    def from_buffers(cls, tensor_format: TensorFormat | str, shape: Sequence[int], pos: Any = None,
                      crd: Any = None, values: Any = None, index_type: Any = None, **kwargs: Any) -> Tensor:
         """A tensor over raw level buffers, validated (``ValueError``/``TypeError`` naming the level and
         problem).  ``pos``/``crd``: per-level lists with ``None`` where a level has none, or dicts
         ``level -> array``.  Arrays are used as given (no copy); lists become NumPy arrays."""
         if values is None:
             raise TypeError("from_buffers needs values")
-        n = tensor_format.num_levels
-        t = cls(tensor_format, shape, [_as_buffer(b) for b in _per_level(pos, n, "pos")],
+        fmt: TensorFormat = as_format(tensor_format)
+        n = fmt.num_levels
+        t = cls(fmt, shape, [_as_buffer(b) for b in _per_level(pos, n, "pos")],
                 [_as_buffer(b) for b in _per_level(crd, n, "crd")], _as_buffer(values),
                 index_type=index_type, **kwargs)
         validate(t)
         return t
 
     @classmethod
-    def from_dense(cls, array: Any, tensor_format: TensorFormat | None = None, **convert_args: Any) -> Tensor:
+    def from_dense(cls, array: Any, tensor_format: TensorFormat | str | None = None, **convert_args: Any) -> Tensor:
         """A dense tensor holding a copy of ``array`` (C order), converted to ``tensor_format`` if given."""
         arr = np.array(array, order="C", copy=True)
         t = cls(NamedFormats.Dense(arr.ndim) if arr.ndim else NamedFormats.Scalar, arr.shape,
@@ -201,7 +204,7 @@ class Tensor:
             (id(b), data_pointer(b), tuple(b.shape), str(b.dtype)) for b in self.buffers())
 
     # ----- conversion ----------------------------------------------------------------------------------
-    def convert(self, tensor_format: TensorFormat | None = None, index_type: Any = None, dtype: Any = None,
+    def convert(self, tensor_format: TensorFormat | str | None = None, index_type: Any = None, dtype: Any = None,
                 drop_zeros: bool = False) -> Tensor:
         """This tensor in another format / index type / value type (a new tensor, same package and device)."""
         return _convert.convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros)
@@ -228,7 +231,8 @@ class Tensor:
             return None if b is None else b.clone() if hasattr(b, "clone") else b.copy()
         t = Tensor(self.tensor_format, self.shape, [cp(p) for p in self._pos], [cp(c) for c in self._crd],
                    cp(self._val), index_type=self.index_type, package=self.package, device=self.device)
-        t._validated = t.buffer_key() if self._validated is not None else None
+        if self._validated is not None:
+            mark_valid(t)
         return t
 
     def copy_(self, src: Tensor) -> Tensor:
@@ -248,7 +252,7 @@ class Tensor:
             if any(any(np.may_share_memory(to_host(b), s) for s in ours) for b in new.buffers()):
                 new = new.clone()
             self._pos, self._crd, self._val = new._pos, new._crd, new._val
-            self._validated = new._validated
+            self._validated, self._guard = new._validated, new._guard
         return self
 
     # ----- package objects, files and pictures ---------------------------------------------------------

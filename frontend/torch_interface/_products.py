@@ -41,7 +41,7 @@ def to_torch(result: Any, wrapper: type[TensorWrapper], device: torch.device | N
     elif isinstance(result, torch.Tensor):
         out = result
     else:
-        out = torch.from_numpy(np.ascontiguousarray(result))
+        out = torch_storage.as_torch(np.ascontiguousarray(result))
     return out if device is None or out.device == device else out.to(device)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from frontend.storage._buffers import nbytes, torch_buffer
+from frontend.storage._buffers import as_torch as buffer_as_torch, nbytes, torch_buffer
 from frontend.tensor._tensor import Tensor
 
 
@@ -15,9 +15,9 @@ def as_torch(b: Any) -> torch.Tensor:
     if isinstance(b, torch.Tensor):
         return b
     if isinstance(b, np.ndarray):
-        if not b.flags.writeable:
+        if not b.flags.writeable:  # e.g. a validated (frozen) index buffer: torch must not write into it
             b = b.copy()
-        return torch.from_numpy(b)
+        return buffer_as_torch(b)  # bfloat16 (ml_dtypes) too
     return torch.as_tensor(b)
 
 

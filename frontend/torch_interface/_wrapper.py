@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
-from frontend.format import TensorFormat, stores_padding
+from frontend.format import TensorFormat, as_format, stores_padding
 from frontend.storage._buffers import torch_buffer
 from frontend.storage._convert import coordinates
 from frontend.tensor._tensor import Tensor
@@ -76,7 +76,7 @@ class TensorWrapper(torch.Tensor):
 
     # ----- construction --------------------------------------------------------------------------
     @classmethod
-    def from_torch(cls: type[WrapperT], t: torch.Tensor, tensor_format: TensorFormat | None = None) -> WrapperT:
+    def from_torch(cls: type[WrapperT], t: torch.Tensor, tensor_format: TensorFormat | str | None = None) -> WrapperT:
         """Wrap ``t`` (any torch layout, zero-copy); with ``tensor_format``, converted to that format.
 
         ``requires_grad`` of ``t`` carries over to ``.values`` (a new leaf)."""
@@ -84,8 +84,7 @@ class TensorWrapper(torch.Tensor):
             return t if tensor_format is None else t.convert(tensor_format)
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"from_torch needs a torch.Tensor, got {type(t).__name__}")
-        if tensor_format is not None and not isinstance(tensor_format, TensorFormat):
-            raise TypeError(f"tensor_format must be a TensorFormat, got {type(tensor_format).__name__}")
+        tensor_format = as_format(tensor_format)
         grad = t.requires_grad
         ust = Tensor.from_package(t.detach())
         if tensor_format is not None and ust.tensor_format != tensor_format:
@@ -203,7 +202,7 @@ class TensorWrapper(torch.Tensor):
         """A dense (strided) copy."""
         return torch_storage.as_torch(self.ust.to_dense()).to(self.device)
 
-    def convert(self: WrapperT, tensor_format: TensorFormat) -> WrapperT:
+    def convert(self: WrapperT, tensor_format: TensorFormat | str) -> WrapperT:
         """This tensor in another format (a new wrapper of the same class)."""
         return self.from_ust(self.ust.convert(tensor_format=tensor_format))
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from frontend.format import dtype_name, mlir_type
 from frontend.storage import _buffers as buffers, _layout as storage
+from frontend.storage._validate import recheck
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.gpu.dispatch import gpu_contraction, gpu_path, lower_gpu
@@ -179,6 +180,9 @@ class GpuMatmul(MatmulPlan):
         require_cuda_device(self._device)
         stream = stream if stream is not None else self.stream
         tensors, c = self.tensors, self.c
+        if self.checked:
+            for t in tensors:  # index buffers changed in place since validation: validated again
+                recheck(t)
         package = self.package
         if self._host_package is not None:  # CPU operands with device="cuda": copy over
             tensors = [to_device(t, self._device, package) for t in tensors]
