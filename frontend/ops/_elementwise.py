@@ -29,8 +29,16 @@ from lowering.sparsifier import elementwise as build
 
 from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels, row_kernel_for
 from ._kernel_cache import dense_tensor, row_major, spec_of
-from ._operands import (check_cpu, elem_of, operand, out_width, promoted, result_package, to_caller_package,
-                        validate_sparse)
+from ._operands import (
+    check_cpu,
+    elem_of,
+    operand,
+    out_width,
+    promoted,
+    result_package,
+    to_caller_package,
+    validate_sparse,
+)
 from ._prepared import default_sparse_format
 from ._stats import balanced_bounds
 from ._threads import cpu_count, resolve_threads
