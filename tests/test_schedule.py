@@ -246,6 +246,14 @@ def test_gradual_pruning_reaches_target_while_loss_falls(fmt, opt_name):
     for buf in opt.state[values].values():
         if isinstance(buf, torch.Tensor) and buf.shape == values.shape:
             assert torch.all(buf[~keep] == 0)  # momentum / moments zeroed at dropped entries
+    if fmt:
+        with torch.no_grad():
+            before = model(x)
+        s.compact()
+        assert model[0].weight.ust.nse == int(keep.sum()) < nse0
+        assert model[0].weight.values.requires_grad
+        with torch.no_grad():
+            torch.testing.assert_close(model(x), before)
 
 
 def test_gradual_activation_sparsity_ramps():

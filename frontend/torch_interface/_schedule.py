@@ -31,7 +31,7 @@ from frontend.format import TensorFormat
 from ._injection import install_weight
 from ._schedule_state import ParamState, as_format, cubic_progress, resolve_format, stored, zero_optimizer_state
 from ._subclass import TorchUST
-from .sparsifiers import Sparsifier
+from .sparsifiers import ScalarThreshold, Sparsifier
 
 
 class _Plan:
@@ -254,8 +254,28 @@ class Schedule:
                 state.set_keep(state.mask_of(sp))
             else:
                 state.enforce()
-            if optimizer is not None and state.keep is not None:
-                zero_optimizer_state(optimizer, state.values, state.keep)
+            if optimizer is not None and state.keep_values is not None:
+                zero_optimizer_state(optimizer, state.values, state.keep_values)
+
+    def compact(self) -> nn.Module:
+        """After training: drop the stored zeros of gradually pruned TorchUST weights (a new TorchUST
+        with only the live entries is installed; its values are new parameters, so build a new optimizer
+        to train on).  Returns the model."""
+        if not self._applied:
+            raise ValueError("apply() the schedule before compact()")
+        for state in self._states.values():
+            t = state.target
+            if isinstance(t, TorchUST) and state.keep is not None:
+                trainable = t.values.requires_grad
+                install_weight(state.module, ScalarThreshold(0.0)(t.detach()), state.leaf)
+                state.values.requires_grad_(trainable)
+                state.keep = state.keep_values = None
+                if state.values.requires_grad:
+                    state.values.register_hook(self._grad_hook(state, self._plans[self._name_of(state)].grad))
+        return self.model
+
+    def _name_of(self, state: ParamState) -> str:
+        return next(n for n, s in self._states.items() if s is state)
 
     def target_reached(self) -> bool:
         """Whether every gradual sparsifier has reached its final level."""

@@ -57,12 +57,13 @@ def as_format(x: torch.Tensor, fmt: TensorFormat) -> TorchUST:
 
 
 def zero_optimizer_state(optimizer: torch.optim.Optimizer, param: torch.Tensor, keep: torch.Tensor) -> None:
-    """Zero ``optimizer``'s per-entry buffers of ``param`` (momentum, Adam's moments) at dropped entries."""
+    """Zero ``optimizer``'s per-entry buffers of ``param`` (momentum, Adam's moments) at dropped entries
+    (``keep``: the mask of live entries, 0/1 in ``param``'s dtype)."""
     state = optimizer.state.get(param, {})
     with torch.no_grad():
         for buf in state.values():
             if isinstance(buf, torch.Tensor) and buf.shape == param.shape:
-                buf.mul_(keep.to(buf.dtype))
+                buf.mul_(keep if buf.dtype == keep.dtype else keep.to(buf.dtype))
 
 
 class ParamState:
@@ -74,6 +75,7 @@ class ParamState:
     def __init__(self, module: nn.Module, leaf: str) -> None:
         self.module, self.leaf = module, leaf
         self.keep: torch.Tensor | None = None
+        self.keep_values: torch.Tensor | None = None  # keep as 0/1 in the values' dtype
         self.grad_sparsifier: Sparsifier | None = None
         self.grad_format: TensorFormat | None = None
         self.last_grad: torch.Tensor | TorchUST | None = None
@@ -100,12 +102,13 @@ class ParamState:
         if keep is not None and self.keep is not None:
             keep = keep & self.keep
         self.keep = keep
+        self.keep_values = None if keep is None else keep.to(self.values.dtype)
         self.enforce()
 
     def enforce(self) -> None:
-        if self.keep is not None:
+        if self.keep_values is not None:
             with torch.no_grad():
-                self.values.mul_(self.keep.to(self.values.dtype))
+                self.values.mul_(self.keep_values)
 
     def dense(self) -> torch.Tensor:
         t = self.target
@@ -113,8 +116,8 @@ class ParamState:
 
     def grad_hook(self, g: torch.Tensor) -> torch.Tensor:
         """Zero the gradient of dropped entries, sparsify it and keep it in the gradient's format."""
-        if self.keep is not None:
-            g = g * self.keep.to(g.dtype)
+        if self.keep_values is not None:
+            g = g * self.keep_values
         t = self.target
         if self.grad_sparsifier is not None:
             if isinstance(t, TorchUST):
