@@ -41,7 +41,8 @@ def dense_forward(m: nn.Sequential, x: torch.Tensor, w0=None, act=None) -> torch
 # ----- parameters ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("fmt", "sp"), [
     ("CSR", ScalarFraction(0.6)), ("COO", NM(2, 4)), ("BSR((2, 2))", ScalarThreshold(0.2)),
-    ("(i, j) -> (i : dense, j : compressed)", NM(1, 4)), (N.DELTA(4), KeepAll()), ("CSR", RandomFraction(0.9, seed=1))],
+    ("(i, j) -> (i : dense, j : compressed)", NM(1, 4)), (N.DELTA(4), KeepAll()), ("CSR", RandomFraction(0.9, seed=1)),
+    ("ELL", ScalarFraction(0.5)), ("BlockedELL(2,2)", NM(2, 4))],
     ids=str)
 def test_parameter_sparsify_and_format(fmt, sp):
     m, ref = mlp(), mlp()
@@ -62,8 +63,7 @@ def test_parameter_sparsify_and_format(fmt, sp):
     w = w_ref.clone().requires_grad_(True)
     dense_forward(ref, x, w0=w).square().sum().backward()
     tu = m[0].weight
-    torch.testing.assert_close(tu.values.grad.reshape(-1),
-                               w.grad.reshape(-1)[tu.storage_positions()].reshape(-1))
+    torch.testing.assert_close(tu.values.grad, tu.gather_stored(w.grad.reshape(-1)))
 
 
 def test_dense_parameter_without_format_is_masked_in_place():

@@ -51,9 +51,7 @@ def as_format(x: torch.Tensor, fmt: TensorFormat) -> TorchUST:
     pattern = stored(x, fmt)
     if pattern.ust.nse == 0:
         return pattern
-    pos = pattern.storage_positions().to(x.device)
-    values = x.reshape(-1)[pos].reshape(pattern.values.shape)
-    return TorchUST.with_values(pattern, values)
+    return TorchUST.with_values(pattern, pattern.gather_stored(x.reshape(-1)))
 
 
 def zero_optimizer_state(optimizer: torch.optim.Optimizer, param: torch.Tensor, keep: torch.Tensor) -> None:

@@ -68,8 +68,7 @@ class Sparsifier(abc.ABC):
 
     def stored_mask(self, tu: TensorWrapper) -> torch.Tensor:
         """For each stored value of ``tu`` (storage order), whether it is kept."""
-        keep = self.checked_mask(tu.dense().detach()).reshape(-1)
-        return keep[tu.storage_positions().to(keep.device)].reshape(tu.values.shape)
+        return tu.gather_stored(self.checked_mask(tu.dense().detach()).reshape(-1))
 
     def drop(self, tu: TensorWrapper) -> TensorWrapper:
         """``tu`` without the dropped stored entries, in the same format (``requires_grad`` kept)."""
