@@ -4,7 +4,8 @@
 * ``moe``: mixture-of-experts combine with one-hot sparse gates, ``einsum("bnd,bn->bd", E, G)``
   (ours: ``frontend.einsum`` with G in CSR; forward only: ``frontend.einsum`` has no autograd).
 * ``attention``: one sparse-attention head, ``softmax(mask(Q K^T)) V`` at a given density (ours: the
-  SDDMM ``einsum("ij,ik,jk->ij")`` over the mask, a row softmax on the stored values, SpMM; forward only:
+  SDDMM ``einsum("ij,ik,jk->ij")`` over the mask, ``frontend.ops.softmax`` over the stored values, SpMM,
+  all compiled kernels; forward only:
   the trainable TorchUST chain needs the elementwise handlers of ``torch.sparse.softmax``/``sampled_addmm``).
 * ``autoencoder``: a pruned MLP autoencoder (90% of every weight dropped, ScalarFraction) through
   ``schedule(model)`` with CSR weights.
@@ -134,19 +135,13 @@ def attention(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     cols = [torch.randperm(s, generator=g)[:keep] for _ in range(s)]
     mask = mask_from_rows(cols, (s, s))
     m_csr = mask.to_torch()
-    crow = m_csr.crow_indices()
-    lengths = crow[1:] - crow[:-1]
     pattern = mask.ust
     qn, kn, vn = q.numpy(), k.numpy(), v.numpy()
     dense_mask = m_csr.to_dense() > 0
 
     def ours() -> Any:
         sc = F.einsum("ij,ik,jk->ij", pattern, qn, kn)                  # SDDMM over the mask
-        vals = torch.from_numpy(np.asarray(sc.val))                      # the result's values, shared
-        mx = torch.segment_reduce(vals, "max", lengths=lengths)
-        vals.sub_(mx.repeat_interleave(lengths)).exp_()
-        vals.div_(torch.segment_reduce(vals, "sum", lengths=lengths).repeat_interleave(lengths))
-        return F.matmul(sc, vn)                                          # SpMM on the softmaxed values
+        return F.matmul(F.softmax(sc, 1), vn)                            # row softmax, SpMM
 
     def torch_sparse() -> Any:
         sc = torch.sparse.sampled_addmm(m_csr, q, k.t(), beta=0.0)
