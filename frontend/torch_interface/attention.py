@@ -4,6 +4,7 @@
 * :func:`bigbird`: BigBird-style window + global tokens + random keys per query (Zaheer et al., 2020).
 * :func:`topk_per_row`: a dynamic pattern computed at run time, the ``k`` keys with the largest score of
   a low-rank (cheap) approximation ``q_lr @ k_lr.T`` per query.
+* :func:`sparse_attention`: a trainable head ``softmax(mask(q k^T / sqrt(d))) v`` on the compiled kernels.
 
 Masks are built as CSR (sorted columns) and converted when ``fmt`` names another format; they are the
 ``M`` of ``torch.sparse.sampled_addmm(M, q, k.t())`` in a sparse-attention chain.
@@ -14,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ._products import sddmm, sparse_dense
 from ._schedule_state import resolve_format
 from ._subclass import TorchUST
 
@@ -96,4 +98,85 @@ def topk_per_row(q_lr: torch.Tensor, k_lr: torch.Tensor, k: int, *, fmt: Any = "
     return mask_from_rows(list(cols), (nq, nk), fmt=fmt, dtype=dtype or q_lr.dtype)
 
 
-__all__ = ["bigbird", "mask_from_rows", "sliding_window", "topk_per_row"]
+
+
+# ----- a trainable sparse-attention head -------------------------------------------------------------------
+def _row_ids(mask: TorchUST) -> tuple[torch.Tensor, torch.Tensor]:
+    """The query row of every stored value of ``mask`` and whether it is an allowed key: an entry (not an
+    ELL padding slot) with a nonzero value (not a zero stored inside a block)."""
+    pos = mask.storage_positions().reshape(-1)
+    valid = (pos >= 0) & (mask.values.detach().reshape(-1) != 0)
+    return torch.where(valid, pos // max(mask.shape[1], 1), 0), valid
+
+
+def _row_softmax(s: torch.Tensor, rows: torch.Tensor, valid: torch.Tensor, n: int) -> torch.Tensor:
+    """Softmax of stored scores per row (padding slots get 0; a row without entries stays empty)."""
+    s = torch.where(valid, s, torch.full((), float("-inf"), dtype=s.dtype))
+    mx = torch.full((n,), float("-inf"), dtype=s.dtype).scatter_reduce(0, rows, s, "amax")
+    e = torch.where(valid, torch.exp(s - mx[rows]), torch.zeros((), dtype=s.dtype))
+    den = torch.zeros(n, dtype=s.dtype).index_add_(0, rows, e)
+    return e / torch.where(den > 0, den, torch.ones((), dtype=s.dtype))[rows]
+
+
+class _Holder:
+    __slots__ = ("mask",)
+
+    def __init__(self, mask: TorchUST) -> None:
+        self.mask = mask
+
+
+class _SparseAttention(torch.autograd.Function):
+    """``softmax(mask(scale * q k^T)) v`` over the mask's stored entries, with gradients to q, k and v."""
+
+    @staticmethod
+    def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, holder: _Holder,
+                scale: float) -> torch.Tensor:
+        m = holder.mask
+        rows, valid = _row_ids(m)
+        s = sddmm(m, q * scale, k).reshape(-1)                   # sampled q k^T at the stored entries
+        p = _row_softmax(s, rows, valid, m.shape[0])
+        out = sparse_dense(TorchUST.with_values(m, p.reshape(m.values.shape)), v.detach(), "left")
+        ctx.save_for_backward(q, k, v, p)
+        ctx.holder, ctx.scale, ctx.rows = holder, scale, rows
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        q, k, v, p = ctx.saved_tensors
+        m, scale, rows = ctx.holder.mask, ctx.scale, ctx.rows
+        grad = grad.contiguous()
+        pm = TorchUST.with_values(m, p.reshape(m.values.shape))
+        dv = sparse_dense(pm, grad, "left", transpose=True)      # P^T dO
+        dp = sddmm(m, grad, v).reshape(-1)                       # (dO v^T) at the stored entries
+        rowsum = torch.zeros(m.shape[0], dtype=p.dtype).index_add_(0, rows, p * dp)
+        ds = TorchUST.with_values(m, (p * (dp - rowsum[rows])).reshape(m.values.shape))
+        dq = sparse_dense(ds, k.detach(), "left") * scale        # dS k
+        dk = sparse_dense(ds, q.detach(), "left", transpose=True) * scale  # dS^T q
+        return dq, dk, dv, None, None
+
+
+def sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: TorchUST,
+                     scale: float | None = None) -> torch.Tensor:
+    """One attention head restricted to ``mask``'s stored entries: ``softmax(scale * q k^T) v`` where the
+    softmax runs over each query's allowed keys (a query without keys gives 0, as ``torch.sparse.softmax``
+    leaves an empty row empty).  ``q``: ``n_q x d``, ``k``: ``n_k x d``, ``v``: ``n_k x d_v``, ``mask``: a
+    TorchUST ``n_q x n_k`` (keys allowed where it stores a nonzero value); ``scale`` defaults to ``1/sqrt(d)``.
+
+    The sampled product and both products run on the compiled kernels (forward and backward, gradients to
+    q, k and v); the row softmax runs on the stored values in torch."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or isinstance(t, TorchUST) or t.dim() != 2:
+            raise TypeError(f"{name} must be a dense 2-D torch tensor")
+    if not isinstance(mask, TorchUST) or mask.dim() != 2:
+        raise TypeError(f"mask must be a 2-D TorchUST, got {type(mask).__name__}")
+    nq, nk = mask.shape
+    if q.shape[0] != nq or k.shape[0] != nk or v.shape[0] != nk or q.shape[1] != k.shape[1]:
+        raise ValueError(f"shapes do not fit: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, "
+                         f"mask {tuple(mask.shape)}")
+    if mask.dtype != q.dtype:
+        mask = TorchUST.with_values(mask, mask.values.detach().to(q.dtype))
+    scale = float(scale) if scale is not None else 1.0 / max(q.shape[1], 1) ** 0.5
+    return _SparseAttention.apply(q, k, v, _Holder(mask), scale)
+
+
+__all__ = ["bigbird", "mask_from_rows", "sliding_window", "sparse_attention", "topk_per_row"]
