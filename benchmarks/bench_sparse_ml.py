@@ -3,10 +3,10 @@
 * ``gcn``: a 2-layer GCN ``A relu(A X W1) W2`` on a power-law graph (A row-normalised, CSR).
 * ``moe``: mixture-of-experts combine with one-hot sparse gates, ``einsum("bnd,bn->bd", E, G)``
   (ours: ``frontend.einsum`` with G in CSR; forward only: ``frontend.einsum`` has no autograd).
-* ``attention``: one sparse-attention head, ``softmax(mask(Q K^T)) V`` at a given density (ours: the
-  SDDMM ``einsum("ij,ik,jk->ij")`` over the mask, ``frontend.ops.softmax`` over the stored values, SpMM,
-  all compiled kernels; forward only:
-  the trainable TorchUST chain needs the elementwise handlers of ``torch.sparse.softmax``/``sampled_addmm``).
+* ``attention``: one sparse-attention head, ``softmax(mask(Q K^T)) V`` at a given density (ours, forward:
+  the SDDMM ``einsum("ij,ik,jk->ij")`` over the mask, ``frontend.ops.softmax`` over the stored values, SpMM,
+  all compiled kernels; forward+backward: ``torch_interface.attention.sparse_attention``; the torch-function chain
+  on TorchUST needs the elementwise handlers of ``torch.sparse.softmax``/``sampled_addmm`` and is not used).
 * ``autoencoder``: a pruned MLP autoencoder (90% of every weight dropped, ScalarFraction) through
   ``schedule(model)`` with CSR weights.
 
@@ -37,7 +37,7 @@ from frontend import (
     ops as F,  # noqa: E402
 )
 from frontend.torch_interface import ScalarFraction, TorchUST, schedule  # noqa: E402
-from frontend.torch_interface.attention import mask_from_rows  # noqa: E402
+from frontend.torch_interface.attention import mask_from_rows, sparse_attention  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 warnings.filterwarnings("ignore", message="Sparse invariant checks")
@@ -154,8 +154,28 @@ def attention(args: argparse.Namespace) -> dict[str, dict[str, float]]:
 
     ref = dense()
     np.testing.assert_allclose(arr(ours()), ref.numpy(), rtol=1e-3, atol=1e-4)
+    out = {}
     with torch.no_grad():
-        return {"forward": best_ms({"ours": ours, "torch.sparse": torch_sparse, "dense": dense}, args.reps)}
+        out["forward"] = best_ms({"ours": ours, "torch.sparse": torch_sparse, "dense": dense}, args.reps)
+    qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
+
+    def dense_grad() -> torch.Tensor:
+        sc = (qg @ kg.t()).masked_fill(~dense_mask, float("-inf"))
+        return torch.softmax(sc, 1) @ vg
+
+    def sparse_grad() -> torch.Tensor:
+        sc = torch.sparse.sampled_addmm(m_csr, qg, kg.t(), beta=0.0)
+        return torch.sparse.mm(torch.sparse.softmax(sc.to_sparse_coo(), 1), vg)
+
+    fns = {"ours": fwd_bwd(lambda: sparse_attention(qg, kg, vg, mask, scale=1.0), [qg, kg, vg]),
+           "dense": fwd_bwd(dense_grad, [qg, kg, vg])}
+    try:
+        fwd_bwd(sparse_grad, [qg, kg, vg])()
+        fns["torch.sparse"] = fwd_bwd(sparse_grad, [qg, kg, vg])
+    except (RuntimeError, NotImplementedError) as e:  # torch.sparse lacks a backward in this chain
+        print(f"# attention forward+backward: torch.sparse skipped ({str(e).splitlines()[0][:80]})")
+    out["forward+backward"] = best_ms(fns, args.reps)
+    return out
 
 
 def autoencoder(args: argparse.Namespace) -> dict[str, dict[str, float]]:
