@@ -2,9 +2,11 @@
 
 The task (synthetic): each token must output the average of the values of the tokens in its local window
 and of a global "summary" token, which a BigBird mask (window + global + random keys) can express.  The
-head ``softmax(mask(Q K^T / sqrt(d))) V`` runs through ``sparse_attention`` (SDDMM, SpMM and their
-gradients on the project's kernels); the same model with ``masked_fill(-inf)`` dense attention is the
-reference.  A dynamic top-k mask (computed from a low-rank score at run time) is shown at the end.
+head ``softmax(mask(Q K^T / sqrt(d))) V`` is the torch chain ``torch.sparse.sampled_addmm(M, q, k.t())`` ->
+``torch.sparse.softmax(S, 1)`` -> ``torch.mm(P, v)`` on a TorchUST mask (SDDMM, softmax, SpMM and their
+gradients on the project's kernels; ``sparse_attention`` is the same head fused); the same model with
+``masked_fill(-inf)`` dense attention is the reference.  A dynamic top-k mask (computed from a low-rank
+score at run time) is shown at the end.
 
 Run: .venv/bin/python examples/sparse_attention.py
 """
@@ -29,8 +31,9 @@ class Head(nn.Module):
 
     def forward(self, x: torch.Tensor, dense: bool = False) -> torch.Tensor:
         q, k, v = self.q(x), self.k(x), self.v(x)
-        if not dense:
-            return sparse_attention(q, k, v, mask)
+        if not dense:  # the torch-function chain on a TorchUST mask; sparse_attention(q, k, v, mask) is the fused form
+            scores = torch.sparse.sampled_addmm(mask, q, k.t(), beta=0.0, alpha=d ** -0.5)
+            return torch.mm(torch.sparse.softmax(scores, 1), v)
         scores = (q @ k.T / d ** 0.5).masked_fill(mask.dense() == 0, float("-inf"))
         return torch.softmax(scores, 1) @ v
 

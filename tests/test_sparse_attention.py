@@ -81,3 +81,24 @@ def test_bad_input():
         sparse_attention(q, k[:3], v, mask)
     with pytest.raises(TypeError, match="dense 2-D"):
         sparse_attention(q[0], k, v, mask)
+
+
+# ----- the same chain written with torch functions on TorchUST (the elementwise handlers) ----------------------
+def torch_chain(q, k, v, mask: TorchUST, scale: float) -> torch.Tensor:
+    s = torch.sparse.sampled_addmm(mask, q, k.t(), beta=0.0, alpha=scale)
+    return torch.mm(torch.sparse.softmax(s, 1), v)
+
+
+@pytest.mark.parametrize("fmt", ["CSR", "COO", "ELL"], ids=str)
+@pytest.mark.parametrize(("nq", "nk"), [(10, 10), (6, 9), (1, 1)])
+def test_torch_function_chain_matches_masked_dense_and_fused(fmt, nq, nk):
+    q, k, v = qkv(nq, nk, 4, 3, torch.float64, seed=4)
+    mask = topk_per_row(q.detach()[:, :2], k.detach()[:, :2], 3, fmt=fmt)
+    scale = 0.5
+    out = torch_chain(q, k, v, mask, scale)
+    ref = dense_attention(q, k, v, mask, scale)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(out, sparse_attention(q, k, v, mask, scale=scale))
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    for a, b in zip(torch.autograd.grad(out, (q, k, v), g), torch.autograd.grad(ref, (q, k, v), g), strict=True):
+        torch.testing.assert_close(a, b)
