@@ -5,8 +5,8 @@
   (ours: ``frontend.einsum`` with G in CSR; forward only: ``frontend.einsum`` has no autograd).
 * ``attention``: one sparse-attention head, ``softmax(mask(Q K^T)) V`` at a given density (ours, forward:
   the SDDMM ``einsum("ij,ik,jk->ij")`` over the mask, ``frontend.ops.softmax`` over the stored values, SpMM,
-  all compiled kernels; forward+backward: ``torch_interface.attention.sparse_attention``; the torch-function chain
-  on TorchUST needs the elementwise handlers of ``torch.sparse.softmax``/``sampled_addmm`` and is not used).
+  all compiled kernels; forward+backward: ``torch_interface.attention.sparse_attention`` (the fused head)
+  and, as its own row, the torch chain ``sampled_addmm -> torch.sparse.softmax -> torch.mm`` on a TorchUST).
 * ``autoencoder``: a pruned MLP autoencoder (90% of every weight dropped, ScalarFraction) through
   ``schedule(model)`` with CSR weights.
 
@@ -174,7 +174,17 @@ def attention(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         fns["torch.sparse"] = fwd_bwd(sparse_grad, [qg, kg, vg])
     except (RuntimeError, NotImplementedError) as e:  # torch.sparse lacks a backward in this chain
         print(f"# attention forward+backward: torch.sparse skipped ({str(e).splitlines()[0][:80]})")
-    out["forward+backward"] = best_ms(fns, args.reps)
+    mask_dense_values = TorchUST.with_values(mask, mask.values.to(q.dtype))
+
+    def chain() -> torch.Tensor:  # the torch functions on a TorchUST mask (its handlers)
+        sc = torch.sparse.sampled_addmm(mask_dense_values, qg, kg.t(), beta=0.0)
+        return torch.mm(torch.sparse.softmax(sc, 1), vg)
+
+    fns["chain"] = fwd_bwd(chain, [qg, kg, vg])
+    t = best_ms(fns, args.reps)
+    peers = {k: t[k] for k in ("torch.sparse", "dense") if k in t}
+    out["forward+backward"] = {"ours": t["ours"], **peers}
+    out["fwd+bwd torch chain"] = {"ours": t["chain"], **peers}
     return out
 
 
