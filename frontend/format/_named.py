@@ -60,6 +60,15 @@ def _delta(bits: int) -> TensorFormat:
     return TensorFormat([i, j], {i: F.DENSE, j: (F.DELTA, bits)}, name=f"DELTA{bits}")
 
 
+def _blocked_ell(shape: tuple[int, int]) -> TensorFormat:
+    """Blocked ELL: block rows dense, block columns ``loose_compressed`` (a fixed stride of block slots per
+    block row when assembled), dense blocks: the layout of cuSPARSE's blocked-ELL SpMM."""
+    bsr = _block(shape, False)
+    m, n = shape
+    levels = [(lv.expr, F.LOOSE_COMPRESSED if k == 1 else F.DENSE) for k, lv in enumerate(bsr.levels)]
+    return TensorFormat(bsr.dimensions, levels, name=f"BlockedELL{m}x{n}")
+
+
 def _nm(n: int, m: int) -> TensorFormat:
     i, j = dimensions(2)
     levels: list[tuple[Expr, LevelSpec]] = [(i, F.DENSE), (j // m, F.DENSE), (j % m, (F.STRUCTURED, (n, m)))]
@@ -98,6 +107,10 @@ class NamedFormats:
     SkewDIAJ = _named("(i, j) -> (i + j : compressed, j : range)", "SkewDIAJ")
     DELTA: Callable[[int], TensorFormat] = staticmethod(_delta)
     NM: Callable[[int, int], TensorFormat] = staticmethod(_nm)
+    #: ELLPACK: rows dense, columns ``loose_compressed``; assembled with a fixed row stride (every row gets
+    #: as many slots as the fullest row, unused slots are zero padding), see ``frontend.storage``.
+    ELL = _named("(i, j) -> (i : dense, j : loose_compressed)", "ELL")
+    BlockedELL: Callable[[tuple[int, int]], TensorFormat] = staticmethod(_blocked_ell)
     BatchedCSR = _named("(b, i, j) -> (b : batch, i : dense, j : compressed)", "BatchedCSR")
 
     @classmethod
@@ -110,21 +123,23 @@ class NamedFormats:
             "BSR((2, 3))": cls.BSR((2, 3)), "BSC((2, 2))": cls.BSC((2, 2)),
             "DIAI": cls.DIAI, "DIAJ": cls.DIAJ, "SkewDIAI": cls.SkewDIAI, "SkewDIAJ": cls.SkewDIAJ,
             "DELTA(2)": cls.DELTA(2), "NM(2, 4)": cls.NM(2, 4), "BatchedCSR": cls.BatchedCSR,
+            "ELL": cls.ELL, "BlockedELL((2, 2))": cls.BlockedELL((2, 2)),
         }
 
     @classmethod
     def lookup(cls, name: str) -> TensorFormat:
-        """A named format by name, e.g. ``"CSR"``, ``"BSR((2, 3))"``, ``"DELTA(8)"``, ``"COO(3)"``."""
+        """A named format by name, e.g. ``"CSR"``, ``"BSR((2, 3))"``, ``"DELTA(8)"``, ``"COO(3)"``,
+        ``"BlockedELL(4,4)"``."""
         table = cls.all()
         key = name.strip()
         if key in table:
             return table[key]
         import re
         m = re.fullmatch(r"(\w+)\s*\((.*)\)", key)
-        if m and m.group(1) in ("Dense", "COO", "CSF", "BSR", "BSC", "DELTA", "NM"):
+        if m and m.group(1) in ("Dense", "COO", "CSF", "BSR", "BSC", "DELTA", "NM", "BlockedELL"):
             nums = [int(x) for x in re.findall(r"\d+", m.group(2))]
             fam = getattr(cls, m.group(1))
-            if m.group(1) in ("BSR", "BSC") and len(nums) == 2:
+            if m.group(1) in ("BSR", "BSC", "BlockedELL") and len(nums) == 2:
                 return fam((nums[0], nums[1]))
             if m.group(1) == "NM" and len(nums) == 2:
                 return fam(nums[0], nums[1])

@@ -74,6 +74,10 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
                 for s in _singleton_run(levels, k):
                     starts = starts | diffs[s]
                 starts = starts | dup
+            if f is LevelFormat.LOOSE_COMPRESSED and k and all(levels[q].is_dense_like for q in range(k)):
+                par, nparents, pos[k], crd[k] = _fixed_stride(par, nparents, c, starts)
+                new = starts
+                continue
             every = bool(starts.all())  # one position per entry (COO): no selections needed
             seg = np.arange(n, dtype=np.int64) if every else np.cumsum(starts) - 1
             p = _counts(par if every else par[starts], nparents)
@@ -111,6 +115,26 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
     crd = [c if c is None or levels[k].format is LevelFormat.DELTA else c.astype(idx_t, copy=False)
            for k, c in enumerate(crd)]
     return pos, crd, out_values
+
+
+def _fixed_stride(par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndarray
+                  ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """A loose_compressed level under dense levels only (ELLPACK): every parent gets the same number of
+    slots ``K`` (the most children of any parent), ``lo_p = p * K`` and ``hi_p = lo_p + children``.
+    Unused slots are padding: coordinate 0, value 0 (a kernel may read all ``K`` slots of a row)."""
+    sp = par[starts]
+    cnt = np.bincount(sp, minlength=nparents).astype(np.int64) if nparents else np.zeros(0, np.int64)
+    stride = int(cnt.max()) if len(cnt) else 0
+    first = np.concatenate(([0], np.cumsum(cnt)))[:-1]       # the first child of each parent, packed
+    rank = np.arange(len(sp), dtype=np.int64) - first[sp]     # the child's rank within its parent
+    slot = sp * stride + rank
+    pairs = np.empty(2 * nparents, dtype=np.int64)
+    pairs[0::2] = np.arange(nparents, dtype=np.int64) * stride
+    pairs[1::2] = pairs[0::2] + cnt
+    crd = np.zeros(nparents * stride, dtype=np.int64)
+    crd[slot] = c[starts]
+    seg = slot[np.cumsum(starts) - 1] if len(starts) else slot
+    return seg, nparents * stride, pairs, crd
 
 
 def _delta(lv: Level, par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndarray

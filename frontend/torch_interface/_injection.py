@@ -18,9 +18,9 @@ from torch.nn.utils import prune
 from frontend.format import NamedFormats, TensorFormat
 
 from ._subclass import TorchUST
+from .sparsifiers import NM, BlockFraction, ScalarFraction, Sparsifier
 
 FormatFunc = Callable[[torch.Tensor], "TorchUST | torch.Tensor | None"]
-MaskFunc = Callable[[torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -145,64 +145,53 @@ def reformat_model(model: nn.Module, func: FormatFunc | None = None, *,
 
 
 # ----- pruning --------------------------------------------------------------------------------------------
-def _nm_mask(w: torch.Tensor, n: int, m: int) -> torch.Tensor:
-    """Keep the ``n`` largest magnitudes in every group of ``m`` consecutive inputs of a row."""
-    rows, cols = w.shape[0], w.reshape(w.shape[0], -1).shape[1]
-    if cols % m:
-        raise ValueError(f"{n}:{m} pruning needs the input size ({cols}) to be a multiple of {m}")
-    g = w.detach().reshape(rows, cols // m, m).abs()
-    keep = g.topk(n, dim=-1).indices
-    mask = torch.zeros_like(g).scatter_(-1, keep, 1.0)
-    return mask.reshape(w.shape)
+class SparsifierPruning(prune.BasePruningMethod):
+    """A :class:`~.sparsifiers.Sparsifier` as an unstructured torch pruning method: on a module pruned
+    before, torch hands it only the entries still unpruned (as ``l1_unstructured`` is)."""
+
+    PRUNING_TYPE = "unstructured"
+
+    def __init__(self, sparsifier: Sparsifier) -> None:
+        self.sparsifier = sparsifier
+
+    def compute_mask(self, t: torch.Tensor, default_mask: torch.Tensor) -> torch.Tensor:
+        keep = self.sparsifier.checked_mask(t.detach())
+        return default_mask * keep.to(default_mask.dtype)
 
 
-def _block_mask(w: torch.Tensor, amount: float, block: tuple[int, ...]) -> torch.Tensor:
-    """Zero the ``amount`` fraction of ``block``-shaped tiles with the smallest L1 norm."""
-    if w.dim() != 2:
-        raise ValueError(f"block pruning needs a 2-D weight, got {w.dim()}-D")
-    bh, bw = block
-    r, c = w.shape
-    if r % bh or c % bw:
-        raise ValueError(f"block {block} does not tile a weight of shape {tuple(w.shape)}")
-    norms = w.detach().abs().reshape(r // bh, bh, c // bw, bw).sum(dim=(1, 3))
-    k = int(round(amount * norms.numel()))
-    mask = torch.ones_like(norms)
-    if k:
-        mask.view(-1)[norms.view(-1).argsort()[:k]] = 0.0
-    return mask.repeat_interleave(bh, 0).repeat_interleave(bw, 1)
-
-
-def _structured_mask(structured: object, amount: float) -> MaskFunc | None:
-    """The mask of a weight for ``prune_model``'s ``structured`` argument (None: L1-unstructured)."""
+def structured_sparsifier(structured: object, amount: float) -> Sparsifier:
+    """The sparsifier of ``prune_model``'s ``structured`` argument (None: :class:`ScalarFraction`)."""
     if structured is None:
-        return None
+        return ScalarFraction(amount)
+    if isinstance(structured, Sparsifier):
+        return structured
     if isinstance(structured, str):
         s = structured.strip().lower()
         if ":" in s:
             n, m = (int(x) for x in s.split(":"))
-            return lambda w: _nm_mask(w, n, m)
+            return NM(n, m)
         if s == "block":
-            return lambda w: _block_mask(w, amount, (4, 4))
+            return BlockFraction(amount, (4, 4))
     if isinstance(structured, tuple) and len(structured) == 2:
         if structured[0] == "block" and isinstance(structured[1], tuple):
-            block = tuple(int(x) for x in structured[1])
-            return lambda w: _block_mask(w, amount, block)
+            return BlockFraction(amount, tuple(int(x) for x in structured[1]))  # type: ignore[arg-type]
         if all(isinstance(x, int) for x in structured):
-            n, m = int(structured[0]), int(structured[1])
-            return lambda w: _nm_mask(w, n, m)
-    raise ValueError(f"structured must be None, 'n:m' (e.g. '2:4'), (n, m), 'block' or ('block', (h, w)); "
-                     f"got {structured!r}")
+            return NM(int(structured[0]), int(structured[1]))
+    raise ValueError(f"structured must be None, 'n:m' (e.g. '2:4'), (n, m), 'block', ('block', (h, w)) or a "
+                     f"Sparsifier; got {structured!r}")
 
 
 def prune_model(model: nn.Module, amount: float = 0.5, structured: object = None, *,
                 modules: tuple[type[nn.Module], ...] = (nn.Linear,), names: Iterable[str] | None = None) -> nn.Module:
     """Prune the weights of ``modules`` with torch's pruning (masks stay until ``reformat_model`` or
-    ``prune.remove``): ``structured=None`` L1-unstructured (``amount`` of the entries), ``"2:4"`` / ``(n, m)``
-    n:m (``amount`` ignored), ``"block"`` / ``("block", (h, w))`` the ``amount`` of tiles with the smallest
-    L1 norm.  ``names`` restricts to those submodule names.  Returns ``model``."""
+    ``prune.remove``), choosing entries with a sparsifier (:mod:`.sparsifiers`): ``structured=None``
+    :class:`ScalarFraction` (``amount`` of the entries, as L1-unstructured; on a module pruned before, of
+    the entries left), ``"2:4"`` / ``(n, m)`` :class:`NM` (``amount`` ignored), ``"block"`` /
+    ``("block", (h, w))`` :class:`BlockFraction` (the ``amount`` of tiles with the smallest L1 norm), or
+    any :class:`Sparsifier`.  ``names`` restricts to those submodule names.  Returns ``model``."""
     if not 0.0 <= float(amount) <= 1.0:
         raise ValueError(f"amount must be in [0, 1], got {amount!r}")
-    mask = _structured_mask(structured, float(amount))
+    sparsifier = structured_sparsifier(structured, float(amount))
     wanted = set(names) if names is not None else None
     for name, mod in model.named_modules():
         if not isinstance(mod, modules) or (wanted is not None and name not in wanted):
@@ -210,8 +199,8 @@ def prune_model(model: nn.Module, amount: float = 0.5, structured: object = None
         weight = getattr(mod, "weight", None)
         if not isinstance(weight, nn.Parameter):
             continue
-        if mask is None:
-            prune.l1_unstructured(mod, "weight", amount=float(amount))
+        if structured is None:
+            SparsifierPruning.apply(mod, "weight", sparsifier)
         else:
-            prune.custom_from_mask(mod, "weight", mask(weight))
+            prune.custom_from_mask(mod, "weight", sparsifier.checked_mask(weight.detach()).to(weight.dtype))
     return model

@@ -118,12 +118,14 @@ def sddmm(s: TensorWrapper, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         except ValueError:
             _DENSE_SAMPLED.add(key)
         else:
-            if not isinstance(out, Tensor) or out.nse != pattern.nse:
+            if not isinstance(out, Tensor):
                 raise RuntimeError(f"sampled product over a {s.format_name} pattern returned "
-                                   f"{getattr(out, 'nse', type(out).__name__)} values, expected {pattern.nse}")
-            return torch_storage.as_torch(out.val).reshape(s.values.shape).to(s.values.device)
+                                   f"{type(out).__name__}, expected a Tensor")
+            if out.nse == pattern.nse:
+                return torch_storage.as_torch(out.val).reshape(s.values.shape).to(s.values.device)
+            _DENSE_SAMPLED.add(key)  # the kernel lays the output out unpadded (e.g. fixed-stride ELL)
     dense = to_torch(ops.einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=NamedFormats.Dense(2)), type(s))
-    return dense.reshape(-1)[s.storage_positions()].reshape(s.values.shape).to(s.values.device)
+    return s.gather_stored(dense.reshape(-1)).to(s.values.device)
 
 
 class _SpMM(torch.autograd.Function):

@@ -151,7 +151,8 @@ class TensorWrapper(torch.Tensor):
         return self._plans
 
     def storage_positions(self) -> torch.Tensor:
-        """For each stored value (storage order), its flat index in the dense tensor (cached)."""
+        """For each stored value (storage order), its flat index in the dense tensor (cached); -1 for a
+        padding slot that holds no entry (the unused slots of a fixed-stride ELL row)."""
         if self._positions is None:
             ust = self.ust
             n = ust.nse
@@ -159,10 +160,10 @@ class TensorWrapper(torch.Tensor):
             tagged = torch_storage.with_values(ust, labels)
             flat = np.asarray(tagged.to_dense()).reshape(-1)
             where = np.flatnonzero(flat)
-            if where.size != n:
+            if where.size != n and not ust.tensor_format.is_unique:
                 raise RuntimeError(f"{self.format_name}: {n} stored entries map to {where.size} distinct "
                                    "coordinates")
-            pos = np.empty(n, dtype=np.int64)
+            pos = np.full(n, -1, dtype=np.int64)
             pos[flat[where].astype(np.int64) - 1] = where
             self._positions = torch.from_numpy(pos)
         return self._positions
@@ -187,6 +188,15 @@ class TensorWrapper(torch.Tensor):
             return index, dims
         keep = self._stored.detach().reshape(-1)[index] != 0
         return index[keep], dims[:, keep]
+
+    def gather_stored(self, flat: torch.Tensor) -> torch.Tensor:
+        """The entries of a flat dense tensor at the stored values' coordinates, in storage order and the
+        shape of ``.values`` (zero/False at padding slots; differentiable in ``flat``)."""
+        pos = self.storage_positions().to(flat.device)
+        out = flat[pos.clamp(min=0)]
+        if bool((pos < 0).any()):
+            out = torch.where(pos >= 0, out, torch.zeros((), dtype=flat.dtype, device=flat.device))
+        return out.reshape(self._stored.shape)
 
     def to_torch(self) -> torch.Tensor:
         """The plain torch tensor: the package object for formats torch has (zero-copy where it can),
