@@ -63,10 +63,8 @@ def matmul_case(draw: Any) -> dict[str, Any]:
     n = draw(st.sampled_from([1, 3]))
     if kind == "vector":
         b, tb = dense_operand(rng, (k,), dtype), False
-    elif kind == "sparse":  # a sparse result (KNOWN_GAPS: not complex, no all-dense operand)
-        a = draw(sparse_2d((k, m) if ta else (m, k), np.float64, sparse_only=True))
-        dtype = np.float64
-        b = draw(sparse_2d((n, k) if tb else (k, n), dtype, sparse_only=True))
+    elif kind == "sparse":  # a sparse result (both stored; either may be an all-dense generated format)
+        b = draw(sparse_2d((n, k) if tb else (k, n), dtype))
     else:
         b = dense_operand(rng, (n, k) if tb else (k, n), dtype, fortran=kind == "fortran")
     scale = draw(st.sampled_from(["none", "alpha", "c", "beta"])) if kind != "sparse" else "none"
@@ -146,12 +144,11 @@ OUT_FORMATS = ["CSR", "CSC", "COO", "DCSR", "DCSC", "BSR2x2", "BSC2x2", "DIAI", 
 
 
 @settings(**SETTINGS)
-@given(st.sampled_from([np.float32, np.float64]), st.sampled_from(SHAPES_2D), st.sampled_from(OUT_FORMATS),
-       st.data())
+@given(st.sampled_from(DTYPES), st.sampled_from(SHAPES_2D), st.sampled_from(OUT_FORMATS), st.data())
 def test_sparse_times_sparse(dtype: Any, shape: tuple[int, int], out: str, data: Any) -> None:
     """Sparse x sparse into an out_format of every family (a sparse result)."""
-    a = data.draw(sparse_2d(shape, dtype, sparse_only=True))
-    b = data.draw(sparse_2d((shape[1], shape[0]), dtype, sparse_only=True))
+    a = data.draw(sparse_2d(shape, dtype))
+    b = data.draw(sparse_2d((shape[1], shape[0]), dtype))
     got = run(lambda: F.matmul(a.t, b.t, out_format=NAMED_2D[out]))
     if got is not None:
         assert got.tensor_format == NAMED_2D[out]
