@@ -29,7 +29,7 @@ from lowering.miscompiles import unsupported_levels
 
 from ._blocks import unblocked_format
 from ._kernel_cache import dense_tensor, row_major
-from ._stats import buffer_memo
+from ._stats import buffer_memo, memo_head
 
 #: Operand index -> the format its copy has (None: a row-major dense copy).
 Reroutes = tuple[tuple[int, TensorFormat | None], ...]
@@ -121,12 +121,13 @@ def converted(t: Tensor, fmt: TensorFormat | None) -> Tensor:
         return t
     memo = buffer_memo(t)
     key = ("converted", fmt, t.shape, t.tensor_format.structure_key(), t.index_type)
-    buffers = t.buffers()
-    vals = np.asarray(buffers[-1])
+    head = memo_head(t)
+    others = tuple(b for b in t.buffers() if b is not head)  # held by the entry: never the memo's key
+    vals = np.asarray(t.val)
     got = None if memo is None else memo.get(key)
     if got is not None:
-        others, snapshot, copy = got
-        if len(others) == len(buffers) - 1 and all(x is y for x, y in zip(others, buffers[1:])) and \
+        held, snapshot, copy = got
+        if len(held) == len(others) and all(x is y for x, y in zip(held, others)) and \
                 snapshot.dtype == vals.dtype and np.array_equal(snapshot, vals):
             return copy
     if fmt is None:
@@ -134,5 +135,5 @@ def converted(t: Tensor, fmt: TensorFormat | None) -> Tensor:
     else:
         copy = t.convert(fmt)
     if memo is not None:  # the other buffers are held (no id reuse while the entry lives), the values copied
-        memo[key] = (tuple(buffers[1:]), vals.copy(), copy)
+        memo[key] = (others, vals.copy(), copy)
     return copy

@@ -67,7 +67,7 @@ def buffer_memo(t: Tensor) -> dict[Any, Any] | None:
     """A dictionary remembered for ``t``'s buffer set, keyed by its first buffer (weakref-checked) and dropped
     when that buffer is freed: the measurements (:func:`stored_rows`) and converted copies
     (``_reroute.converted``) of an operand live here. None when the buffer takes no weak references."""
-    head = _head(t)
+    head = memo_head(t)
     got = _MEMO.get(id(head))
     if got is not None and got[0]() is head:
         return got[1]
@@ -82,7 +82,7 @@ def buffer_memo(t: Tensor) -> dict[Any, Any] | None:
     return memo
 
 
-def _head(t: Tensor) -> Any:
+def memo_head(t: Tensor) -> Any:
     """The buffer a memo is keyed by: the first position or coordinate buffer, else the values."""
     return next((b for b in (*t._pos, *t._crd) if b is not None), t.val)
 
