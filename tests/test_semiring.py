@@ -157,3 +157,19 @@ def test_c_folds_in_the_same_in_every_format(name):
         c = np.full((shape[0], 3), -0.5, dtype)
         got = F.matmul(Tensor.from_dense(d.astype(dtype), fmt), b.astype(dtype), c, semiring=name)
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5, err_msg=f"{fmt.name} {shape}")
+
+
+def test_issue12_repros_give_the_csr_answer():
+    """The two repros of issue 12: min-plus on BSR((2, 2)) (was neither min-plus nor the product) and a
+    diagonal matrix under min-plus in BSR/DIA (padding took part); every format gives the CSR answer."""
+    from frontend import NamedFormats as NF, Tensor
+
+    rng = np.random.default_rng(0)
+    d, x = rng.standard_normal((4, 4)), rng.standard_normal(4)
+    got = F.matmul(Tensor.from_dense(d, NF.BSR((2, 2))), Tensor.from_package(x), semiring="min-plus").to_dense()
+    np.testing.assert_allclose(got, np.min(d + x, axis=1))
+    diag = np.diag([1.0, 2.0, 3.0, 4.0])
+    five = Tensor.from_package(np.full(4, 5.0))
+    for fmt in (NF.CSR, NF.BSR((2, 2)), NF.BSC((2, 2)), NF.DIAI, NF.DIAJ, NF.SkewDIAI, NF.DELTA(2)):
+        got = F.matmul(Tensor.from_dense(diag, fmt), five, semiring="min-plus").to_dense()
+        np.testing.assert_allclose(got, [6.0, 7.0, 8.0, 9.0], err_msg=fmt.name)
