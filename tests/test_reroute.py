@@ -197,3 +197,23 @@ def test_converted_is_the_same_copy_until_values_change() -> None:
     again = _reroute.converted(a, N.CSR)
     assert again is not first
     np.testing.assert_allclose(again.to_dense(), a.to_dense())
+
+
+@pytest.mark.parametrize("fa,fb,out,ta", [("CSC", "CSR", None, False), ("CSR", "CSR", "DCSC", False),
+                                          ("COO", "dense", "COO", True), ("DCSC", "CSR", None, False)])
+def test_reset_operands_replays_the_fallback(fa: str, fb: str, out: str | None, ta: bool) -> None:
+    """A plan whose sparse result needed a fallback (operands converted, or the result computed in another
+    format) keeps it for ``reset_operands``: the new operands are converted the same way."""
+    rng = np.random.default_rng(8)
+    mm = None
+    for call in range(2):
+        a, b = _matrix(rng, (6, 5) if ta else (5, 6), np.float64), _matrix(rng, (6, 4), np.float64)
+        ta_, tb_ = Tensor.from_dense(a, FORMATS[fa]), b if fb == "dense" else Tensor.from_dense(b, FORMATS[fb])
+        if mm is None:
+            mm = F.Matmul(ta_, tb_, out_format=None if out is None else FORMATS[out], transpose_a=ta)
+            mm.plan()
+        else:
+            mm.reset_operands(a=ta_, b=tb_)
+        assert mm.path.startswith("convert(")
+        got = mm.execute()
+        np.testing.assert_allclose(got.to_dense(), (a.T if ta else a) @ b, err_msg=f"{fa} x {fb} call {call}")

@@ -197,7 +197,7 @@ class CpuMatmul(MatmulPlan):
         old = self._live()
         objs = [new if new is not None else obj for new, obj in zip((a, b, c), self._objs)] + self._objs[3:]
         op = self._prepare(objs)
-        if op.base_key != old.base_key:
+        if op.initial_key != old.initial_key:
             raise ValueError("reset_operands needs operands of the same formats, shapes, dtypes and index "
                              "types; create a new Matmul for others")
         op.adopt_variant(old)

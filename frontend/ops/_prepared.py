@@ -83,6 +83,7 @@ class PreparedOp:
         self.conversions: tuple[str, ...] = ()  # copies made so that a kernel takes the operands (_reroute)
         self._reroute(names)
         self.base_key = self._structural_key()
+        self.initial_key = self.base_key  # before a fallback's conversions (reset_operands compares it)
         self._schedule(rows)
 
     # ----- preparation steps -------------------------------------------------------------------------------------
@@ -255,6 +256,11 @@ class PreparedOp:
         chunks from this op's schedule."""
         if other.row_range and not self.row_range:  # these operands would not use several threads
             self.bounds = (0, self.kernel_shape[0])
+        if other.base_key != self.base_key:  # other's fallback converted operands or the result: replayed here
+            self.tensors = apply(self.tensors, other.reroutes[len(self.reroutes):])
+            self.reroutes, self.conversions = other.reroutes, other.conversions
+            self.out_format, self.final_format = other.out_format, other.final_format
+            self.base_key, self.two_pass_threads = other.base_key, other.two_pass_threads
         self.kernel, self.lanes, self.row_range, self.key = other.kernel, other.lanes, other.row_range, other.key
 
     def with_row_range(self) -> PreparedOp:
