@@ -7,7 +7,8 @@ Skipped (exit status 0, one line saying why) when no CUDA device or no CUDA-enab
 1. SpMV, float32, a 7-point 3-D stencil with ``rows`` rows, all buffers on the device:
    torch.sparse CSR / COO (cuSPARSE) and cupyx CSR when CuPy is installed, against ours: CSR and COO
    through ``path="cusparse"`` (the library dispatch), CSR through ``"sparsifier-gpu"`` (MLIR's
-   sparsifier, NVVM) and DIA (row-major diagonals, DIA-I) through ``"emitter-gpu"``.
+   sparsifier, NVVM) and DIA (row-major diagonals, DIA-I) through ``"emitter-gpu"``; and the CPU path on
+   the same matrix in host memory (``threads="auto"``), so the ratios compare GPU and CPU too.
 2. The delta sweep (MACKO): ``size x size`` SpMV with uniformly random nonzeros, sparsity 50%..99%,
    float16 and float32: dense GEMV (torch.mv, cuBLAS) and torch CSR against ours DELTA(8) / DELTA(4).
 Times are medians of repeated, synchronized calls.
@@ -83,6 +84,10 @@ def bench_stencil(rows: int, torch: Any) -> None:
     for label, t, path in ours:
         plan = gpu_matmul_plan(to_device(t), x, path=path).plan()
         rows_out.append((f"{label}", median_time(plan.execute, sync), plan.execute().cpu().numpy()))
+    from frontend import Matmul
+
+    cpu = Matmul(csr, x_np, threads="auto").plan()  # the CPU path on host buffers (same matrix)
+    rows_out.append(("ours CSR  CPU (threads=auto)", median_time(cpu.execute, lambda: None), cpu.execute()))
     print(f"\nSpMV float32, 7-point stencil, {rows} rows, nnz {csr.nnz} (ms; ratio = torch CSR / this)")
     t_ref = rows_out[0][1]
     for label, t, y in rows_out:

@@ -92,6 +92,11 @@ def run(size: int, batches: list[int], sparsities: list[float], reps: int) -> No
         udelta = copy.deepcopy(dense)
         reformat_model(udelta, lambda w: choose_format(w, threshold=0, candidates=[N.DELTA(8)])
                        if w.shape[0] == size else None)
+        dense_nm = prune_model(mlp(size), amount=s, structured="2:4", names=["0", "2"])  # 2:4 = 50% per group
+        reformat_model(dense_nm, lambda w: None)
+        unm = copy.deepcopy(dense_nm)
+        reformat_model(unm, lambda w: choose_format(w, threshold=0, candidates=[N.NM(2, 4)])
+                       if w.shape[0] == size else None)
         print(f"\nsparsity {s:.0%}: weight bytes dense {weight_bytes(dense):,}, torch CSR {csr_bytes(tcsr):,} "
               f"(+ dense head), TorchUST CSR {weight_bytes(ucsr):,}, DELTA8 {weight_bytes(udelta):,}")
         for b in batches:
@@ -99,6 +104,8 @@ def run(size: int, batches: list[int], sparsities: list[float], reps: int) -> No
             t0 = time.perf_counter()
             compiled = frontend.compile(ucsr, x)
             compile_s = time.perf_counter() - t0
+            compiled_delta = frontend.compile(udelta, x)
+            compiled_nm = frontend.compile(unm, x)
             with torch.inference_mode():
                 ref = dense(x)
                 for name, model in (("TorchUST CSR", ucsr), ("TorchUST DELTA8", udelta),
@@ -106,9 +113,13 @@ def run(size: int, batches: list[int], sparsities: list[float], reps: int) -> No
                     err = (model(x) - ref).abs().max().item()
                     assert err < 1e-3, f"{name} differs from dense by {err}"
                 assert (compiled(x) - ref).abs().max().item() < 1e-3
+                assert (compiled_delta(x) - ref).abs().max().item() < 1e-3
+                assert (compiled_nm(x) - dense_nm(x)).abs().max().item() < 1e-3
                 times = best_us({"dense torch": lambda: dense(x), "torch.sparse CSR": lambda: tcsr(x),
                                  "TorchUST CSR": lambda: ucsr(x), "TorchUST DELTA8": lambda: udelta(x),
-                                 "frontend.compile": lambda: compiled(x)}, reps)
+                                 "TorchUST NM2:4": lambda: unm(x),
+                                 "compile CSR": lambda: compiled(x), "compile DELTA8": lambda: compiled_delta(x),
+                                 "compile NM2:4": lambda: compiled_nm(x)}, reps)
                 rows = list(times.items())
             base = rows[0][1]
             print(f"  batch {b} (frontend.compile took {compile_s:.1f} s):")

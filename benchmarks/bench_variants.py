@@ -62,6 +62,8 @@ def matrices(scale: int) -> dict[str, Callable[[], sp.csr_matrix]]:
         "banded-65": lambda: sp.diags([np.ones(n)] * 65, list(range(-32, 33)), shape=(n, n), format="csr"),
         "blocks-4x4": lambda: sp.csr_matrix(sp.kron(_uniform(n // 4, n // 4, 3, rng), np.ones((4, 4)))),
         "pruned-4096-f32": lambda: _pruned(4096, 0.5, rng),
+        "random-2000-1%": lambda: _uniform(2000, 2000, 20, rng),
+        "short-wide": lambda: _uniform(1000, 500_000 // scale, 4000, rng),
         "long-rows-200": lambda: _uniform(n // 20, n // 20, 200, rng),
     }
 

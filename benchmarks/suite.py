@@ -6,7 +6,8 @@
 Families (``benchmarks/suitekit/matrices.py``): tiny, pyamg (real example matrices), poisson (2-D 1000^2,
 3-D 100^3), random (uniform 1M rows 10M nnz; 2000^2 at 1%), powerlaw (1M rows, ~30M nnz), banded (11
 diagonals, 1M rows), block4x4, shape (tall-skinny, short-wide), pruned (4096^2 float32 at 50/70/90/95%).
-Operations (``suitekit/ops.py``): spmv, spmm16, spmm64, spgemm, sddmm, minplus, maxplus, dia, delta, trsv, cg.
+Operations (``suitekit/ops.py``): spmv, spmm16, spmm64, spgemm, sddmm, minplus, maxplus, dia, delta, trsv, cg;
+(``suitekit/elementwise.py``): add, multiply, rowsum (sum along axis 1), softmax (over each row's entries).
 To fit a full run in about 20 minutes, SpMM x 64 runs on matrices up to 6M nonzeros, SDDMM up to 12M,
 SpGEMM up to 50M multiply-adds (5M with ``--quick``), CG at most 200 iterations above 100,000 rows.
 ``--only`` takes ``FAMILY``, ``FAMILY/OP`` or ``/OP`` (shell-style wildcards); ``--quick`` uses smaller
@@ -39,11 +40,14 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from suitekit.elementwise import ELEMENTWISE_OPS  # noqa: E402
 from suitekit.matrices import FAMILIES, Case  # noqa: E402
 from suitekit.ops import OPS, Bench, Settings, Skip  # noqa: E402
 from suitekit.peers import PEER_NAMES, Peers, load_peers  # noqa: E402
 from suitekit.report import Record, print_report, summarize, update_readme, write_results  # noqa: E402
 from suitekit.timing import call_time, read_bandwidth, round_robin  # noqa: E402
+
+ALL_OPS = {**OPS, **ELEMENTWISE_OPS}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -143,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         if not selected(args.only, family):
             continue
         for case in cases(args.quick):
-            for op, build in OPS.items():
+            for op, build in ALL_OPS.items():
                 if not selected(args.only, family, op):
                     continue
                 try:

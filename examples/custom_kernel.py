@@ -92,7 +92,7 @@ def main() -> None:
     mm2 = Matmul(t, x, alpha=2.0)                                  # alpha: falls back to the emitter
     print(f"with alpha: path {mm2.path}")
     lowering.unregister_kernel("dia-spmv")
-    print(f"after unregister_kernel: path {Matmul(t, x).path}")    # emitter
+    print(f"after unregister_kernel: path {Matmul(t, x).path}")    # emitter-rows
 
 
 if __name__ == "__main__":

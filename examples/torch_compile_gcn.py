@@ -34,7 +34,7 @@ gcn = GCN(16, 32, 4).eval()
 start = time.perf_counter()
 compiled = frontend.compile(gcn, adj, h)
 print(f"compiled in {time.perf_counter() - start:.2f} s; the module's sparse encodings:")
-print("\n".join(line for line in compiled.mlir.splitlines() if "#sparse_tensor.encoding" in line))
+print("\n".join(line for line in compiled.mlir().splitlines() if "#sparse_tensor.encoding" in line))
 with torch.no_grad():
     expected = gcn(adj, h)
 out = compiled(adj, h)

@@ -19,6 +19,7 @@ _LAZY.update({name: ".ops" for name in ("add", "subtract", "multiply", "apply", 
                                          "prod", "reduce", "softmax", "log_softmax", "where", "exp", "log")})
 _LAZY.update({"Tensor": ".tensor", "validate": ".storage"})  # tensors and their storage
 _LAZY.update({"solve": ".solvers", "Solve": ".solvers"})  # linear systems (frontend.solvers)
+_LAZY.update({"DistributedTensor": ".distributed"})  # partitioned tensors on Dask (frontend.distributed)
 # whole torch models
 _LAZY.update({"compile": ".torch_interface._compile", "CompiledModel": ".torch_interface._compile"})
 

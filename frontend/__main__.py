@@ -1,5 +1,6 @@
-"""Command line: print MLIR encodings of formats.
+"""Command line: check this machine, print MLIR encodings of formats.
 
+    python -m frontend doctor [--require-gpu]      (frontend._doctor: exit status 0 / 1 / 3 / 4)
     python -m frontend encoding CSR
     python -m frontend encoding "(i, j) -> (i : dense, j : compressed)" --shape 8x8 --dtype f64
     python -m frontend formats
@@ -69,7 +70,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     enc.set_defaults(run=_encoding)
     fm = sub.add_parser("formats", help="list the named formats with their DSL and MLIR")
     fm.set_defaults(run=_formats)
+    doc = sub.add_parser("doctor", help="check the toolchain, cache, threads and CUDA, then compile and run a "
+                                        "tiny product on every available path against numpy")
+    doc.add_argument("--require-gpu", action="store_true",
+                     help="fail (exit status 4) when no CUDA device is found, 3 when a GPU check fails")
     args = parser.parse_args(argv)
+    if args.command == "doctor":
+        from frontend._doctor import main as doctor
+
+        return doctor(require_gpu=args.require_gpu)
     try:
         print(args.run(args))
     except (ValueError, TypeError) as exc:

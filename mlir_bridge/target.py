@@ -42,6 +42,11 @@ class Target:
         return f"{self.name}|{self.device}|{self.triple}|{self.cpu}|O{self.opt_level}|opt={self.ir_opt}|" \
                f"{','.join(self.link_libs)}|{extra}{host}"
 
+    def compile_env(self) -> dict[str, str]:
+        """Environment variables the crash-isolated compile child needs (the CUDA target: the PATH that leads
+        MLIR to ``ptxas``/``fatbinary``); none on the CPU."""
+        return {}
+
     def build(self, llvm_module: Path, out: Path) -> None:
         """Translate an LLVM-dialect module (text or bytecode) into the shared object ``out``."""
         self.link([self.compile_object(llvm_module, out)], out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
 import sys
 import traceback
@@ -28,6 +29,7 @@ class Job:
     text: str
     stages: tuple[Stage, ...]
     mode: str  # "compile" | "stages"
+    env: tuple[tuple[str, str], ...] = ()  # set in the child before any stage (the target's ``compile_env``)
 
 
 def _progress(outdir: Path, name: str) -> None:
@@ -38,6 +40,7 @@ def execute(job: Job, outdir: Path) -> None:
     """Run ``job``, writing its outputs into ``outdir`` (raises CompileError)."""
     from mlir_bridge import context
 
+    os.environ.update(dict(job.env))  # a child process: tools MLIR runs (ptxas) are looked up on its PATH
     _progress(outdir, "verify")
     module = context.parse(job.text, context.new_context())
     context.mark_c_interface(module)

@@ -142,7 +142,7 @@ def test_info_contents():
     a = sp.csr_array(rand((10, 8), density=0.4, seed=13))
     info = F.Matmul(a, np.ones(8)).info
     assert isinstance(info, MatmulInfo)
-    assert info.path == "sparsifier" and info.threads == 1 and info.lanes in (1, 8) and info.reason
+    assert info.path == "emitter-rows" and info.threads == 1 and info.lanes in (1, 8) and info.reason
     forced = F.Matmul(a, np.ones(8), threads=2).plan().info
     assert forced.path == "emitter-rows" and forced.threads == 2 and forced.split == "nnz"
     assert "threads=2" in forced.reason
@@ -172,3 +172,19 @@ def test_repeated_calls_do_not_grow_memory():
     finally:
         tracemalloc.stop()
     assert grown < 64 * 1024
+
+
+def test_out_alias_check_follows_the_operands():
+    """execute(out=) checks memory sharing once per (out, operands): reusing out is cheap, new operands that
+    alias it are still refused."""
+    a = sp.csr_array(rand((6, 5), density=0.5, seed=21))
+    buf = np.zeros(6)
+    mm = F.Matmul(a, np.ones(5)).plan()
+    for _ in range(3):
+        assert mm.execute(out=buf) is buf
+        np.testing.assert_allclose(buf, a @ np.ones(5))
+    mm.reset_operands(b=buf[:5])  # x now lives in out's memory
+    with pytest.raises(ValueError, match="shares memory"):
+        mm.execute(out=buf)
+    other = np.empty(6)
+    np.testing.assert_allclose(mm.execute(out=other), a @ buf[:5])

@@ -108,6 +108,9 @@ def test_apply_select(name):
     np.testing.assert_allclose(_dense(F.apply(t, lambda v, i, j: v + 10 * i + j)), np.where(stored, A + 10 * i + j, 0))
     kept = F.select(t, lambda v: v >= 0.5)
     np.testing.assert_allclose(_dense(kept), np.where(A >= 0.5, A, 0))
+    upper = F.select(t, lambda v, i, j: F.where(j > i, v < 1.0, 0.0))  # predicate of value and coordinates
+    np.testing.assert_allclose(_dense(upper), np.where((j > i) & (A < 1.0), A, 0))
+    assert upper.is_sparse
 
 
 @pytest.mark.parametrize("name", FORMATS)
@@ -145,6 +148,95 @@ def test_softmax_matches_torch(name, axis):
     np.testing.assert_array_equal(_dense(got) != 0, A != 0)  # the pattern; the empty row stays empty
     want = torch.sparse.log_softmax(ref, axis).to_dense().numpy()
     np.testing.assert_allclose(_dense(F.log_softmax(t, axis)), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_softmax_row_kernel_matches_reference(dtype, index, threads, monkeypatch):
+    """The one-kernel softmax (CSR rows, CSC columns) equals the masked dense reference and the four-kernel
+    sparsifier path, on row chunks (threads) and with empty rows, a 1x1 and an empty matrix."""
+    from frontend.ops import _elementwise as ew
+
+    for shape, seed in (((40, 30), 3), ((1, 1), 4), ((0, 5), 5)):
+        d = _matrix(shape, seed, dtype) if shape[0] else np.zeros(shape, dtype)
+        if shape == (1, 1):
+            d[0, 0] = 0.5
+        for fmt, axis in ((sp.csr_array, 1), (sp.csc_array, 0)):
+            m = fmt(d)
+            m.indices, m.indptr = m.indices.astype(index), m.indptr.astype(index)
+            mask = d != 0
+            z = np.where(mask, d, -np.inf)
+            with np.errstate(invalid="ignore"):
+                e = np.exp(z - z.max(axis=axis, keepdims=True, initial=-np.inf))
+                ref = np.where(mask, e / e.sum(axis=axis, keepdims=True), 0)
+                lref = np.where(mask, np.log(np.where(mask, ref, 1)), 0)
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            got = F.softmax(m, axis, threads=threads)
+            assert type(got) is fmt and got.dtype == dtype
+            np.testing.assert_allclose(got.toarray(), ref, rtol=tol, atol=tol)
+            np.testing.assert_allclose(F.log_softmax(m, axis, threads=threads).toarray(), lref, rtol=tol, atol=tol)
+            if threads == 1 and shape == (40, 30):
+                monkeypatch.setattr(ew, "_row_softmax", lambda *a, **k: None)
+                np.testing.assert_allclose(F.softmax(m, axis).toarray(), ref, rtol=tol, atol=tol)
+                monkeypatch.undo()
+
+
+@pytest.mark.parametrize(("op", "args", "count", "ops"), [
+    (F.add, (A, B), 1, ["scf.while", "arith.addf"]),          # CSR + CSR: the row merge kernel
+    (F.multiply, (A, B), 1, ["scf.while", "arith.mulf"]),
+    (F.add, (A, "COO"), 1, ["linalg.generic", "arith.addf"]),   # CSR + COO: the sparsifier
+    (F.apply, (A, lambda v: v * 2), 1, ["sparse_tensor.unary"]),
+    (F.select, (A, lambda v: v > 0), 1, ["sparse_tensor.select"]),
+    (F.sum, (A, 1), 1, ["linalg.generic"]),
+    (F.max, (A, 1), 2, ["sparse_tensor.reduce"]),
+    (F.reduce, (A, 1, "max"), 1, ["sparse_tensor.reduce"]),
+    (F.softmax, (A, 1), 1, ["math.exp", "scf.for"]),        # one row kernel
+    (F.softmax, (A, 0), 4, ["sparse_tensor.binary", "sparse_tensor.reduce"]),  # CSR columns: four
+])
+def test_print_mlir_elementwise(op, args, count, ops):
+    import io
+
+    args = tuple(sp.csr_array(x) if isinstance(x, np.ndarray) else x for x in args)
+    if len(args) == 2 and isinstance(args[1], str):
+        args = (args[0], sp.coo_array(B))
+    buf = io.StringIO()
+    F.print_mlir(op, *args, stage="linalg", file=buf)
+    text = buf.getvalue()
+    assert text.count("// =====") == count
+    for name in ops:
+        assert name in text, name
+    buf = io.StringIO()
+    F.print_mlir(op, *args, stage="llvm", file=buf)
+    assert "llvm.func @main" in buf.getvalue() or "llvm.func @merge" in buf.getvalue()
+    with pytest.raises(TypeError, match="not an elementwise operation"):
+        from frontend.ops._elementwise import kernels_of
+        kernels_of(print, A)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("chunks", [False, True])
+def test_csr_merge_kernel(dtype, chunks, monkeypatch):
+    """CSR+CSR / CSC+CSC add, subtract and multiply through the one-pass row merge kernel, one chunk and row
+    chunks joined (threads), against scipy; empty rows, a 1x1, empty matrices and mixed index widths."""
+    from frontend.ops import _elementwise as ew
+
+    if chunks:
+        monkeypatch.setattr(ew, "MERGE_PARALLEL_MIN", 1)
+        monkeypatch.setattr(ew, "cpu_count", lambda: 3)
+    for (m, n), seed in (((30, 20), 1), ((1, 1), 2), ((0, 4), 3), ((5, 0), 4)):
+        a, b = (sp.csr_array((_matrix((m, n), s) * 10).astype(dtype)) if m and n else sp.csr_array((m, n), dtype=dtype)
+                for s in (seed, seed + 9))
+        b.indices, b.indptr = b.indices.astype(np.int64), b.indptr.astype(np.int64)
+        for conv in (sp.csr_array, sp.csc_array):
+            x, y = conv(a), conv(b)
+            for fn, ref in ((F.add, a + b), (F.subtract, a - b), (F.multiply, a.multiply(b))):
+                got = fn(x, y)
+                assert type(got) is conv and got.dtype == dtype
+                got.check_format(full_check=True)
+                np.testing.assert_array_equal(got.toarray(), ref.toarray())
+    got = F.add(sp.csr_array(A), sp.csr_array(B))
+    assert got.nnz == np.count_nonzero((A != 0) | (B != 0))  # the union's entries, exactly sized
 
 
 @pytest.mark.parametrize("fmt", ["(i, j) -> (i : dense, j : dense)", "(i, j) -> (j : dense, i : dense)"])

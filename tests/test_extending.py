@@ -39,11 +39,11 @@ def test_worked_example_dia_spmv_kernel_runs():
         np.testing.assert_allclose(mm.execute().to_dense(), a @ x, atol=1e-12)
         assert mm.path == "kernel:dia-spmv"
         assert "arith.maxsi" in mm.mlir and "%ndiag" in mm.mlir      # the hand-written text was compiled
-        assert Matmul(t, x, alpha=2.0).path == "emitter"              # when= keeps other cases generated
+        assert Matmul(t, x, alpha=2.0).path == "emitter-rows"         # when= keeps other cases generated
         assert Matmul(Tensor.from_dense(a, NF.DIAJ), x).path == "emitter"   # pattern: DIA-I only
     finally:
         lowering.unregister_kernel("dia-spmv")
-    assert Matmul(t, x).path == "emitter"
+    assert Matmul(t, x).path == "emitter-rows"
 
 
 SCALED = """
@@ -126,7 +126,7 @@ def _sum_of_stored(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.array([sum(a[i, j] + x[j] for j in np.flatnonzero(a[i])) for i in range(a.shape[0])])
 
 
-@pytest.mark.parametrize("fmt", [NF.DIAI, NF.CSR], ids=["emitter", "sparsifier"])
+@pytest.mark.parametrize("fmt", [NF.DIAI, NF.CSC], ids=["emitter", "sparsifier"])
 def test_registered_pass_runs_on_both_paths(fmt):
     a = tridiag(7)
     x = np.linspace(1, 2, 7)

@@ -8,6 +8,7 @@ import frontend as F
 from concurrency import run_on_threads
 from frontend import NamedFormats as N, Tensor
 from frontend.ops._threads import chunk_bounds, resolve_threads
+from lowering.pipelines import Pipeline
 from ops_util import dense, rand
 
 FORMATS = {"CSR": N.CSR, "BSR": N.BSR((2, 2)), "DELTA": N.DELTA(4), "DIAI": N.DIAI}
@@ -80,7 +81,8 @@ def test_not_row_parallel_ignores_threads():
     np.testing.assert_allclose(dense(F.matmul(csc, np.ones(5), threads=2)), a @ np.ones(5), rtol=1e-12)
     csr = stored(a, "CSR")
     assert F.Matmul(csr, stored(a.T.copy(), "CSR"), threads=2).path == "kernel:spgemm-csr"  # sparse result
-    assert F.Matmul(csr, np.ones(5)).path == "sparsifier"  # default: unchanged
+    assert F.Matmul(csr, np.ones(5)).path == "emitter-rows"  # default: the row-range kernel on one chunk
+    assert F.Matmul(csr, np.ones(5), pipeline=Pipeline()).path == "sparsifier"  # a custom pipeline: MLIR's
 
 
 def test_threads_argument_checked():

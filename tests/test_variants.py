@@ -18,7 +18,7 @@ from frontend.ops._options import MatmulOptions
 from frontend.ops._prepared import PreparedOp
 from frontend.storage._convert import inside_shape, level_coordinates
 from lowering.contraction import Contraction, TensorSpec
-from lowering.emitter import emit_contraction, row_parallel
+from lowering.emitter import emit_contraction, register_level_rule, row_parallel, rule_for
 from lowering.pipelines import Pipeline
 from lowering.schedule import AUTO_MIN_WORK, LONG_ROW, MID_LANES, WIDE_LANES, OperandStats, Schedule, choose_schedule
 from mlir_bridge import compile_module
@@ -214,6 +214,27 @@ def test_emitted_loops_per_variant():
     assert "-> (vector<8xf64>, vector<8xf64>)" in tile and tile.count("vector.store") == 2
     for text in (scalar, wide, tile):
         assert "memref.load %out" not in text and "vector.load %out" not in text
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("lanes", [WIDE_LANES, 16], ids=lambda v: f"lanes{v}")
+@pytest.mark.parametrize("shape", [(1, 1), (5, 1), (7, 3), (3, 70), (0, 4), (10, 37), (6, 300)], ids=str)
+def test_gathered_delta_walk(shape, lanes, bits):
+    """DELTA's gathered walk (off by default: ``register_level_rule(..., gather=True)``): ``lanes`` gaps at a
+    time, their coordinates one i32 prefix sum over a splat of the running column, then one gather."""
+    register_level_rule("delta", rule_for("delta"), gather=True, replace=True)
+    try:
+        for dtype in (np.float32, np.float64):
+            a = matrix(shape, dtype, seed=11) if min(shape) else np.zeros(shape, dtype)
+            t = Tensor.from_dense(a, N.DELTA(bits), index_type=np.int32)
+            x = dense_operand("spmv", shape, dtype)
+            for rows in (True, False):
+                check(run_variant(prepared(t, x, "spmv"), lanes, rows), a @ x, dtype)
+        text = emit_contraction(dataclasses.replace(prepared(t, x, "spmv").describe(), lanes=lanes, row_range=True),
+                                rows=True)
+        assert "vector.gather" in text and f"vector<{lanes}xi32>" in text and f"vector<{lanes}xindex>" not in text
+    finally:
+        register_level_rule("delta", rule_for("delta"), gather=False, replace=True)
 
 
 # ----- choose_schedule's rules on synthetic statistics ----------------------------------------------------------

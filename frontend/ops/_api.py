@@ -17,11 +17,13 @@ from typing import Any
 
 from frontend.format import TensorFormat
 
+from . import _elementwise
 from ._cpu import MISS, CpuMatmul, forget_templates, run_cached
 from ._elementwise_kernels import clear_elementwise_kernels
 from ._kernel_cache import clear_kernels, kernel_count
+from ._operands import delegate
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
-from ._plan import MatmulInfo, MatmulPlan
+from ._plan import MatmulInfo, MatmulPlan, print_stages
 from .gpu._route import wants_gpu
 
 
@@ -62,6 +64,12 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     The same plan as ``Matmul(a, b, c, ...)``, run once: a signature seen before reuses its prepared op
     and this thread's prepared call.
     """
+    owner = delegate((a, b, c))
+    if owner is not None:  # a distributed operand (frontend.distributed) runs the call itself
+        return owner.__ust_function__("matmul", (a, b, c), dict(
+            alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b, semiring=semiring,
+            out_format=out_format, prolog=prolog, epilog=epilog, target=target, pipeline=pipeline, device=device,
+            threads=threads, out=out))
     options = MatmulOptions(alpha, beta, transpose_a, transpose_b, semiring, out_format, prolog, epilog, target,
                             pipeline, device, threads)
     backend = _backend_for((a, b, c), options)
@@ -194,6 +202,11 @@ def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | None = No
     letters (sampled products such as SDDMM ``"ij,ik,kj->ij"``); else dense. ``out_format`` overrides it.
     CUDA operands or ``device="cuda"`` run on the GPU (dense result).
     """
+    owner = delegate(operands)
+    if owner is not None:  # a distributed operand (frontend.distributed)
+        return owner.__ust_function__("einsum", (subscripts, *operands), dict(
+            out_format=out_format, semiring=semiring, prolog=prolog, epilog=epilog, target=target, pipeline=pipeline,
+            device=device))
     options = MatmulOptions(semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, target=target,
                             pipeline=pipeline, device=device)
     return _backend_for(operands, options).for_einsum(subscripts, operands, options).execute_once()
@@ -205,10 +218,18 @@ def print_mlir(*args: Any, stage: str | None = None, file: Any = None, subscript
     """Print the MLIR of an operation at each stage (linalg, after sparsification, LLVM dialect).
 
     ``print_mlir(mm)`` for a :class:`Matmul`; ``print_mlir(a, b, **matmul_options)`` for a matmul;
-    ``print_mlir(*operands, subscripts="ik,kj->ij")`` for an einsum; ``stage=`` picks one.
+    ``print_mlir(*operands, subscripts="ik,kj->ij")`` for an einsum; ``print_mlir(op, *operands, **options)``
+    for an elementwise operation or reduction (``op`` is :func:`add`, :func:`softmax`, ...: the call runs
+    once and each kernel it compiles is printed in call order); ``stage=`` picks one.
     """
     if len(args) == 1 and hasattr(args[0], "print_mlir"):  # a Matmul or a backend plan
         args[0].print_mlir(stage, file)
+        return
+    if args and callable(args[0]) and args[0] in _elementwise.OPERATIONS:
+        kernels = _elementwise.kernels_of(args[0], *args[1:], **kwargs)
+        for n, kernel in enumerate(kernels, 1):
+            print(f"// ===== {args[0].__name__}: kernel {n} of {len(kernels)} =====", file=file)
+            print_stages(kernel.stages(), stage, file)
         return
     if subscripts is not None:
         options = MatmulOptions(out_format=kwargs.pop("out_format", None), semiring=kwargs.pop("semiring", None),

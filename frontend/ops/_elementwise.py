@@ -23,15 +23,18 @@ from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
+from lowering.kernels import merge_rows, row_softmax
 from lowering.miscompiles import unsupported_levels
 from lowering.scalar_fn import ScalarFn, exp, kind, logical_or, maximum, minimum, trace
 from lowering.sparsifier import elementwise as build
 
-from ._elementwise_kernels import kernel_for
+from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels, row_kernel_for
 from ._kernel_cache import dense_tensor, row_major, spec_of
-from ._operands import check_cpu, elem_of, operand, out_width, result_package, to_caller_package
+from ._operands import check_cpu, elem_of, operand, out_width, result_package, to_caller_package, validate_sparse
 from ._prepared import default_sparse_format
 from ._reroute import entry_format
+from ._stats import balanced_bounds
+from ._threads import cpu_count, resolve_threads
 
 _SCALARS = (int, float, complex, np.number)
 
@@ -144,6 +147,10 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
         if want is not None and not want.is_dense and default_sparse_format(want, len(shape)) == want:
             computed = want
         out = _sparse_spec(computed, shape, elem, sparse)
+        full = tuple(range(len(shape)))
+        merged = _merged(op, ta, tb, computed, elem) if da == db == full and len(sparse) == 2 else None
+        if merged is not None:
+            return _finish(merged, want if want is not None else final, result_package(objs))
     else:
         final = None
         out = TensorSpec(None, shape, elem)
@@ -151,6 +158,55 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
     key = ("binary", op, specs[0].key(), specs[1].key(), da, db, out.key())
     kernel = kernel_for(key, lambda: build.binary_module(op, specs, (da, db), out), specs, out)
     return _finish(kernel([ta, tb]), want if want is not None else final, result_package(objs))
+
+
+#: Stored entries (both operands) from which the merge kernels run on every core (below: one thread).
+MERGE_PARALLEL_MIN = 1 << 20
+
+
+def _index_type(buf: Any) -> str:
+    return f"i{np.asarray(buf).dtype.itemsize * 8}"
+
+
+def _merged(op: str, ta: Tensor, tb: Tensor, computed: TensorFormat, elem: str) -> Tensor | None:
+    """``ta op tb`` for two CSR (or two CSC) operands computed in that format: the one-pass row merge
+    (:mod:`lowering.kernels.merge_rows`) on row chunks; None when it does not apply."""
+    fmt = ta.tensor_format
+    if (fmt not in (NamedFormats.CSR, NamedFormats.CSC) or tb.tensor_format != fmt or computed != fmt
+            or kind(elem) not in ("float", "int")):
+        return None
+    validate_sparse([ta, tb])
+    a_pos, a_crd, b_pos, b_crd = (np.asarray(x) for x in (ta._pos[1], ta._crd[1], tb._pos[1], tb._crd[1]))
+    a_val, b_val = np.asarray(ta.val), np.asarray(tb.val)
+    if not (a_val.flags.c_contiguous and b_val.flags.c_contiguous):
+        return None
+    w = out_width([ta, tb])
+    idx = np.dtype(f"int{w}")
+    types = [_index_type(x) for x in (a_pos, a_crd, b_pos, b_crd)] + [f"i{w}", f"i{w}"]
+    key = ("merge", op, elem, *types)
+    kernel = row_kernel_for(key, lambda: merge_rows.build(op, elem, kind(elem), *types))
+    outer = len(a_pos) - 1
+    work = a_pos.astype(np.int64) + b_pos.astype(np.int64)  # row offsets of the bound nnz(A) + nnz(B)
+    n = cpu_count() if int(work[-1]) >= MERGE_PARALLEL_MIN and outer > 1 else 1
+    bounds = balanced_bounds(work, n) if n > 1 else (0, outer)
+    bound = int(work[-1])
+    c_pos = np.empty(outer + 1, idx)
+    c_pos[0] = 0
+    crd, val = np.empty(bound, idx), np.empty(bound, a_val.dtype)
+    kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
+    spans = [(int(work[lo]), int(c_pos[hi])) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+    if len(spans) <= 1:
+        end = spans[0][1] if spans else 0
+        c_crd, c_val = crd[:end], val[:end]
+    else:  # join the chunks: shift each chunk's row ends by the entries before it
+        c_crd = np.concatenate([crd[lo:hi] for lo, hi in spans])
+        c_val = np.concatenate([val[lo:hi] for lo, hi in spans])
+        before = 0
+        for (lo, hi), r0, r1 in zip(spans, bounds, bounds[1:]):
+            c_pos[r0 + 1:r1 + 1] += before - lo
+            before += hi - lo
+    return Tensor(fmt, ta.shape, [None, c_pos], [None, c_crd], c_val, index_type=ta.index_type or tb.index_type,
+                  package="numpy")
 
 
 def add(a: Any, b: Any, *, out_format: Any = None) -> Any:
@@ -190,9 +246,11 @@ def _mapped(kind: str, a: Any, fn: Callable, out_format: Any) -> Any:
     traced = trace(fn, nargs, elem)
     fmt = t.tensor_format
     want = as_format(out_format)
+    if nargs > 1 and kind == "select":
+        sel_computed, sel_final = result_format([t0.tensor_format], t.ndim)
+        kept = _select_with_coordinates(t, traced, elem).convert(tensor_format=sel_computed)
+        return _finish(kept, want if want is not None else sel_final, result_package([a]))
     if nargs > 1:
-        if kind != "apply":
-            raise TypeError("select takes predicate(v)")
         res = _with_coordinates(t, traced, elem)
         final = None if row_major(fmt) or t0.tensor_format == fmt else t0.tensor_format
         return _finish(res, want if want is not None else final, result_package([a]))
@@ -227,6 +285,26 @@ def _with_coordinates(t: Tensor, fn: ScalarFn, elem: str) -> Any:
     if dense:
         return out.reshape(t.shape)
     return Tensor(t.tensor_format, t.shape, t._pos, t._crd, out, index_type=t.index_type, package="numpy")
+
+
+def _select_with_coordinates(t: Tensor, fn: ScalarFn, elem: str) -> Tensor:
+    """The stored entries of ``t`` (unpadded) on which ``fn(v, i, j, ...)`` is nonzero, as a COO Tensor: the
+    predicate runs as the coordinate kernel of :func:`_with_coordinates`, the kept entries are gathered."""
+    if row_major(t.tensor_format):
+        t = Tensor.from_dense(np.asarray(t.to_dense()), default_sparse_format(t.tensor_format, t.ndim))
+    flags = _with_coordinates(t, fn, elem)
+    keep = np.asarray(flags.val) != 0
+    dims, _ = coordinates(t)
+    kept = [d[keep] for d in dims]
+    order = np.lexsort(kept[::-1])  # COO order: lexicographic by coordinates
+    vals = np.ascontiguousarray(np.asarray(t.val)[keep][order])
+    n = int(keep.sum())
+    rank = t.ndim
+    coo = NamedFormats.COO if rank == 2 else TensorFormat.parse(
+        f"({', '.join('ijklmn'[:rank])}) -> ({'i : compressed(nonunique), ' if rank > 1 else 'i : compressed'}"
+        + ", ".join(f"{c} : singleton" for c in "jklmn"[:rank - 1]) + ")")
+    crd = [np.ascontiguousarray(d[order]) for d in kept]
+    return Tensor.from_buffers(coo, t.shape, pos=[np.array([0, n])] + [None] * (rank - 1), crd=crd, values=vals)
 
 
 def apply(a: Any, fn: Callable, *, out_format: Any = None) -> Any:
@@ -361,7 +439,39 @@ def _sampled(t: Tensor, v: np.ndarray, keep: tuple[int, ...], fn: ScalarFn, out:
     return kernel([t, vt])
 
 
-def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any) -> Any:
+#: Stored entries from which softmax's row kernel runs on every core (below: one thread).
+ROW_PARALLEL_MIN = 1 << 17
+
+
+def _row_softmax(t: Tensor, axis: int, logarithm: bool, elem: str, threads: Any) -> Tensor | None:
+    """Softmax along ``axis`` of a 2-D sparse ``t`` as one row kernel (:mod:`lowering.kernels.row_softmax`):
+    on CSR rows (``axis=1``; other unpadded formats are converted to CSR) or CSC columns (``axis=0``);
+    None for other cases (the four-kernel sparsifier path runs them). The result shares ``t``'s index
+    buffers (same pattern) and owns new values."""
+    fmt = t.tensor_format
+    want = NamedFormats.CSR if axis == 1 else NamedFormats.CSC
+    if t.ndim != 2 or row_major(fmt) or elem not in ("f32", "f64"):
+        return None
+    if fmt != want:
+        if axis != 1:
+            return None
+        t = t.convert(tensor_format=want)
+    pos = np.asarray(t._pos[1])
+    vals = np.asarray(t.val)
+    if pos.dtype not in (np.int32, np.int64) or not vals.flags.c_contiguous:
+        return None
+    p = f"i{pos.dtype.itemsize * 8}"
+    kernel = row_kernel_for(("softmax", elem, p, logarithm), lambda: row_softmax.build(elem, p, logarithm))
+    rows = len(pos) - 1
+    n = resolve_threads(threads)
+    if threads is None or threads == "auto":
+        n = cpu_count() if vals.size >= ROW_PARALLEL_MIN else 1
+    bounds = balanced_bounds(pos.astype(np.int64, copy=False), n) if n > 1 and rows > 1 else (0, rows)
+    out = kernel([pos, vals], np.empty(vals.shape, vals.dtype), bounds)
+    return Tensor(t.tensor_format, t.shape, t._pos, t._crd, out, index_type=t.index_type, package="numpy")
+
+
+def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any, threads: Any = None) -> Any:
     t0 = _tensor(a, "a")
     t = readable(t0)
     axes = _axes(axis, t.ndim)
@@ -376,6 +486,10 @@ def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any) -> Any:
         computed, final = default_sparse_format(NamedFormats.Dense(t.ndim), t.ndim), None
     else:
         computed, final = result_format([t0.tensor_format], t.ndim)
+    want = as_format(out_format)
+    fused = _row_softmax(t, axes[0], logarithm, elem, threads)
+    if fused is not None:
+        return _finish(fused, want if want is not None else final, result_package([a]))
     out = _sparse_spec(computed, t.shape, elem, [t])
     m = _reduce_stored(t, keep, trace(maximum, 2, elem), _extreme(dtype, -1), elem)
     e = _sampled(t, m, keep, trace(lambda x, y: exp(x - y), 2, elem), out, elem)
@@ -386,20 +500,35 @@ def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any) -> Any:
         res = _sampled(t, lse, keep, trace(lambda x, y: x - y, 2, elem), out, elem)
     else:
         res = _sampled(e, s, keep, trace(lambda x, y: x / y, 2, elem), out, elem)
-    want = as_format(out_format)
     return _finish(res, want if want is not None else final, result_package([a]))
 
 
-def softmax(a: Any, axis: int = -1, *, out_format: Any = None) -> Any:
+def softmax(a: Any, axis: int = -1, *, out_format: Any = None, threads: Any = None) -> Any:
     """``exp(a - max) / sum(exp(a - max))`` along ``axis`` over the stored entries (absent entries count as
-    minus infinity, as in ``torch.sparse.softmax``); the result has ``a``'s pattern, an empty row stays empty."""
-    return _softmax(a, axis, False, out_format)
+    minus infinity, as in ``torch.sparse.softmax``); the result has ``a``'s pattern, an empty row stays empty.
+
+    Along the rows of CSR (and of formats converted to CSR) or the columns of CSC it is one kernel (max,
+    exp-sum, scale per row) on ``threads`` row chunks (None/``"auto"``: every core from
+    :data:`ROW_PARALLEL_MIN` entries); other cases run four sparsifier kernels."""
+    return _softmax(a, axis, False, out_format, threads)
 
 
-def log_softmax(a: Any, axis: int = -1, *, out_format: Any = None) -> Any:
+def log_softmax(a: Any, axis: int = -1, *, out_format: Any = None, threads: Any = None) -> Any:
     """``a - max - log(sum(exp(a - max)))`` along ``axis`` over the stored entries (see :func:`softmax`)."""
-    return _softmax(a, axis, True, out_format)
+    return _softmax(a, axis, True, out_format, threads)
+
+
+def kernels_of(op: Callable[..., Any], *args: Any, **kwargs: Any) -> list[ElementwiseKernel]:
+    """The compiled kernels ``op(*args, **kwargs)`` runs (it runs the call once), for ``print_mlir``."""
+    if op not in OPERATIONS:
+        raise TypeError(f"not an elementwise operation: {getattr(op, '__name__', op)!r}")
+    with recorded_kernels() as got:
+        op(*args, **kwargs)
+    return got
 
 
 __all__ = ["add", "apply", "log_softmax", "max", "min", "multiply", "prod", "reduce",
            "select", "softmax", "subtract", "sum"]
+
+#: The public elementwise operations (``print_mlir(op, *operands, **options)`` takes any of them).
+OPERATIONS = frozenset({add, apply, log_softmax, max, min, multiply, prod, reduce, select, softmax, subtract, sum})

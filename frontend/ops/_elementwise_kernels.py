@@ -4,9 +4,10 @@ the sparsifier pipeline, passes the operand Tensors' buffers without copies and 
 (a NumPy array, or a Tensor over the buffers the kernel allocated)."""
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from lowering.contraction import TensorSpec
 from lowering.sparsifier.path import sparsifier_pipeline
 
 from ._kernel_cache import ArgumentLayout, buffer_parts, sparse_result
+from ._threads import RowRangeFunction
 
 
 class ElementwiseKernel(ArgumentLayout):
@@ -29,6 +31,12 @@ class ElementwiseKernel(ArgumentLayout):
         self.out = out
         self._out_parts = buffer_parts(out.fmt) if out.sparse else None
 
+    def stages(self) -> list[tuple[str, str]]:
+        """``[(stage, module text), ...]``: the input module, then after each sparsifier pipeline stage."""
+        from mlir_bridge import lower_stages
+
+        return lower_stages(self.text, sparsifier_pipeline())
+
     def __call__(self, tensors: Sequence[Tensor], fmt: Any = None) -> Any:
         """Run on ``tensors``: a NumPy array (dense result) or a Tensor in ``fmt`` (default: the compiled one)."""
         result = self.function(*self.flatten(tensors))
@@ -41,19 +49,70 @@ class ElementwiseKernel(ArgumentLayout):
 
 
 _lock = threading.Lock()
-_kernels: dict[tuple, ElementwiseKernel] = {}  # structural key -> kernel; one per structure, emptied by clear
+_recording = threading.local()  # the list kernel_for appends to inside recorded_kernels()
+_kernels: dict[tuple, Any] = {}  # structural key -> kernel; one per structure, emptied by clear
 
 
 def kernel_for(key: tuple, build: Callable[[], str], inputs: Sequence[TensorSpec], out: TensorSpec
                ) -> ElementwiseKernel:
     """The kernel for ``key``, compiled from ``build()`` the first time (the module text is cached on disk
     by ``mlir_bridge`` too)."""
+    return _cached(("sparsifier", *key), lambda: ElementwiseKernel(build(), inputs, out))
+
+
+K = TypeVar("K")
+
+
+def _cached(key: tuple, make: Callable[[], K]) -> K:
+    """``_kernels[key]``, made the first time; recorded inside :func:`recorded_kernels`."""
     k = _kernels.get(key)
     if k is None:
-        k = ElementwiseKernel(build(), inputs, out)
+        k = make()
         with _lock:
             k = _kernels.setdefault(key, k)
+    seen = getattr(_recording, "kernels", None)
+    if seen is not None:
+        seen.append(k)
     return k
+
+
+@contextlib.contextmanager
+def recorded_kernels() -> Iterator[list[Any]]:
+    """The kernels the calling thread runs inside this block, in call order (for ``print_mlir``)."""
+    got: list[Any] = []
+    before = getattr(_recording, "kernels", None)
+    _recording.kernels = got
+    try:
+        yield got
+    finally:
+        _recording.kernels = before
+
+
+class RowKernel:
+    """A compiled hand-written module of row-range functions ``@f(*args, out, row_begin, row_end)``
+    (:mod:`lowering.kernels.row_softmax`, :mod:`lowering.kernels.merge_rows`), run in row chunks on the
+    thread pool."""
+
+    def __init__(self, text: str) -> None:
+        from mlir_bridge import compile_module
+
+        self.text = text
+        self.module = compile_module(text, sparsifier_pipeline())
+
+    def stages(self) -> list[tuple[str, str]]:
+        from mlir_bridge import lower_stages
+
+        return lower_stages(self.text, sparsifier_pipeline())
+
+    def __call__(self, args: Sequence[Any], out: np.ndarray, bounds: tuple[int, ...], name: str = "main"
+                 ) -> np.ndarray:
+        """``@name`` on rows ``[bounds[k], bounds[k + 1])`` into ``out``, one chunk per pair of bounds."""
+        return RowRangeFunction(self.module.function(name), out.shape, out.dtype).bind(*args, bounds=bounds)(out)
+
+
+def row_kernel_for(key: tuple, build: Callable[[], str]) -> RowKernel:
+    """The row kernel for ``key``, compiled from ``build()`` the first time."""
+    return _cached(("row", *key), lambda: RowKernel(build()))
 
 
 def clear_elementwise_kernels() -> None:

@@ -231,10 +231,13 @@ def dense_format(rank: int) -> Any:
     return fmt
 
 
+_INT64 = np.dtype(np.int64)
+
+
 def dense_tensor(arr: np.ndarray) -> Tensor:
     """A row-major dense Tensor over a C-contiguous numpy array (no copy, no validation needed)."""
     n = arr.ndim
-    return Tensor(dense_format(n), arr.shape, [None] * n, [None] * n, arr, index_type=np.int64, source=arr)
+    return Tensor._trusted(dense_format(n), arr.shape, [None] * n, [None] * n, arr, _INT64, arr)
 
 
 _ROW_MAJOR: dict[Any, bool] = {}  # format -> whether row-major dense; one per format seen

@@ -3,6 +3,7 @@ initial value and scalars -> traced functions -> structural key (+ threads) -> k
 result; plus the fallbacks for sparse results the sparsifier cannot insert in order."""
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -169,8 +170,9 @@ class PreparedOp:
     def _schedule(self, rows: bool) -> None:
         """The variant from the stored operand's measured statistics (:func:`lowering.schedule.choose_schedule`):
         inner-loop lanes (part of the key), and for row-parallel contractions (``lowering.emitter.row_parallel``,
-        no registered kernel) the row-range kernel, run in chunks balanced by stored entries, when the
-        schedule uses several threads, ``threads=n > 1`` forces chunks, or ``rows`` asks for it."""
+        no registered kernel) the row-range kernel, run in chunks balanced by stored entries (one chunk on one
+        thread); with a custom ``pipeline`` only when the schedule uses several threads, ``threads=n > 1``
+        forces chunks, or ``rows`` asks for it."""
         self.schedule: Schedule | None = None
         self.lanes: int | None = None
         self.row_range, self.rows_wanted = False, rows
@@ -192,7 +194,10 @@ class PreparedOp:
         got = measured.schedules.get(memo)
         if got is None:
             schedule = choose_schedule(c, measured.stats, cpu_count(), self.threads_option)
-            rows = row_parallel(c) and (self.rows_wanted or self.forced_threads > 1 or schedule.threads > 1)
+            # the row-range kernel also on one thread (measured faster than the sparsifier's: docs/performance.md),
+            # unless a custom pipeline asks for the sparsifier's options
+            rows = row_parallel(c) and (self.rows_wanted or self.forced_threads > 1 or schedule.threads > 1
+                                        or self.pipeline is None)
             n = self.kernel_shape[0]
             bounds = measured.bounds(n, max(1, min(schedule.threads, n)), schedule.split) if rows else (0, n)
             got = measured.schedules[memo] = (schedule, rows, bounds)
@@ -401,9 +406,16 @@ class PreparedOp:
             raise TypeError(f"out has dtype {out.dtype}, the result has dtype {np.dtype(self.tensors[0].dtype)}")
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("out must be a writable C-contiguous array")
+        seen = self.__dict__.get("_out_checked")  # (weak reference to out, operand list) of the last check
+        if seen is not None and seen[0]() is out and seen[1] is self.tensors:
+            return  # the same array over the same operands: shares no memory with them (checked before)
         for t in self.tensors:
             if any(np.may_share_memory(out, b) for b in t.buffers() if isinstance(b, np.ndarray)):
                 raise ValueError("out shares memory with an operand; pass a separate array")
+        try:
+            self._out_checked = (weakref.ref(out), self.tensors)
+        except TypeError:  # an ndarray subclass without weak references: checked every time
+            pass
 
     def run(self, call: Any, out: np.ndarray | None = None) -> Any:
         """Run a prepared call of this op's kernel: the result (c when given). Row-range kernels write into

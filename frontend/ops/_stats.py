@@ -16,7 +16,7 @@ import numpy as np
 from frontend.tensor._tensor import Tensor
 from lowering.schedule import OperandStats
 
-from ._threads import chunk_bounds
+from ._threads import balanced_bounds, chunk_bounds
 
 #: Rows sampled to estimate the bandwidth (mean |col - row|).
 BANDWIDTH_SAMPLE = 64
@@ -46,17 +46,6 @@ class StoredRows:
                 got = tuple(chunk_bounds(rows, n))
             self._bounds[key] = got
         return got
-
-
-def balanced_bounds(offsets: np.ndarray, n: int) -> tuple[int, ...]:
-    """``n + 1`` row boundaries splitting rows with cumulative entries ``offsets`` (``offsets[r]`` = entries
-    before row r) into ``n`` chunks of near-equal entries: each boundary is the first row whose start reaches
-    the ideal share, so every chunk is within one row's length of ``nnz / n``."""
-    rows = len(offsets) - 1
-    total = int(offsets[-1]) - int(offsets[0])
-    targets = int(offsets[0]) + np.arange(1, n) * (total / n)
-    inner = np.searchsorted(offsets, targets, side="left").clip(0, rows)
-    return (0, *(int(b) for b in np.maximum.accumulate(inner)), rows)
 
 
 _MEMO: dict[int, tuple[Any, dict[Any, Any]]] = {}  # id(first buffer) -> (weakref to it, memo); live buffers only

@@ -49,6 +49,17 @@ def chunk_bounds(rows: int, n: int) -> list[int]:
     return [rows * k // n for k in range(n + 1)]
 
 
+def balanced_bounds(offsets: np.ndarray, n: int) -> tuple[int, ...]:
+    """``n + 1`` row boundaries splitting rows with cumulative entries ``offsets`` (``offsets[r]`` = entries
+    before row r) into ``n`` chunks of near-equal entries: each boundary is the first row whose start reaches
+    the ideal share, so every chunk is within one row's length of ``nnz / n``."""
+    rows = len(offsets) - 1
+    total = int(offsets[-1]) - int(offsets[0])
+    targets = int(offsets[0]) + np.arange(1, n) * (total / n)
+    inner = np.searchsorted(offsets, targets, side="left").clip(0, rows)
+    return (0, *(int(b) for b in np.maximum.accumulate(inner)), rows)
+
+
 class _Worker:
     """A daemon thread running ``(call, done, errors)`` tasks from its queue: ``done`` (a held lock) is
     released when ``call()`` returns; an exception is appended to ``errors``."""
@@ -163,7 +174,7 @@ class RowRangeCall:
             out = np.empty(fn.out_shape, fn.dtype)
         calls, i = self._calls, self._out_index
         for call in calls:
-            call.rebind(i, out)
+            call.rebind_same(i, out)
         if len(calls) == 1:
             calls[0]()
         else:

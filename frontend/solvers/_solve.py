@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import index_width, mlir_type
-from frontend.ops._operands import result_package, to_caller_package
+from frontend.ops._operands import delegate, result_package, to_caller_package
 from frontend.solvers._operands import (
     CsrOperands,
     Structure,
@@ -329,7 +329,12 @@ def solve(a: Any, b: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: i
           x0: Any = None, preconditioner: str | None = None, lower: bool | None = None,
           upper: bool | None = None, unit_diagonal: bool = False, on_failure: str = "raise",
           restart: int = 30, threads: int | None = None) -> Any:
-    """Solve ``a @ x = b`` (see the module docstring); returns x in the inputs' package."""
+    """Solve ``a @ x = b`` (see the module docstring); returns x in the inputs' package. A distributed ``a``
+    (``frontend.distributed``) solves on its workers (CG, BiCGSTAB, GMRES; Jacobi)."""
+    if delegate((a,)) is not None:
+        return a.__ust_function__("solve", (a, b), dict(
+            method=method, tol=tol, maxiter=maxiter, x0=x0, preconditioner=preconditioner, restart=restart,
+            on_failure=on_failure, lower=lower, upper=upper, unit_diagonal=unit_diagonal, threads=threads))
     s = Solve(a, method=method, tol=tol, maxiter=maxiter, preconditioner=preconditioner, lower=lower,
               upper=upper, unit_diagonal=unit_diagonal, on_failure=on_failure, restart=restart, threads=threads)
     return s.execute(b, x0=x0)

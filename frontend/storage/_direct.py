@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 
 from frontend.format import BinaryExpr, Level, LevelFormat as F, TensorFormat, is_block, is_diagonal
+from mlir_bridge.errors import CompileError
 
 from . import _kernels
 from ._assemble import assemble_levels
-from ._layout import level_coordinates_of, to_host
+from ._layout import delta_crd_dtype, level_coordinates_of, to_host
 from ._protocol import StoredTensor
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
@@ -114,6 +115,42 @@ def block_axes(fmt: TensorFormat) -> tuple[int, int, int] | None:
     return a, int(e[0].rhs.value), int(e[1].rhs.value)  # type: ignore[attr-defined]
 
 
+def _plain_pair(fmt: TensorFormat, first: F, second: F) -> int | None:
+    """``major`` of ``(a : first, b : second)`` over two plain dimensions, both levels ordered and unique."""
+    lv = fmt.levels
+    if len(lv) != 2 or not _sorted_level(lv[0], first) or not _sorted_level(lv[1], second):
+        return None
+    a, b = _axis(fmt, lv[0].expr), _axis(fmt, lv[1].expr)
+    return a if a is not None and b is not None and a != b else None
+
+
+def doubly_compressed_axis(fmt: TensorFormat) -> int | None:
+    """``major`` of ``(a : compressed, b : compressed)`` (DCSR, DCSC)."""
+    return _plain_pair(fmt, F.COMPRESSED, F.COMPRESSED)
+
+
+def delta_axis(fmt: TensorFormat) -> tuple[int, int] | None:
+    """``(major, bits)`` of ``(a : dense, b : delta(bits))`` (DELTA)."""
+    major = _plain_pair(fmt, F.DENSE, F.DELTA)
+    bits = fmt.levels[1].bits if major is not None else None
+    return None if major is None or bits is None or bits > 32 else (major, bits)
+
+
+def structured_axes(fmt: TensorFormat) -> tuple[int, int, int] | None:
+    """``(major, n, m)`` of ``(a : dense, b // m : dense, b % m : structured[n, m])`` (n:m)."""
+    lv = fmt.levels
+    if (len(lv) != 3 or not _sorted_level(lv[0], F.DENSE) or not _sorted_level(lv[1], F.DENSE)
+            or not _sorted_level(lv[2], F.STRUCTURED) or lv[2].structure is None):
+        return None
+    n, m = lv[2].structure
+    e1, e2 = lv[1].expr, lv[2].expr
+    if not (is_block(e1) and e1.op == "//" and e2 == BinaryExpr("%", e1.lhs, e1.rhs)  # type: ignore[attr-defined]
+            and int(e1.rhs.value) == m):  # type: ignore[attr-defined]
+        return None
+    a, b = _axis(fmt, lv[0].expr), _axis(fmt, e1.lhs)  # type: ignore[attr-defined]
+    return (a, n, m) if a is not None and b is not None and a != b else None
+
+
 def diagonal_axes(fmt: TensorFormat) -> tuple[BinaryExpr, int] | None:
     """``(x op y, z)`` of ``(x op y : compressed, z : range)`` with ``z`` one of ``x``, ``y`` (DIA)."""
     lv = fmt.levels
@@ -161,7 +198,7 @@ def read_rows(t: StoredTensor, dtype: np.dtype, index: np.dtype, drop_zeros: boo
     if major is not None:
         rows = _grouped(major, shape, pos[1], crd[1], val)
     elif (major := coo_axis(fmt)) is not None:
-        rows = _coo(major, shape, pos[0], crd[0], crd[1], val)
+        rows = _coo(major, shape, pos[0], crd[0], crd[1], val, index)
     elif (blocks := block_axes(fmt)) is not None:
         return _blocks(blocks, shape, pos[1], crd[1], val, dtype, index)
     elif (diagonal := diagonal_axes(fmt)) is not None:
@@ -186,59 +223,52 @@ def _grouped(major: int, shape: tuple[int, int], ptr: Any, idx: Any, val: np.nda
     return Rows(major, _extents(major, shape), ptr, idx[:n], val[:n])
 
 
-def _coo(major: int, shape: tuple[int, int], pos: Any, majors: Any, others: Any, val: np.ndarray) -> Rows | None:
-    """Ordered COO without duplicates (a source with duplicates takes the generic path, which sums them)."""
+def _coo(major: int, shape: tuple[int, int], pos: Any, majors: Any, others: Any, val: np.ndarray,
+         index: np.dtype) -> Rows | None:
+    """Ordered COO without duplicates (a source with duplicates takes the generic path, which sums them):
+    its row pointers from the steps between neighbours (compiled); the other coordinates and values as
+    they are."""
     if int(pos[0]) != 0:
         return None
     n = int(pos[1])
-    a, b = majors[:n], others[:n]
-    if n > 1:
-        step = np.not_equal(a[1:], a[:-1])
-        step |= b[1:] > b[:-1]  # increasing major, or same major and increasing other coordinate
-        if not step.all():
-            return None
+    a = np.ascontiguousarray(majors[:n], dtype=index)
+    b = np.ascontiguousarray(others[:n], dtype=index)
     ext = _extents(major, shape)
-    ptr = np.concatenate(([0], np.cumsum(np.bincount(a, minlength=ext[0]), dtype=np.int64)))
-    return Rows(major, ext, ptr, b, val[:n])
+    ptr = _kernels.coo_pointers(ext[0], a, b)
+    return None if ptr is None else Rows(major, ext, ptr, b, val[:n])
 
 
 def _blocks(blocks: tuple[int, int, int], shape: tuple[int, int], bptr: Any, bidx: Any, bval: np.ndarray,
             dtype: np.dtype, index: np.dtype) -> Rows:
-    """Every slot of every block (compiled), then the padding dropped: zeros and slots outside the shape."""
+    """The nonzero slots inside the shape of every block, row by row (compiled; padding never leaves the
+    kernel)."""
     major, r, c = blocks
     n, m = _extents(major, shape)
-    nbr, nbc = -(-n // r), -(-m // c)
     nblocks = int(bptr[-1]) if len(bptr) else 0
-    bval = bval[:nblocks * r * c].astype(dtype, copy=False)
-    ptr, idx, val = _kernels.from_blocks(nbr, nbc, r, c, bptr.astype(index, copy=False),
-                                         bidx[:nblocks].astype(index, copy=False), bval)
-    end = int(ptr[n])
-    rows = Rows(major, (n, m), ptr[:n + 1], idx[:end], val[:end])
-    keep = rows.val != 0
-    if nbc * c != m:
-        keep &= rows.idx < m
-    return rows.kept(keep)
+    bval = bval.reshape(-1)[:nblocks * r * c].astype(dtype, copy=False)
+    if len(bval) < nblocks * r * c or len(bidx) < nblocks:  # the kernel reads every slot of every block
+        raise ValueError(f"block buffers hold fewer than the {nblocks} blocks of {r}x{c} their positions say")
+    ptr, idx, val = _kernels.from_blocks(n, m, r, c, np.ascontiguousarray(bptr, dtype=index),
+                                         np.ascontiguousarray(bidx[:nblocks], dtype=index), bval)
+    return Rows(major, (n, m), ptr, idx, val)
 
 
 def _diagonals(fmt: TensorFormat, diagonal: tuple[BinaryExpr, int], shape: tuple[int, int], pos: Any,
                offsets: Any, val: np.ndarray, dtype: np.dtype, index: np.dtype) -> Rows:
-    """Diagonals read row by row of the dimension the other one increases with along a row: one gather of
-    every (row, diagonal) slot, then the padding dropped (zeros and slots outside the shape)."""
+    """Diagonals read row by row of the dimension the other one increases with along a row (compiled):
+    the nonzero slots inside the shape only."""
     e, z = diagonal
     lhs, rhs = _axis(fmt, e.lhs), _axis(fmt, e.rhs)
     assert lhs is not None and rhs is not None  # a diagonal level reads two dimensions
     major = rhs if e.op == "-" else lhs  # other = d + major (x - y: major y) or d - major (x + y: major x)
     n, m = _extents(major, shape)
-    d = offsets[int(pos[0]):int(pos[1])].astype(np.int64)
+    d = offsets[int(pos[0]):int(pos[1])]
     ext_z = shape[z]
-    rows = np.arange(n, dtype=np.int64)[:, None]
-    minor = d[None, :] + rows if e.op == "-" else d[None, :] - rows
-    inside = (minor >= 0) & (minor < m)
-    slot = np.arange(len(d), dtype=np.int64)[None, :] * ext_z + (rows if z == major else np.where(inside, minor, 0))
-    vals = np.where(inside, val[slot] if slot.size else np.zeros(slot.shape, val.dtype), 0).astype(dtype, copy=False)
-    keep = inside & (vals != 0)
-    ptr = np.concatenate(([0], np.cumsum(keep.sum(axis=1), dtype=np.int64))).astype(index)
-    return Rows(major, (n, m), ptr, minor[keep].astype(index), vals[keep])
+    vals = val[:len(d) * ext_z].astype(dtype, copy=False)
+    if len(vals) < len(d) * ext_z:  # the kernel reads every slot of every diagonal
+        raise ValueError(f"the values buffer holds fewer than the {len(d)} x {ext_z} diagonal slots")
+    ptr, idx, out = _kernels.dia_rows(n, m, d, vals, ext_z, e.op == "-", z == major, index)
+    return Rows(major, (n, m), ptr, idx, out)
 
 
 # ----- writing a target ---------------------------------------------------------------------------------
@@ -249,11 +279,27 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None
         return [None, r.ptr], [None, r.idx], r.val
     if (major := coo_axis(fmt)) is not None:
         r = rows.oriented(major)
-        return [np.array([0, len(r.idx)], dtype=index), None], [r.majors(index), r.idx], r.val
+        return [np.array([0, len(r.idx)], dtype=index), None], [_kernels.expand(r.ptr), r.idx], r.val
     if (blocks := block_axes(fmt)) is not None:
         return _write_blocks(rows.oriented(blocks[0]), blocks[1], blocks[2])
     if (diagonal := diagonal_axes(fmt)) is not None:
         return _write_diagonals(rows, fmt, diagonal, index)
+    if (major := doubly_compressed_axis(fmt)) is not None:
+        r = rows.oriented(major)
+        rows_held = np.flatnonzero(r.ptr[1:] != r.ptr[:-1])
+        starts = np.append(r.ptr[rows_held], r.ptr[-1]).astype(index, copy=False)
+        return ([np.array([0, len(rows_held)], dtype=index), starts], [rows_held.astype(index), r.idx], r.val)
+    if (delta := delta_axis(fmt)) is not None:
+        r = rows.oriented(delta[0])
+        optr, gaps, out = _kernels.delta_rows(r.ptr, r.idx, r.val, delta[1], delta_crd_dtype(delta[1]))
+        return [None, optr], [None, gaps], out
+    if (nm := structured_axes(fmt)) is not None:
+        r = rows.oriented(nm[0])
+        _, n, m = nm
+        got = _kernels.structured_rows(r.ptr, r.idx, r.val, -(-r.extents[1] // m), m, n)
+        if got is None:
+            return None  # a group over n entries: the generic path says which
+        return [None, None, None], [None, None, got[0]], got[1]
     if (major := row_ordered_axis(fmt)) is not None:
         r = rows.oriented(major)
         shape = r.extents if major == 0 else r.extents[::-1]
@@ -264,18 +310,8 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None
 
 
 def _write_blocks(rows: Rows, r: int, c: int) -> Buffers:
-    """Blocks in order of first appearance (compiled), then sorted by block column where they are not."""
-    n, m = rows.extents
-    nbr, nbc = -(-n // r), -(-m // c)
-    ptr = rows.ptr
-    if nbr * r != n:
-        ptr = np.concatenate((ptr, np.full(nbr * r - n, ptr[-1], dtype=ptr.dtype)))
-    bptr, bidx, bval = _kernels.to_blocks(nbr * r, nbc * c, r, c, ptr, rows.idx, rows.val)
-    if len(bidx) > 1:
-        rising = bidx[1:] > bidx[:-1]
-        rising[bptr[1:-1][(bptr[1:-1] > 0) & (bptr[1:-1] < len(bidx))] - 1] = True  # block-row starts
-        if not rising.all():
-            _kernels.sort_blocks(nbr, nbc, r, c, bptr, bidx, bval)
+    """Blocks sorted by block column in every block row (compiled: the block row's rows merged)."""
+    bptr, bidx, bval = _kernels.to_blocks(*rows.extents, r, c, rows.ptr, rows.idx, rows.val)
     return [None, bptr, None, None], [None, bidx, None, None], bval
 
 
@@ -307,10 +343,11 @@ def convert_direct(t: StoredTensor, fmt: TensorFormat, index: np.dtype, dtype: n
         return None
     if index == np.int32 and _exceeds_int32(t):
         return None
-    rows = read_rows(t, dtype, index, drop_zeros)
-    if rows is None:
+    try:
+        rows = read_rows(t, dtype, index, drop_zeros)
+        built = None if rows is None else write_rows(rows, fmt, index)
+    except CompileError:  # no working toolchain for the kernels: the generic path needs none
         return None
-    built = write_rows(rows, fmt, index)
     return None if built is None else _owned(built, t.buffers())
 
 
@@ -321,12 +358,12 @@ def _exceeds_int32(t: StoredTensor) -> bool:
 
 
 def _owned(built: Buffers, sources: Sequence[Any]) -> Buffers:
-    """The buffers with copies of those that share memory with the source (a conversion returns new ones)."""
+    """The buffers, sharing the source's index and value buffers that come out unchanged (like SciPy's
+    ``tocoo``/``tocsr``: CSR -> COO is a row expansion, COO -> CSR a row count); copies of all of them when
+    nothing new was built (a conversion to the source's own layout returns new buffers)."""
     host = [to_host(s) for s in sources if s is not None]
-
-    def own(b: Any) -> Any:
-        if b is None or not any(np.may_share_memory(b, s) for s in host):
-            return b
-        return b.copy()
     pos, crd, val = built
-    return [own(p) for p in pos], [own(c) for c in crd], own(val)
+    every = [b for b in (*pos, *crd, val) if b is not None and b.size]
+    if not all(any(np.may_share_memory(b, s) for s in host) for b in every):
+        return built
+    return [None if p is None else p.copy() for p in pos], [None if c is None else c.copy() for c in crd], val.copy()

@@ -1,65 +1,288 @@
-"""Compiled conversion kernels: SciPy's C++ ``sparsetools`` routines (a required dependency) on raw buffers.
+"""Compiled conversion kernels (:mod:`lowering.kernels.convert`, compiled once per buffer layout through
+``mlir_bridge``'s cache) run in ranges of rows, one range per core when the work is large enough.
 
-Each kernel is one pass over the entries in compiled code: a transpose (counting sort by the minor
-coordinate), CSR -> BSR and BSR -> CSR.  They take index buffers of one dtype (int32 or int64) and values
-of the dtypes SciPy's sparse module supports (:func:`supports`); the callers fall back to NumPy otherwise.
+Each entry point is one or two passes over the entries in compiled code: a transpose (per-range column
+counts, then a counting sort), row pointers of sorted COO, row coordinates of CSR, CSR -> BSR (rows of a
+block row merged by block column, blocks sorted), BSR -> CSR and DIA -> CSR (nonzeros inside the shape only).
+Index buffers are int32 or int64; values of every numeric dtype are moved as raw words (:func:`supports`).
 """
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
 
-st: Any
-try:  # a private SciPy module (scipy is pinned in pyproject.toml); without it the callers take the NumPy paths
-    st = importlib.import_module("scipy.sparse._sparsetools")
-except ImportError:  # pragma: no cover - depends on the installed SciPy
-    st = None
+from lowering.kernels.convert import Layout, block_module, compile_kernels, module
 
-_VALUE_KINDS = frozenset("biufc")
-_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
+_INDEX = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
+#: Entries (or slots) below which a kernel runs on one thread: a chunk handed to a worker costs a few us.
+PARALLEL_WORK = 1 << 17
+#: The row expansion only streams 4-8 bytes per entry out: one thread is as fast up to ~8M entries here
+#: (5M-entry CSR -> COO: 2.2 ms on one thread, 3.9 ms on two; benchmarks/bench_convert.py --suite).
+EXPAND_SHARE = 64
+#: DIA -> CSR ranges after the first may have to move back over the zeros dropped before them (up to half the
+#: output on two cores): one thread below ~8M slots (2-D Poisson 1000^2, 5M slots: 17.6 ms on one thread,
+#: 24 ms on two, scipy 19 ms).
+DIA_SHARE = 64
+
+
+def layout(values: np.dtype, index: np.dtype) -> Layout | None:
+    """The kernels' buffer layout for values of ``values`` and indices of ``index``; None if unsupported."""
+    values, index = np.dtype(values), np.dtype(index)
+    ity = _INDEX.get(index)
+    if ity is None or values.kind not in "biufc" or values.itemsize > 16:
+        return None
+    lanes = 2 if values.kind == "c" else 1
+    bits = values.itemsize * 8 // lanes
+    if bits not in (8, 16, 32, 64):
+        return None
+    return Layout(ity, bits, lanes, values.kind in "fc")
 
 
 def supports(values: np.dtype, index: np.dtype) -> bool:
     """Whether the kernels take values of dtype ``values`` with indices of dtype ``index``."""
-    return st is not None and np.dtype(index) in _INDEX and values.kind in _VALUE_KINDS and values != np.float16
+    return layout(values, index) is not None
+
+
+@cache
+def _functions(lay: Layout) -> Any:
+    return compile_kernels(module(lay))
+
+
+@cache
+def _block_functions(lay: Layout, r: int, c: int) -> Any:
+    return compile_kernels(block_module(lay, r, c))
+
+
+def _words(val: np.ndarray, lay: Layout) -> np.ndarray:
+    """``val`` as the kernels' raw words (a view)."""
+    return np.ascontiguousarray(val).reshape(-1).view(f"i{lay.bits // 8}")
+
+
+def _threads(work: int) -> int:
+    if work < PARALLEL_WORK:
+        return 1
+    from frontend.ops._threads import cpu_count
+    return cpu_count()
+
+
+def _run(calls: list[Callable[[], Any]]) -> None:
+    """Run the calls, on the pool when there are several."""
+    if len(calls) <= 1:
+        for call in calls:
+            call()
+        return
+    from frontend.ops._threads import run_chunks
+    run_chunks(calls)
+
+
+def _bounds(offsets: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """Non-empty ranges of rows with near-equal entries (``offsets``: cumulative entries per row)."""
+    if n == 1:
+        return [(0, len(offsets) - 1)]
+    from frontend.ops._threads import balanced_bounds
+    b = balanced_bounds(offsets, n)
+    return [(lo, hi) for lo, hi in zip(b, b[1:]) if hi > lo] or [(0, 0)]
+
+
+def _prefix_sums(ptr: np.ndarray) -> np.ndarray:
+    """``ptr`` with counts at ``ptr[1:]`` turned into offsets (``ptr[0] = 0``), in place."""
+    ptr[0] = 0
+    np.cumsum(ptr[1:], out=ptr[1:])
+    return ptr
 
 
 def transpose(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Entries grouped by major coordinate regrouped by minor coordinate (stable: majors stay increasing)."""
+    """Entries grouped by major coordinate regrouped by minor coordinate (stable: majors stay increasing).
+    Each range of rows counts its columns, then scatters from its own offsets (so ranges run in parallel)."""
+    lay = layout(val.dtype, ptr.dtype)
+    assert lay is not None and idx.dtype == ptr.dtype
+    fns = _functions(lay)
+    nnz = len(idx)
+    ranges = _bounds(ptr, _threads(nnz))
+    counts = np.zeros((len(ranges), n_minor), dtype=ptr.dtype)
+    count = fns.function("transpose_count")
+    _run([partial(count, ptr, idx, counts[k], lo, hi) for k, (lo, hi) in enumerate(ranges)])
     out_ptr = np.empty(n_minor + 1, dtype=ptr.dtype)
-    out_idx = np.empty(len(idx), dtype=ptr.dtype)
-    out_val = np.empty(len(idx), dtype=val.dtype)
-    st.csr_tocsc(n_major, n_minor, ptr, idx, val, out_ptr, out_idx, out_val)
+    fns.function("transpose_offsets")(counts.reshape(-1), out_ptr, len(ranges), n_minor)  # counts -> cursors
+    cursors = counts
+    out_idx = np.empty(nnz, dtype=ptr.dtype)
+    out_val = np.empty(nnz, dtype=val.dtype)
+    words, out_words = _words(val, lay), _words(out_val, lay)
+    fill = fns.function("transpose_fill")
+    _run([partial(fill, ptr, idx, words, cursors[k], out_idx, out_words, lo, hi)
+          for k, (lo, hi) in enumerate(ranges)])
     return out_ptr, out_idx, out_val
 
 
-def to_blocks(n_rows: int, n_cols: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
+def expand(ptr: np.ndarray) -> np.ndarray:
+    """The major coordinate of every entry of rows ``ptr`` (dtype of ``ptr``)."""
+    lay = layout(np.dtype(np.int8), ptr.dtype)
+    assert lay is not None
+    n = len(ptr) - 1
+    nnz = int(ptr[-1]) if n >= 0 else 0
+    out = np.empty(nnz, dtype=ptr.dtype)
+    fn = _functions(lay).function("expand")
+    _run([partial(fn, ptr, out, lo, hi) for lo, hi in _bounds(ptr, _threads(nnz // EXPAND_SHARE))])
+    return out
+
+
+def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray) -> np.ndarray | None:
+    """Row pointers (``n + 1``, dtype of ``majors``) of COO entries sorted by (major, other) without
+    duplicates; None when they are not (or a major coordinate is outside ``[0, n)``)."""
+    lay = layout(np.dtype(np.int8), majors.dtype)
+    assert lay is not None and others.dtype == majors.dtype
+    nnz = len(majors)
+    ptr = np.zeros(n + 1, dtype=majors.dtype)
+    if nnz == 0:
+        return ptr
+    k = _threads(nnz)
+    cuts = [nnz * j // k for j in range(k + 1)]
+    bad = np.zeros((k, 1), dtype=np.int8)
+    fn = _functions(lay).function("coo_ptr")
+    _run([partial(fn, majors, others, ptr, bad[j], cuts[j], cuts[j + 1], n, nnz) for j in range(k)])
+    return None if bad.any() else ptr
+
+
+def _inside_before(rows: np.ndarray, d: np.ndarray, m: int, minus: bool) -> np.ndarray:
+    """Slots inside ``[0, m)`` of diagonals ``d`` in the rows before each of ``rows`` (other coordinate
+    ``d + i`` (``minus``) or ``d - i``): ``(len(rows),)``."""
+    r = rows[:, None]
+    lo, hi = (np.maximum(0, -d), np.minimum(r, m - d)) if minus else (np.maximum(0, d - m + 1), np.minimum(r, d + 1))
+    return np.maximum(hi - lo, 0).sum(axis=1)
+
+
+def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, minus: bool, z_is_row: bool,
+             index: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``(ptr, idx, val)`` of diagonals: row ``i`` holds (other coordinate ``d + i`` (``minus``) or
+    ``d - i``) for every offset ``d`` inside ``[0, m)`` whose value, at ``t * ext_z + (i if z_is_row else
+    other)`` of diagonal ``t``, is nonzero. One pass: each row range writes from its first inside slot; ranges
+    are moved together afterwards where zeros were dropped."""
+    lay = layout(val.dtype, index)
+    assert lay is not None
+    offsets = np.ascontiguousarray(offsets, dtype=index)
+    nd = len(offsets)
+    words = _words(val, lay)
+    k = _threads(n * nd // DIA_SHARE)
+    cuts = np.array([n * j // k for j in range(k + 1)], dtype=np.int64)
+    starts = _inside_before(cuts, offsets.astype(np.int64), m, minus)  # slots before each range
+    bound = int(starts[-1])
+    ptr = np.empty(n + 1, dtype=index)
+    ptr[0] = 0
+    out_idx = np.empty(bound, dtype=index)
+    out_val = np.empty(bound, dtype=val.dtype)
+    out_words = _words(out_val, lay)
+    fns = _functions(lay)
+    fn = fns.function(f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}")
+    _run([partial(fn, offsets, words, ptr, out_idx, out_words, int(cuts[j]), int(cuts[j + 1]), nd, m, ext_z,
+                  int(starts[j])) for j in range(k) if cuts[j + 1] > cuts[j]])
+    end = 0
+    for j in range(k):  # close the gaps the dropped zeros left between ranges
+        lo, hi = int(cuts[j]), int(cuts[j + 1])
+        if hi == lo:
+            continue
+        first, last = int(starts[j]), int(ptr[hi])
+        if first != end:
+            fns.function("shift_down")(out_idx, out_words, first, end, last - first)
+            ptr[lo + 1:hi + 1] -= first - end
+        end += last - first
+    if end < bound:  # a prefix view when little was dropped, else exact-size copies
+        out_idx, out_val = out_idx[:end], out_val[:end]
+        if bound - end > end // 8:
+            out_idx, out_val = out_idx.copy(), out_val.copy()
+    return ptr, out_idx, out_val
+
+
+def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(block pointers, block columns, values (nblocks * r * c))`` of sorted rows; ``n_rows``/``n_cols``
-    are multiples of the block shape.  Blocks of a block row come in order of first appearance."""
-    nblocks = st.csr_count_blocks(n_rows, n_cols, r, c, ptr, idx)
-    bptr = np.empty(n_rows // r + 1, dtype=ptr.dtype)
+    """``(block pointers, block columns, values (nblocks * r * c))`` of the sorted rows ``ptr``/``idx``/
+    ``val`` of an ``n x m`` matrix in ``r x c`` blocks, sorted by block column in every block row."""
+    lay = layout(val.dtype, ptr.dtype)
+    assert lay is not None and idx.dtype == ptr.dtype
+    fns = _block_functions(lay, r, c)
+    nbr, nbc = -(-n // r), -(-m // c)
+    starts = ptr[np.minimum(np.arange(nbr + 1, dtype=np.int64) * r, n)]  # entries before each block row
+    ranges = _bounds(starts, _threads(len(idx)))
+    marks = np.full((len(ranges), nbc), -1, dtype=ptr.dtype)  # one per range: ranges run in parallel
+    bptr = np.empty(nbr + 1, dtype=ptr.dtype)
+    count = fns.function("to_blocks_count")
+    _run([partial(count, ptr, idx, bptr, marks[k], lo, hi, n) for k, (lo, hi) in enumerate(ranges)])
+    _prefix_sums(bptr)
+    nblocks = int(bptr[-1])
     bidx = np.empty(nblocks, dtype=ptr.dtype)
-    bval = np.zeros(nblocks * r * c, dtype=val.dtype)
-    st.csr_tobsr(n_rows, n_cols, r, c, ptr, idx, val, bptr, bidx, bval)
+    bval = np.zeros(nblocks * r * c, dtype=val.dtype)  # fresh zero pages: the kernel writes the entries only
+    words, out_words = _words(val, lay), _words(bval, lay)
+    marks[:] = -1
+    fill = fns.function("to_blocks_fill")
+    _run([partial(fill, ptr, idx, words, bptr, bidx, out_words, marks[k], lo, hi, n)
+          for k, (lo, hi) in enumerate(ranges)])
     return bptr, bidx, bval
 
 
-def sort_blocks(n_brows: int, n_bcols: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarray,
-                bval: np.ndarray) -> None:
-    """Sorts the blocks of every block row by block column, in place."""
-    st.bsr_sort_indices(n_brows, n_bcols, r, c, bptr, bidx, bval)
-
-
-def from_blocks(n_brows: int, n_bcols: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarray,
-                bval: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows (every slot of every block, zeros included) of sorted blocks: ``(ptr, idx, val)``."""
-    n = len(bidx) * r * c
-    ptr = np.empty(n_brows * r + 1, dtype=bptr.dtype)
-    idx = np.empty(n, dtype=bptr.dtype)
-    val = np.empty(n, dtype=bval.dtype)
-    st.bsr_tocsr(n_brows, n_bcols, r, c, bptr, bidx, bval, ptr, idx, val)
+def from_blocks(n: int, m: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarray, bval: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``(ptr, idx, val)`` of an ``n x m`` matrix stored in sorted ``r x c`` blocks: the nonzero slots
+    inside the shape only."""
+    lay = layout(bval.dtype, bptr.dtype)
+    assert lay is not None and bidx.dtype == bptr.dtype
+    fns = _block_functions(lay, r, c)
+    assert (len(bptr) - 1) * r >= n, "every row in a block row"
+    ranges = _bounds(bptr, _threads(len(bidx) * r * c))
+    words = _words(bval, lay)
+    ptr = np.empty(n + 1, dtype=bptr.dtype)
+    count = fns.function("from_blocks_count")
+    _run([partial(count, bptr, bidx, words, ptr, lo, hi, n, m) for lo, hi in ranges])
+    _prefix_sums(ptr)
+    nnz = int(ptr[-1])
+    idx = np.empty(nnz, dtype=bptr.dtype)
+    val = np.empty(nnz, dtype=bval.dtype)
+    out_words = _words(val, lay)
+    fill = fns.function("from_blocks_fill")
+    _run([partial(fill, bptr, bidx, words, ptr, idx, out_words, lo, hi, n, m) for lo, hi in ranges])
     return ptr, idx, val
+
+
+def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap_dtype: np.dtype
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pos, gaps, values)`` of sorted rows in a ``bits``-bit delta level: each column as the gap to the
+    previous one minus one (the first: its column), zero entries where a gap exceeds ``2**bits - 1``."""
+    lay = layout(val.dtype, ptr.dtype)
+    assert lay is not None and idx.dtype == ptr.dtype and 1 <= bits <= 32
+    gap_dtype = np.dtype(gap_dtype)
+    fns = _functions(lay)
+    ranges = _bounds(ptr, _threads(len(idx)))
+    optr = np.empty(len(ptr), dtype=ptr.dtype)
+    count = fns.function("delta_count")
+    _run([partial(count, ptr, idx, optr, lo, hi, bits) for lo, hi in ranges])
+    _prefix_sums(optr)
+    total = int(optr[-1])
+    gaps = np.empty(total, dtype=gap_dtype)
+    out = np.empty(total, dtype=val.dtype)
+    words, out_words = _words(val, lay), _words(out, lay)
+    fill = fns.function(f"delta_fill_{gap_dtype.itemsize * 8}")
+    signed = gaps.view(f"i{gap_dtype.itemsize}")
+    _run([partial(fill, ptr, idx, words, optr, signed, out_words, lo, hi, bits) for lo, hi in ranges])
+    return optr, gaps, out
+
+
+def structured_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, groups: int, m: int, n: int
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(coordinates, values)`` of sorted rows in an n:m level (``groups`` groups of ``m`` columns per row,
+    ``n`` slots each: the group's entries, then its smallest free columns with zeros, increasing); None when
+    a group holds more than ``n`` entries."""
+    lay = layout(val.dtype, ptr.dtype)
+    assert lay is not None and idx.dtype == ptr.dtype
+    rows = len(ptr) - 1
+    total = rows * groups * n
+    ranges = _bounds(ptr, _threads(max(total, len(idx))))
+    crd = np.empty(total, dtype=ptr.dtype)
+    out = np.empty(total, dtype=val.dtype)
+    bad = np.zeros((len(ranges), 1), dtype=np.int8)
+    fill = _functions(lay).function("nm_fill")
+    words, out_words = _words(val, lay), _words(out, lay)
+    _run([partial(fill, ptr, idx, words, crd, out_words, bad[k], lo, hi, groups, m, n)
+          for k, (lo, hi) in enumerate(ranges)])
+    return None if bad.any() else (crd, out)

@@ -85,15 +85,31 @@ class Tensor:
         if len(pos) != n or len(crd) != n:
             raise ValueError(f"expected {n} positions and coordinates entries (one per level, None where "
                              "a level has none)")
-        self._pos = list(pos)
-        self._crd = list(crd)
+        self._fill(list(pos), list(crd), values, None if index_type is None else np.dtype(index_type), package,
+                   device, source)
+
+    def _fill(self, pos: list[Any], crd: list[Any], values: Any, index_type: np.dtype | None, package: str,
+              device: str, source: Any) -> None:
+        """Set the buffers and metadata (after ``tensor_format`` and ``shape``)."""
+        self._pos = pos
+        self._crd = crd
         self._val = values
-        self.index_type = self._infer_index_type() if index_type is None else np.dtype(index_type)
+        self.index_type = self._infer_index_type() if index_type is None else index_type
         self.package = package
         self.device = device
         self._source = source  # keeps the package object alive and lets to_package() return it
         self._source_key: tuple | None = None  # buffer_key() when viewed from source (from_package)
         self._validated: tuple | None = None  # buffer_key() of the last successful validation
+
+    @classmethod
+    def _trusted(cls, tensor_format: TensorFormat, shape: tuple[int, ...], pos: list[Any], crd: list[Any],
+                 values: Any, index_type: np.dtype, source: Any = None) -> Tensor:
+        """Internal: a CPU numpy tensor over buffers known to match ``tensor_format`` and ``shape`` (a kernel's
+        dense result): the constructor without its checks and conversions (on the per-call path)."""
+        t = cls.__new__(cls)
+        t.tensor_format, t.shape = tensor_format, shape
+        t._fill(pos, crd, values, index_type, "numpy", "cpu", source)
+        return t
 
     def _infer_index_type(self) -> np.dtype:
         for k, lv in enumerate(self.tensor_format.levels):
@@ -227,6 +243,10 @@ class Tensor:
         if same:
             to_host(self._val)[...] = new.val.reshape(self._val.shape)
         else:
+            ours = [to_host(s) for s in src.buffers() if s is not None]
+            # a conversion may share src's unchanged buffers; a copy may not
+            if any(any(np.may_share_memory(to_host(b), s) for s in ours) for b in new.buffers()):
+                new = new.clone()
             self._pos, self._crd, self._val = new._pos, new._crd, new._val
             self._validated = new._validated
         return self

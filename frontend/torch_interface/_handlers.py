@@ -12,6 +12,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ._elementwise import HANDLED
 from ._products import kernel_matmul, sparse_dense, sparse_sparse
 from ._wrapper import TensorWrapper, densified_call
 
@@ -285,18 +286,10 @@ def _scaled(func: Any, a: Any, b: Any, op: Callable, reverse_ok: bool) -> Any:
     return densified_call(func, (a, b), {}, "only multiplication/division by a scalar")
 
 
-def mul(a: Any, b: Any) -> Any:
-    return _scaled(torch.mul, a, b, torch.mul, True)
-
-
 def div(a: Any, b: Any, *, rounding_mode: Any = None) -> Any:
     if rounding_mode is not None:
         return densified_call(torch.div, (a, b), {"rounding_mode": rounding_mode}, "rounding_mode")
     return _scaled(torch.div, a, b, torch.div, False)
-
-
-def neg(a: TensorWrapper) -> TensorWrapper:
-    return a.map(torch.neg)
 
 
 def sum_(a: TensorWrapper, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
@@ -342,9 +335,7 @@ _FUNCTIONS: tuple[tuple[tuple[Any, ...], Handler], ...] = (
     ((torch.Tensor.__repr__, torch.Tensor.__str__), repr_),
     ((torch.Tensor.__format__,), format_),
     ((torch.Tensor.__deepcopy__,), deepcopy),
-    ((torch.mul, torch.Tensor.mul, torch.Tensor.__mul__, torch.Tensor.__rmul__), mul),
     ((torch.div, torch.Tensor.div, torch.Tensor.__truediv__), div),
-    ((torch.neg, torch.Tensor.neg, torch.Tensor.__neg__), neg),
     ((torch.sum, torch.Tensor.sum), sum_),
-)
+) + HANDLED
 HANDLERS: dict[Any, Handler] = {f: h for funcs, h in _FUNCTIONS for f in funcs}

@@ -83,14 +83,19 @@ def planned_product(s: TensorWrapper, d: torch.Tensor, side: str, transpose: boo
         mm = (ops.Matmul(s.ust, buf, transpose_a=transpose, threads=threads) if side == "left"
               else ops.Matmul(buf, s.ust, transpose_b=transpose, threads=threads))
         mm.plan()
-        entry = (mm, buf, threading.Lock())
+        prepared = getattr(mm.backend, "prepared", None)  # CPU plans; GPU plans read their operands
+        reads_buf = prepared is None or any(torch_storage.same_memory(t, buf) for t in prepared.tensors)
+        entry = (mm, buf, threading.Lock(), reads_buf)
         if len(plans) >= _MAX_PLANS:
             plans.pop(next(iter(plans)))
     else:
         plans.pop(key)
     plans[key] = entry  # most recent last
-    mm, buf, lock = entry
+    mm, buf, lock, reads_buf = entry
     with lock:
+        if not reads_buf:  # the plan holds a copy of its dense operand (a ragged block format pads it)
+            mm.reset_operands(**{"b" if side == "left" else "a": dense_arg(d)})
+            return to_torch(mm.execute(), type(s), d.device)
         buf.copy_(d.detach())
         return to_torch(mm.execute(), type(s), d.device)
 

@@ -20,8 +20,9 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_map
 
-from frontend.format import TensorFormat
+from frontend.format import TensorFormat, stores_padding
 from frontend.storage._buffers import torch_buffer
+from frontend.storage._convert import coordinates
 from frontend.tensor._tensor import Tensor
 
 from . import _storage as torch_storage
@@ -53,6 +54,7 @@ class TensorWrapper(torch.Tensor):
     _stored: torch.Tensor
     _pattern: Tensor | None
     _positions: torch.Tensor | None
+    _entries: tuple[torch.Tensor, torch.Tensor] | None
     _plans: dict[tuple, Any]
     _transpose_base: TensorWrapper | None
 
@@ -67,6 +69,7 @@ class TensorWrapper(torch.Tensor):
         r._stored = values
         r._pattern = None
         r._positions = None
+        r._entries = None
         r._plans = {}
         r._transpose_base = None
         return r
@@ -113,6 +116,7 @@ class TensorWrapper(torch.Tensor):
             self._ust = torch_storage.with_values(self._ust, self._stored)
             self._pattern = None
             self._positions = None
+            self._entries = None
             self._plans = {}
         return self._ust
 
@@ -163,6 +167,27 @@ class TensorWrapper(torch.Tensor):
             pos[flat[where].astype(np.int64) - 1] = where
             self._positions = torch.from_numpy(pos)
         return self._positions
+
+    def entry_coordinates(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(index, dims)``: the storage positions (into the flattened ``.values``) of the stored values
+        inside the shape and their ``(ndim, n)`` dimension coordinates, int64 on the values' device (cached;
+        block and diagonal slots outside the shape are left out)."""
+        if self._entries is None:
+            ust = self.ust
+            labels = torch.arange(1, self._stored.numel() + 1, dtype=torch.float64).reshape(self._stored.shape)
+            dims, labs = coordinates(torch_storage.with_values(ust, labels))
+            index = torch.from_numpy(np.asarray(labs, dtype=np.int64) - 1)
+            self._entries = (index.to(self.device), torch.from_numpy(np.ascontiguousarray(dims)).to(self.device))
+        return self._entries
+
+    def entries(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`entry_coordinates` after the padding rule: in formats that store padding (blocks,
+        diagonals, delta gaps) a stored zero is not an entry (the set depends on the current values)."""
+        index, dims = self.entry_coordinates()
+        if not stores_padding(self._ust.tensor_format):
+            return index, dims
+        keep = self._stored.detach().reshape(-1)[index] != 0
+        return index[keep], dims[:, keep]
 
     def to_torch(self) -> torch.Tensor:
         """The plain torch tensor: the package object for formats torch has (zero-copy where it can),

@@ -105,6 +105,16 @@ class Builder(MlirText):
         return Value(self.index_cast(raw, f"vector<{lanes}x{elem}>", f"vector<{lanes}xindex>", "i"),
                      f"vector<{lanes}xindex>")
 
+    def vload_int(self, memref: Value, at: str, lanes: int, to: str) -> Value:
+        """``lanes`` consecutive entries of an unsigned integer buffer zero-extended to ``vector<lanes x to>``
+        (``to`` an integer type at least as wide as the buffer's)."""
+        elem = element_type(memref.type)
+        raw = self.assign(f"vector.load {memref}[{at}] : {memref.type}, vector<{lanes}x{elem}>", "l")
+        t = f"vector<{lanes}x{to}>"
+        if elem != to:
+            raw = self.cast("arith.extui", raw, f"vector<{lanes}x{elem}>", t, "l")
+        return Value(raw, t)
+
     def splat(self, x: Value, lanes: int) -> Value:
         t = f"vector<{lanes}x{x.type}>"
         return self.op(f"vector.broadcast {x} : {x.type} to {t}", t, "s")

@@ -23,6 +23,8 @@ Inner = Callable[[Value, Value, Carry, int], Carry]
 #: (as frontend.storage._assemble stores them: ``c[0] = g[0]``, ``c[t] = c[t-1] + g[t] + 1``).
 DELTA_START = -1
 DELTA_STEP = 1
+#: Gathered delta walks compute coordinates in i32 below this level extent (else in ``index``).
+DELTA_I32_EXTENT = 1 << 31
 
 
 class LevelRule(Protocol):
@@ -103,11 +105,21 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
 
     def entry(p: Value, c: Carry, lanes: int) -> Carry:
         run, rest = c[0], c[1:]
-        if lanes > 1:  # lanes consecutive entries: prefix sum of the steps
-            steps = b.vadd(b.vload_index(args.crd, ctx.at(p), lanes, unsigned=True),
-                           b.const(f"dense<{DELTA_STEP}>", f"vector<{lanes}xindex>"))
-            coords = b.vadd(b.splat(run, lanes), b.prefix_sum(steps, lanes))
-            return [b.extract(coords, lanes - 1)] + inner(p, coords, rest, lanes)
+        if lanes > 1:  # lanes consecutive entries: prefix sum of the steps, in i32 where the extent fits
+            # (one dword-indexed gather of 16 lanes instead of two qword ones, half the shuffle work)
+            it = "i32" if ctx.extents[k] < DELTA_I32_EXTENT else "index"
+            vt = f"vector<{lanes}x{it}>"
+            gaps = (b.vload_int(args.crd, ctx.at(p), lanes, it) if it != "index"
+                    else b.vload_index(args.crd, ctx.at(p), lanes, unsigned=True))
+            steps = b.vadd(gaps, b.const(f"dense<{DELTA_STEP}>", vt))
+            start = run if it == "index" else Value(b.index_cast(run.name, "index", it, "i"), it)
+            sums = b.prefix_sum(steps, lanes)
+            coords = b.vadd(b.splat(start, lanes), sums)
+            # the next run from the sums alone: the loop-carried chain is one scalar add per `lanes` entries
+            total = b.extract(sums, lanes - 1)
+            if it != "index":
+                total = Value(b.index_cast(total.name, it, "index", "i"), "index")
+            return [b.add(run, total)] + inner(p, coords, rest, lanes)
         # (run + gap) + step: x86 folds it into one lea (measured faster than run + (gap + step))
         coord = b.add(b.add(run, b.load_index(args.crd, ctx.at(p), unsigned=True)), b.index(DELTA_STEP))
         return [coord] + inner(p, coord, rest, 1)

@@ -112,7 +112,8 @@ def select_module(a: TensorSpec, out: TensorSpec, predicate: ScalarFn) -> str:
 def reduce_module(a: TensorSpec, keep: Sequence[int], out: TensorSpec, monoid: ScalarFn | str, identity: Any) -> str:
     """``a``'s stored entries reduced over the dimensions not in ``keep`` into a dense ``out`` (filled with
     ``identity``). ``monoid``: ``"add"`` (arith sum), ``"count"`` (how many stored entries) or a traced
-    function of (entry, accumulator) applied with ``sparse_tensor.reduce``."""
+    function of (entry, accumulator) applied with ``sparse_tensor.reduce`` (inlined for a dense ``a``: the
+    sparsifier does not lower ``sparse_tensor.reduce`` without a sparse operand)."""
     rank = len(a.shape)
     elem = out.elem
     if monoid == "add":
@@ -128,6 +129,10 @@ def reduce_module(a: TensorSpec, keep: Sequence[int], out: TensorSpec, monoid: S
         body = [f"%u = sparse_tensor.unary %x0 : {a.elem} to {elem}", "  present={",
                 f"  ^bb0(%v: {a.elem}):", f"    {one}", f"    sparse_tensor.yield %one : {elem}", "  }",
                 "  absent={}", f"%y = {_ARITH[kind(elem)]['add']} %u, %o : {elem}"]
+    elif isinstance(monoid, ScalarFn) and not a.sparse:  # every entry is stored: the function itself
+        lines, res = monoid.inline(("%x0", "%o"), "m_")
+        return "\n".join(_header([a], out) + _init(out, identity)
+                         + _generic([a], [range(rank)], out, keep, rank, list(lines), res)) + "\n"
     elif isinstance(monoid, ScalarFn):
         body = [constant_op("%ident", identity, elem), f"%y = sparse_tensor.reduce %x0, %o, %ident : {elem} {{"]
         body += ["  " + s for s in _region(monoid, ["%p", "%q"], [], "m_", elem)] + ["}"]

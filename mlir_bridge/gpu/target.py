@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import re
 import shutil
-import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -23,7 +22,9 @@ from pathlib import Path
 from mlir_bridge import toolchain
 from mlir_bridge.cache import open_disk_cache
 from mlir_bridge.compile import cache_key
+from mlir_bridge.errors import CompileError
 from mlir_bridge.gpu.cuda_driver import cuda_info, require_cuda_device
+from mlir_bridge.gpu.cuda_tools import cuda_tools, log, release
 from mlir_bridge.module import CompiledModule
 from mlir_bridge.signature import Signature
 from mlir_bridge.stage import PipelineArg, normalize
@@ -35,22 +36,10 @@ _loaded: dict[tuple[str, int], CompiledModule] = {}
 _ptx: dict[str, tuple[str, ...]] = {}
 
 
-@functools.cache
 def toolkit_version() -> str:
-    """``ptxas`` / ``fatbinary`` release lines (gpu-module-to-binary runs them), or ``none``."""
-    out = []
-    for tool in ("ptxas", "fatbinary"):
-        path = shutil.which(tool)
-        if path is None:
-            out.append(f"{tool}=none")
-            continue
-        try:
-            text = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            text = ""
-        release = [ln.strip() for ln in text.splitlines() if "release" in ln]
-        out.append(f"{tool}={release[-1] if release else 'unknown'}")
-    return ";".join(out)
+    """``ptxas`` / ``fatbinary`` release lines of the tools in use (``cuda_tools``), or ``none``."""
+    tools = cuda_tools()
+    return ";".join(f"{t.name}={release(t)}" for t in (tools.ptxas, tools.fatbinary))
 
 
 #: Linked into every GPU module: the caller's stream carries its work (see the file).
@@ -76,6 +65,12 @@ class GpuTarget(Target):
         info = cuda_info()
         driver = f"driver={info.driver_version}" if info.driver_version else "driver=none"
         return f"{super().fingerprint()}|{driver}|{toolkit_version()}|shim={_shim_digest()}"
+
+    def compile_env(self) -> dict[str, str]:
+        """The PATH that makes MLIR run the ``ptxas``/``fatbinary`` of ``cuda_tools`` (PATH or environment)."""
+        from mlir_bridge.gpu.cuda_tools import compile_env
+
+        return compile_env()
 
     def build(self, llvm_module: Path, out: Path) -> None:
         """As ``Target.build`` (translate, opt, llc, link), with the stream shim (``stream_shim.c``)
@@ -105,7 +100,7 @@ def build_gpu(text: str, pipeline: PipelineArg, *, target: GpuTarget = GPU) -> G
     """
     from mlir_bridge.compile import _build
 
-    stages, description = normalize(pipeline)
+    stages, description = normalize(with_available_tools(pipeline))
     key = cache_key(text, description, target)
     with _lock:
         hit = _builds.get(key)
@@ -130,6 +125,35 @@ def build_gpu(text: str, pipeline: PipelineArg, *, target: GpuTarget = GPU) -> G
     with _lock:
         _builds[key] = build
     return build
+
+
+_NEEDS_PTXAS = ("bin", "fatbin")
+
+
+def with_available_tools(pipeline: PipelineArg) -> PipelineArg:
+    """``pipeline`` as the CUDA tools found here can build it: ``fatbin`` becomes ``bin`` (a cubin for the
+    pipeline's chip, the device's own when one exists) when ``fatbinary`` is missing but ``ptxas`` is there
+    (the ``nvidia-cuda-nvcc-cu12`` wheel carries ``ptxas`` only). Raises CompileError naming the places
+    searched when a GPU object is asked for and ``ptxas`` is missing."""
+    fmt = getattr(pipeline, "gpu_format", None) if dataclasses.is_dataclass(pipeline) else None
+    if fmt not in _NEEDS_PTXAS:
+        return pipeline
+    tools = cuda_tools()
+    if not tools.ptxas.found:
+        raise CompileError(
+            "ptxas not found: not on PATH, not in this Python environment (the gpu extra installs it: "
+            "pip install 'ust-mlir[gpu]', wheel nvidia-cuda-nvcc-cu12), not under $CUDA_HOME or /usr/local/cuda; "
+            "GPU objects cannot be built (reading PTX with gpu_format='isa' still works)", stage="gpu-binary")
+    if fmt == "fatbin" and not tools.fatbinary.found:
+        line = f"fatbinary not found: building cubins ({tools.ptxas.describe()})"
+        if line not in _said:
+            _said.add(line)
+            log.info("ust-mlir: %s", line)
+        return dataclasses.replace(pipeline, gpu_format="bin")  # type: ignore[type-var]
+    return pipeline
+
+
+_said: set[str] = set()
 
 
 def load_gpu(build: GpuBuild, device: int = 0) -> CompiledModule:

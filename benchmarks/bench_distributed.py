@@ -1,0 +1,153 @@
+"""frontend.distributed on a 2-worker local Dask cluster against one process (frontend and scipy).
+
+Measures, each contender timed in the same run, interleaved, best of ``--repeats`` rounds:
+- SpMV and SpMM (8 columns) on a 1M-row matrix (2-D Poisson 1000^2, 5 entries a row; ``--quick``: 200^2);
+- CG on 2-D Poisson 1000^2: time per iteration (``--iterations`` fixed iterations, no preconditioner);
+- the coordination overhead per CG iteration: distributed CG on a tiny system (Poisson 16^2), where the
+  arithmetic is negligible, so the time per iteration is the driver's steps, the tasks and the messages;
+- bytes per CG iteration: the halo entries exchanged (measured by the solve's accounting) and the dot
+  products' scalars; Dask's own task messages are not counted.
+Then a cost model from these numbers (docs/distributed.md): SpMV and CG time per iteration on 8, 64 and 512
+nodes for a 1e10-nonzero matrix (3-D 7-point Poisson, 1-D row blocks) at ``--bandwidth`` GB/s.
+
+Run: ``.venv/bin/python benchmarks/bench_distributed.py [--quick]`` (about 2 minutes on 2 idle cores).
+On a 2-core machine the two workers and the one-process peer share the same two cores, so the distributed
+time can show overhead, not speed-up; the cost model is where the node counts come in.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from collections.abc import Callable
+
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+import frontend as F  # noqa: E402
+from frontend import distributed as fd  # noqa: E402
+
+
+def poisson2d(k: int) -> sp.csr_array:
+    t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(k, k))
+    return sp.csr_array(sp.kron(sp.eye_array(k), t) + sp.kron(t, sp.eye_array(k)))
+
+
+def best(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Seconds per call of each function: min over interleaved rounds (one warm-up call each)."""
+    for f in fns.values():
+        f()
+    times = {k: float("inf") for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            times[k] = min(times[k], time.perf_counter() - t0)
+    return times
+
+
+def line(name: str, times: dict[str, float], ref: str) -> None:
+    cells = "  ".join(f"{k} {v * 1e3:8.2f} ms ({times[ref] / v:4.2f}x)" for k, v in times.items())
+    print(f"{name:<26} {cells}")
+
+
+def products(client: object, k: int, repeats: int) -> float:
+    a = poisson2d(k)
+    d = fd.from_package(a, partitions=2, client=client)
+    x, b = np.random.default_rng(0).random(a.shape[1]), np.random.default_rng(1).random((a.shape[1], 8))
+    print(f"matrix: Poisson {k}^2, {a.shape[0]} rows, {a.nnz} entries; partitions {d.bounds}")
+    t = best({"scipy": lambda: a @ x, "1-proc": lambda: F.matmul(a, x),
+              "1-proc 1thr": lambda: F.matmul(a, x, threads=1), "dask 2w": lambda: F.matmul(d, x)}, repeats)
+    line("SpMV", t, "scipy")
+    line("SpMM (8 columns)", best({"scipy": lambda: a @ b, "1-proc": lambda: F.matmul(a, b),
+                                   "1-proc 1thr": lambda: F.matmul(a, b, threads=1),
+                                   "dask 2w": lambda: F.matmul(d, b)}, repeats), "scipy")
+    return a.nnz / t["1-proc 1thr"]  # nonzeros per second of one core
+
+
+def cg_per_iteration(client: object, k: int, iterations: int, repeats: int, partitions: int = 2
+                     ) -> tuple[float, float, dict]:
+    """Seconds per CG iteration: distributed and one process; the distributed solve's info."""
+    a = poisson2d(k)
+    d = fd.from_package(a, partitions=partitions, client=client)
+    b = np.ones(a.shape[0])
+    solver = F.Solve(a, method="cg", maxiter=iterations, on_failure="warn").plan()
+
+    def one() -> None:
+        solver.execute(b)
+
+    def dist() -> None:
+        F.solve(d, b, method="cg", maxiter=iterations, tol=1e-300, on_failure="warn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = best({"1-proc": one, "dask 2w": dist}, repeats)
+    info = dict(d.solve_info or {})
+    return t["dask 2w"] / iterations, t["1-proc"] / iterations, info
+
+
+def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float) -> None:
+    """SpMV and CG time per iteration for a 1e10-nonzero 3-D 7-point Poisson matrix on P nodes of 16 cores.
+
+    compute: the nonzeros of a node's block at the measured one-core SpMV rate times 16 (CG: x1.4 for the
+    vector updates); coordination: the measured cost of a driver step, ``step_a + step_b * P`` (one task per
+    partition, fitted on 2 and 8 partitions); halo: each block exchanges two planes of the grid per SpMV. As
+    implemented the halo entries travel through the client (exported with a step's result, sent with the
+    next), so the client's link carries 4 x 2 planes x P per iteration (3 vectors exported, 1 sent); the
+    worker-to-worker variant (one task per neighbour pair, each link 2 planes) is shown for comparison."""
+    nnz = 1e10
+    rows = nnz / 7
+    side = rows ** (1 / 3)
+    plane = side ** 2 * 8  # bytes
+    bw = bandwidth_gb_s * 1e9
+    print(f"\ncost model: 1e10 nonzeros (3-D Poisson, {rows:.3g} rows = {side:.0f}^3, 1-D row blocks), "
+          f"{bandwidth_gb_s:g} GB/s links, {rate_nnz_s / 1e6:.0f} M nonzeros/s per core (measured) x 16 cores a "
+          f"node, driver step {step_a * 1e3:.2f} ms + {step_b * 1e3:.3f} ms x partitions (measured)")
+    print(f"{'nodes':>6} {'compute':>9} {'coord':>9} {'halo w2w':>9} {'halo via client':>16} {'SpMV':>9} "
+          f"{'CG iter (as built)':>19} {'CG iter (w2w halo)':>19}")
+    for p in (8, 64, 512):
+        compute = nnz / p / (rate_nnz_s * 16)
+        coord = step_a + step_b * p
+        w2w = 2 * plane / bw
+        via_client = 4 * 2 * plane * p / bw
+        spmv, cg_built = compute + coord, 1.4 * compute + coord + via_client
+        cg_w2w = 1.4 * compute + coord + step_b * 2 * p + w2w
+        print(f"{p:>6} {compute * 1e3:>6.1f} ms {coord * 1e3:>6.1f} ms {w2w * 1e3:>6.1f} ms "
+              f"{via_client * 1e3:>13.1f} ms {spmv * 1e3:>6.1f} ms {cg_built * 1e3:>16.1f} ms {cg_w2w * 1e3:>16.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="Poisson 200^2 instead of 1000^2")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--bandwidth", type=float, default=12.5, help="link bandwidth in GB/s (100 Gb/s)")
+    args = parser.parse_args()
+    k = 200 if args.quick else 1000
+    client = fd.start_local(2, threads_per_worker=1)
+    try:
+        print(f"2-worker LocalCluster (processes, 1 thread each) on {os.cpu_count()} cores; load {os.getloadavg()}")
+        rate = products(client, k, args.repeats)
+        dist_it, one_it, info = cg_per_iteration(client, k, args.iterations, max(2, args.repeats // 2))
+        print(f"{'CG per iteration':<26} 1-proc {one_it * 1e3:8.3f} ms  dask 2w {dist_it * 1e3:8.3f} ms "
+              f"({one_it / dist_it:4.2f}x)")
+        tiny, _, tiny_info = cg_per_iteration(client, 16, 200, 3)
+        tiny8, _, _ = cg_per_iteration(client, 16, 200, 3, partitions=8)
+        steps = tiny_info["steps"] / max(1, tiny_info["iterations"])
+        print(f"{'coordination per CG iter':<26} {tiny * 1e3:.2f} ms with 2 partitions, {tiny8 * 1e3:.2f} ms with 8 "
+              f"(Poisson 16^2: {steps:.2f} steps an iteration; target <= 5 ms)")
+        halo = info["halo_bytes"] / max(1, info["iterations"])
+        scalars = 2 * 3 * 16  # one reduction an iteration: two partitions, three (complex) scalars each
+        print(f"{'bytes per CG iteration':<26} halo {halo:.0f} B + scalars {scalars} B (the vector: "
+              f"{k * k * 8} B); {info['steps']} steps for {info['iterations']} iterations")
+        step_b = max(0.0, (tiny8 - tiny) / 6)
+        model(rate, max(0.0, tiny - 2 * step_b), step_b, args.bandwidth)
+    finally:
+        client.close()
+
+
+if __name__ == "__main__":
+    main()

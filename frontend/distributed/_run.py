@@ -1,0 +1,107 @@
+"""Waiting on workers without hanging: every wait has a deadline, a dead worker is noticed while waiting,
+and a failure names the partition and the worker it ran on."""
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+SCATTER_BYTES = 1 << 20  # operands above this go to their worker directly (client.scatter), not in the task
+DEFAULT_TIMEOUT = 300.0  # seconds one distributed call may wait for its tasks
+POLL = 0.25  # seconds between checks of the live workers while waiting
+
+
+class DistributedError(RuntimeError):
+    """A distributed call failed; the message names the partition and the worker."""
+
+    def __init__(self, message: str, partition: int | None = None, worker: str | None = None) -> None:
+        super().__init__(message)
+        self.partition, self.worker = partition, worker
+
+
+class WorkerLost(DistributedError):
+    """A worker holding a partition died (the call may be retried after rebuilding the partition)."""
+
+
+def is_distributed(x: Any) -> bool:
+    """Whether ``x`` is a DistributedTensor (by its marker, without importing the class)."""
+    return bool(getattr(type(x), "__ust_distributed__", False))
+
+
+def _lost(exc: BaseException | None) -> bool:
+    """Whether a task error means its worker died rather than its code failed."""
+    if exc is None:
+        return True
+    name = type(exc).__name__
+    return name in ("KilledWorker", "CancelledError", "FutureCancelledError", "CommClosedError") or isinstance(
+        exc, (ConnectionError, EOFError))
+
+
+def wait_all(client: Any, futures: Sequence[Any], where: Sequence[tuple[int, str | None]],
+             timeout: float = DEFAULT_TIMEOUT) -> list[Any]:
+    """The results of ``futures`` (``where[k]``: the partition and worker of ``futures[k]``).
+
+    Raises :class:`WorkerLost` when a worker named in ``where`` leaves or a task is lost with its worker,
+    :class:`DistributedError` naming the partition and worker when a task fails, and
+    :class:`DistributedError` when ``timeout`` seconds pass.
+    """
+    from distributed import wait
+    deadline = time.monotonic() + timeout
+    gather_for = POLL  # doubles while a gather of finished results is merely slow (large blocks)
+    while True:
+        pending = _wait(wait, futures, POLL)
+        for k, f in enumerate(futures):
+            if f.status in ("error", "cancelled", "lost"):
+                p, w = where[k]
+                exc = f.exception() if f.status == "error" else None
+                if _lost(exc):
+                    raise WorkerLost(f"partition {p}: its worker {w} was lost ({f.status}: {exc})", p, w)
+                raise DistributedError(f"partition {p} on worker {w} failed: {type(exc).__name__}: {exc}", p,
+                                       w) from exc
+        if not pending:
+            try:  # bounded: a worker dying after its task finished sends the task back to "pending"
+                return client.sync(client._gather, list(futures), direct=True,
+                                   callback_timeout=max(POLL, min(gather_for, deadline - time.monotonic())))
+            except TimeoutError:
+                pending = {f for f in futures if f.status != "finished"}
+                gather_for *= 2
+        live = set(client.nthreads())
+        for k, f in enumerate(futures):
+            p, w = where[k]
+            if f in pending and w is not None and w not in live:
+                raise WorkerLost(f"partition {p}: its worker {w} left the cluster", p, w)
+        if time.monotonic() > deadline:
+            stuck = [f"partition {where[k][0]} on worker {where[k][1]}" for k, f in enumerate(futures)
+                     if f in pending]
+            raise DistributedError(f"timed out after {timeout:g} s waiting for {', '.join(stuck)}",
+                                   where[0][0], where[0][1])
+
+
+def _wait(wait: Any, futures: Sequence[Any], poll: float) -> set:
+    """The futures still pending after waiting up to ``poll`` seconds."""
+    try:
+        return set(wait(list(futures), timeout=poll).not_done)
+    except TimeoutError:
+        return {f for f in futures if f.status == "pending"}
+
+
+def submit(client: Any, fn: Callable, *args: Any, key: str | None = None, worker: str | None = None,
+           strict: bool = False) -> Any:
+    """``client.submit`` of a task that is not pure (a fresh key), preferring (or, ``strict``, requiring)
+    ``worker``; Dask's warning about large arguments is silenced (blocks travel as task arguments, so that
+    Dask can recompute them from the graph)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Ll]arge.*")
+        return client.submit(fn, *args, key=key or f"ust-{fn.__name__}-{uuid.uuid4().hex}", pure=False,
+                             workers=None if worker is None else [worker],
+                             allow_other_workers=not strict and worker is not None)
+
+
+def send(client: Any, value: Any, worker: str | None) -> Any:
+    """``value`` as a task argument: large arrays are scattered straight to ``worker`` (a future; one hop
+    instead of through the scheduler), small ones travel in the task."""
+    if worker is None or getattr(value, "nbytes", 0) < SCATTER_BYTES:
+        return value
+    return client.scatter(value, workers=[worker], direct=True, hash=False)

@@ -1,0 +1,627 @@
+"""Conversion kernels between 2-D layouts as MLIR text: plain loops over raw buffers (``scf``/``memref``).
+
+The frontend's direct conversions (:mod:`frontend.storage._direct`) run them in row (or entry) ranges, one
+range per thread. Every function writes only inside the range it is given, so ranges run in parallel:
+
+- ``transpose_count(ptr, idx, cnt, lo, hi)``: ``cnt[j] += 1`` for every entry of rows ``[lo, hi)`` in
+  column ``j``; ``transpose_offsets(cnt, optr, chunks, m)``: the ranges' counts to their first slots;
+  ``transpose_fill(ptr, idx, val, cur, oidx, oval, lo, hi)``: each entry goes to slot ``cur[j]++`` of its
+  column (a counting sort: rows stay increasing within a column).
+- ``expand(ptr, out, lo, hi)``: ``out[k] = i`` for the entries ``k`` of rows ``i`` in ``[lo, hi)``.
+- ``coo_ptr(maj, oth, ptr, bad, lo, hi, n)``: the row pointers of sorted COO entries ``[lo, hi)``, from the
+  steps between neighbours (no histogram); ``bad[0] = 1`` where entries are out of order or a row is
+  outside ``[0, n)``.
+- ``dia_rows_<s><z>``: rows of diagonals (offset ``d``; other coordinate ``d + i`` for ``s = m`` (``x - y``),
+  ``d - i`` for ``s = p`` (``x + y``); the range level follows the row (``z = r``) or the other dimension
+  (``z = o``)), nonzeros only, in one pass from a given first slot (the caller bounds every range's slots);
+  ``shift_down(idx, val, frm, to, count)`` closes the gaps between ranges.
+
+Block kernels (a module per block shape ``r x c``, constants so that divisions are shifts):
+
+- ``to_blocks_count(ptr, idx, bptr, mark, blo, bhi, n)`` / ``to_blocks_fill(ptr, idx, val, bptr, bidx, bval,
+  mark, blo, bhi, n)``: the distinct block columns of each block row (``mark``: one word per block column,
+  negative at first, one array per range), sorted, then the entries written into their blocks (``bval``
+  comes zeroed: fresh pages are zero already).
+- ``from_blocks_count(bptr, bidx, bval, ptr, blo, bhi, n, m)`` / ``from_blocks_fill(...)``: rows of a block
+  row, nonzero slots inside the shape only.
+
+``*_count`` functions write counts at ``ptr[i + 1]`` (the caller takes prefix sums). Index buffers are
+``memref<?x{index}>``; values are raw bits (``memref<?xi{bits}>``, ``lanes`` words per value: 2 for complex),
+and the nonzero test of float bits ignores the sign bit (``-0.0`` is zero, NaN is not), like ``x != 0``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+INDEX_TYPES = ("i32", "i64")
+VALUE_BITS = (8, 16, 32, 64)
+#: Version of the kernels' text (part of nothing but the text itself; bump on semantic changes).
+VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Buffer types of one kernel module: index ``ity`` (``i32``/``i64``), value words ``i{bits}`` with
+    ``lanes`` words per value, ``floats``: nonzero tests ignore each word's sign bit."""
+
+    ity: str
+    bits: int
+    lanes: int
+    floats: bool
+
+    def __post_init__(self) -> None:
+        if self.ity not in INDEX_TYPES or self.bits not in VALUE_BITS or self.lanes not in (1, 2):
+            raise ValueError(f"unsupported conversion kernel layout {self}")
+
+    @property
+    def vty(self) -> str:
+        return f"i{self.bits}"
+
+
+class _Fn:
+    """Lines of one function with fresh SSA names and helpers for the loads/stores the kernels repeat."""
+
+    def __init__(self, lay: Layout, name: str, params: list[tuple[str, str]], gap: str = "i8") -> None:
+        self.lay, self.n = lay, 0
+        self.lines: list[str] = []
+        I, V = lay.ity, lay.vty
+        kinds = {"I": f"memref<?x{I}>", "V": f"memref<?x{V}>", "B": "memref<?xi8>", "G": f"memref<?x{gap}>",
+                 "x": "index"}
+        sig = ", ".join(f"%{p}: {kinds[k]}" for p, k in params)
+        self.head = f"  func.func @{name}({sig}) attributes {{llvm.emit_c_interface}} {{"
+        self.emit("%c0 = arith.constant 0 : index")
+        self.emit("%c1 = arith.constant 1 : index")
+        self.emit(f"%vz = arith.constant 0 : {V}")
+        self.emit("%false = arith.constant false")
+        self.emit("%true = arith.constant true")
+        self.depth = 2
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def v(self, rhs: str) -> str:
+        self.n += 1
+        name = f"%s{self.n}"
+        self.emit(f"{name} = {rhs}")
+        return name
+
+    def name(self) -> str:
+        self.n += 1
+        return f"%s{self.n}"
+
+    def c(self, value: int) -> str:
+        return self.v(f"arith.constant {value} : index")
+
+    def ld(self, buf: str, at: str) -> str:
+        """``buf[at]`` of an index buffer as an ``index``."""
+        I = self.lay.ity
+        return self.v(f"arith.index_cast {self.v(f'memref.load %{buf}[{at}] : memref<?x{I}>')} : {I} to index")
+
+    def st(self, value: str, buf: str, at: str) -> None:
+        """``buf[at] = value`` (an ``index``) into an index buffer."""
+        I = self.lay.ity
+        cast = self.v(f"arith.index_cast {value} : index to {I}")
+        self.emit(f"memref.store {cast}, %{buf}[{at}] : memref<?x{I}>")
+
+    def add(self, a: str, b: str) -> str:
+        return self.v(f"arith.addi {a}, {b} : index")
+
+    def mul(self, a: str, b: str) -> str:
+        return self.v(f"arith.muli {a}, {b} : index")
+
+    def cmp(self, pred: str, a: str, b: str) -> str:
+        return self.v(f"arith.cmpi {pred}, {a}, {b} : index")
+
+    def copy_value(self, src: str, s: str, dst: str, d: str) -> None:
+        """Value ``s`` of ``src`` to slot ``d`` of ``dst`` (all its words)."""
+        V, L = self.lay.vty, self.lay.lanes
+        if L == 1:
+            self.emit(f"memref.store {self.v(f'memref.load %{src}[{s}] : memref<?x{V}>')}, %{dst}[{d}] : memref<?x{V}>")
+            return
+        s0, d0 = self.mul(s, self.c(L)), self.mul(d, self.c(L))
+        for k in range(L):
+            sk, dk = (s0, d0) if k == 0 else (self.add(s0, self.c(k)), self.add(d0, self.c(k)))
+            word = self.v(f"memref.load %{src}[{sk}] : memref<?x{V}>")
+            self.emit(f"memref.store {word}, %{dst}[{dk}] : memref<?x{V}>")
+
+    def nonzero(self, src: str, s: str) -> str:
+        """i1: whether value ``s`` of ``src`` is nonzero."""
+        V, L = self.lay.vty, self.lay.lanes
+        base = s if L == 1 else self.mul(s, self.c(L))
+        out = ""
+        for k in range(L):
+            at = base if k == 0 else self.add(base, self.c(k))
+            w = self.v(f"memref.load %{src}[{at}] : memref<?x{V}>")
+            if self.lay.floats:
+                w = self.v(f"arith.shli {w}, {self.v(f'arith.constant 1 : {V}')} : {V}")
+            nz = self.v(f"arith.cmpi ne, {w}, %vz : {V}")
+            out = nz if not out else self.v(f"arith.ori {out}, {nz} : i1")
+        return out
+
+    def open_for(self, iv: str, lo: str, hi: str, carried: list[tuple[str, str, str]] | None = None) -> str:
+        """``scf.for``; ``carried``: (arg name, init, type); returns the results' name (or '')."""
+        if not carried:
+            self.emit(f"scf.for %{iv} = {lo} to {hi} step %c1 {{")
+            return ""
+        res = self.name()
+        args = ", ".join(f"%{a} = {init}" for a, init, _ in carried)
+        tys = ", ".join(t for _, _, t in carried)
+        self.emit(f"{res}:{len(carried)} = scf.for %{iv} = {lo} to {hi} step %c1 iter_args({args}) -> ({tys}) {{")
+        return res
+
+    def text(self) -> str:
+        return "\n".join([self.head, *self.lines, "    return", "  }"])
+
+
+def _row_bounds(f: _Fn, ptr: str, i: str) -> tuple[str, str]:
+    return f.ld(ptr, i), f.ld(ptr, f.add(i, "%c1"))
+
+
+def _transpose_count(lay: Layout) -> str:
+    f = _Fn(lay, "transpose_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("lo", "x"), ("hi", "x")])
+    I = lay.ity
+    one = f.v(f"arith.constant 1 : {I}")
+    a, b = f.ld("ptr", "%lo"), f.ld("ptr", "%hi")
+    f.open_for("k", a, b)
+    j = f.ld("idx", "%k")
+    n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
+    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
+    f.emit("}")
+    return f.text()
+
+
+def _transpose_offsets(lay: Layout) -> str:
+    """``cnt`` (``chunks`` rows of ``m`` column counts, one per row range) becomes every range's first slot
+    in every column and ``optr`` the column pointers: one pass, columns outer."""
+    f = _Fn(lay, "transpose_offsets", [("cnt", "I"), ("optr", "I"), ("chunks", "x"), ("m", "x")])
+    I = lay.ity
+    zero = f.v(f"arith.constant 0 : {I}")
+    f.emit(f"memref.store {zero}, %optr[%c0] : memref<?x{I}>")
+    res = f.open_for("j", "%c0", "%m", [("s", zero, I)])
+    inner = f.open_for("k", "%c0", "%chunks", [("a", "%s", I)])
+    at = f.add(f.mul("%k", "%m"), "%j")
+    c = f.v(f"memref.load %cnt[{at}] : memref<?x{I}>")
+    f.emit(f"memref.store %a, %cnt[{at}] : memref<?x{I}>")
+    f.emit(f"scf.yield {f.v(f'arith.addi %a, {c} : {I}')} : {I}")
+    f.emit("}")
+    f.emit(f"memref.store {inner}#0, %optr[{f.add('%j', '%c1')}] : memref<?x{I}>")
+    f.emit(f"scf.yield {inner}#0 : {I}")
+    f.emit("}")
+    del res
+    return f.text()
+
+
+def _transpose_fill(lay: Layout) -> str:
+    f = _Fn(lay, "transpose_fill", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("cur", "I"), ("oidx", "I"),
+                                    ("oval", "V"), ("lo", "x"), ("hi", "x")])
+    I = lay.ity
+    f.open_for("i", "%lo", "%hi")
+    ii = f.v(f"arith.index_cast %i : index to {I}")
+    a, b = _row_bounds(f, "ptr", "%i")
+    f.open_for("k", a, b)
+    j = f.ld("idx", "%k")
+    p = f.ld("cur", j)
+    f.st(f.add(p, "%c1"), "cur", j)
+    f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
+    f.copy_value("val", "%k", "oval", p)
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
+def _expand(lay: Layout) -> str:
+    f = _Fn(lay, "expand", [("ptr", "I"), ("out", "I"), ("lo", "x"), ("hi", "x")])
+    I = lay.ity
+    f.open_for("i", "%lo", "%hi")
+    ii = f.v(f"arith.index_cast %i : index to {I}")
+    a, b = _row_bounds(f, "ptr", "%i")
+    f.open_for("k", a, b)
+    f.emit(f"memref.store {ii}, %out[%k] : memref<?x{I}>")
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
+def _coo_ptr(lay: Layout) -> str:
+    """Row pointers of sorted entries ``[lo, hi)``: for entry ``k`` with row ``a``, ``ptr[r] = k`` for the rows
+    ``r`` after the previous entry's row up to ``a`` (entry 0: from row 0); the last entry also fills the
+    rows after it with ``nnz = hi``. Out of order or out of range entries set ``bad[0]`` and write nothing
+    outside ``ptr[0 .. n]``."""
+    f = _Fn(lay, "coo_ptr", [("maj", "I"), ("oth", "I"), ("ptr", "I"), ("bad", "B"), ("lo", "x"), ("hi", "x"),
+                             ("n", "x"), ("nnz", "x")])
+    res = f.open_for("k", "%lo", "%hi", [("bad0", "%false", "i1")])
+    a = f.ld("maj", "%k")
+    inside = f.cmp("ult", a, "%n")
+    first = f.cmp("eq", "%k", "%c0")
+    out = f.name()
+    f.emit(f"{out} = scf.if {first} -> (i1) {{")
+    a1 = f.add(a, "%c1")
+    top = f.v(f"arith.select {inside}, {a1}, %c0 : index")
+    f.open_for("r0", "%c0", top)
+    f.st("%c0", "ptr", "%r0")
+    f.emit("}")
+    f.emit(f"scf.yield {inside} : i1")
+    f.emit("} else {")
+    km = f.v("arith.subi %k, %c1 : index")
+    ap, bp, b = f.ld("maj", km), f.ld("oth", km), f.ld("oth", "%k")
+    up = f.cmp("sgt", a, ap)
+    same = f.cmp("eq", a, ap)
+    later = f.cmp("sgt", b, bp)
+    ok = f.v(f"arith.ori {up}, {f.v(f'arith.andi {same}, {later} : i1')} : i1")
+    ok = f.v(f"arith.andi {ok}, {inside} : i1")
+    start = f.v(f"arith.maxsi {f.add(ap, '%c1')}, %c0 : index")
+    stop = f.v(f"arith.select {ok}, {f.add(a, '%c1')}, %c0 : index")
+    f.open_for("r1", start, stop)
+    f.st("%k", "ptr", "%r1")
+    f.emit("}")
+    f.emit(f"scf.yield {ok} : i1")
+    f.emit("}")
+    bad = f.v(f"arith.ori %bad0, {f.v(f'arith.xori {out}, %true : i1')} : i1")
+    f.emit(f"scf.yield {bad} : i1")
+    f.emit("}")
+    # the rows after the last entry
+    last = f.cmp("eq", "%hi", "%nnz")
+    some = f.cmp("ugt", "%hi", "%lo")
+    f.emit(f"scf.if {f.v(f'arith.andi {last}, {some} : i1')} {{")
+    al = f.ld("maj", f.v("arith.subi %hi, %c1 : index"))
+    from_row = f.v(f"arith.minui {f.add(al, '%c1')}, {f.add('%n', '%c1')} : index")
+    f.open_for("r2", from_row, f.add("%n", "%c1"))
+    f.st("%nnz", "ptr", "%r2")
+    f.emit("}")
+    f.emit("}")
+    flag = f.v(f"arith.extui {res}#0 : i1 to i8")
+    f.emit(f"memref.store {flag}, %bad[%c0] : memref<?xi8>")
+    return f.text()
+
+
+def _dia(lay: Layout, sign: str, zrow: bool) -> str:
+    """Rows ``[lo, hi)`` of diagonals ``off[0 .. nd)`` written from slot ``start`` on, ``ptr[i + 1]`` after
+    each row; the value of (diagonal t, row i) is at ``t * extz + (i if zrow else other)``. Every slot
+    inside the shape is stored and kept only when nonzero (no branch), so a range writes at most as many
+    slots as it has inside the shape."""
+    f = _Fn(lay, f"dia_rows_{sign}{'r' if zrow else 'o'}",
+            [("off", "I"), ("val", "V"), ("ptr", "I"), ("oidx", "I"), ("oval", "V"), ("lo", "x"), ("hi", "x"),
+             ("nd", "x"), ("m", "x"), ("extz", "x"), ("start", "x")])
+    I = lay.ity
+    rows = f.open_for("i", "%lo", "%hi", [("p0", "%start", "index")])
+    res = f.open_for("t", "%c0", "%nd", [("p", "%p0", "index")])
+    d = f.ld("off", "%t")
+    other = f.add(d, "%i") if sign == "m" else f.v(f"arith.subi {d}, %i : index")
+    inside = f.v(f"arith.andi {f.cmp('sge', other, '%c0')}, {f.cmp('slt', other, '%m')} : i1")
+    nxt = f.name()
+    f.emit(f"{nxt} = scf.if {inside} -> (index) {{")
+    slot = f.add(f.mul("%t", "%extz"), "%i" if zrow else other)
+    nz = f.nonzero("val", slot)
+    f.emit(f"memref.store {f.v(f'arith.index_cast {other} : index to {I}')}, %oidx[%p] : memref<?x{I}>")
+    f.copy_value("val", slot, "oval", "%p")
+    f.emit(f"scf.yield {f.add('%p', f.v(f'arith.select {nz}, %c1, %c0 : index'))} : index")
+    f.emit("} else {")
+    f.emit("scf.yield %p : index")
+    f.emit("}")
+    f.emit(f"scf.yield {nxt} : index")
+    f.emit("}")
+    f.st(f"{res}#0", "ptr", f.add("%i", "%c1"))
+    f.emit(f"scf.yield {res}#0 : index")
+    f.emit("}")
+    del rows
+    return f.text()
+
+
+def _shift_down(lay: Layout) -> str:
+    """``idx[to + q], val[to + q] = idx[frm + q], val[frm + q]`` for ``q`` in ``[0, count)``, ``to < frm``
+    (forward, so overlapping ranges move correctly)."""
+    f = _Fn(lay, "shift_down", [("idx", "I"), ("val", "V"), ("frm", "x"), ("to", "x"), ("count", "x")])
+    I = lay.ity
+    f.open_for("q", "%c0", "%count")
+    a, b = f.add("%frm", "%q"), f.add("%to", "%q")
+    f.emit(f"memref.store {f.v(f'memref.load %idx[{a}] : memref<?x{I}>')}, %idx[{b}] : memref<?x{I}>")
+    f.copy_value("val", a, "val", b)
+    f.emit("}")
+    return f.text()
+
+
+def _delta(lay: Layout, fill: bool, gbits: int) -> str:
+    """Rows ``[lo, hi)`` as gaps (column minus previous column minus one; the previous column of a row's
+    first entry is -1) of ``bits`` bits: a gap above ``2**bits - 1`` becomes zero entries of that gap."""
+    G = f"i{gbits}"
+    params = [("ptr", "I"), ("idx", "I")] + ([("val", "V")] if fill else []) + [("optr", "I")]
+    if fill:
+        params += [("ogap", "G"), ("oval", "V")]
+    f = _Fn(lay, f"delta_fill_{gbits}" if fill else "delta_count", params + [("lo", "x"), ("hi", "x"),
+                                                                            ("bits", "x")], gap=G)
+    V = lay.vty
+    big = f.v("arith.subi %c0, %c1 : index")
+    most = f.v("arith.subi " + f.v("arith.shli %c1, %bits : index") + ", %c1 : index")
+    f.open_for("i", "%lo", "%hi")
+    a, b = _row_bounds(f, "ptr", "%i")
+    start = f.ld("optr", "%i") if fill else "%c0"
+    res = f.open_for("k", a, b, [("p", start, "index"), ("prev", big, "index")])
+    col = f.ld("idx", "%k")
+    gap = f.v(f"arith.subi {f.v(f'arith.subi {col}, %prev : index')}, %c1 : index")
+    npad = f.v(f"arith.shrui {gap}, %bits : index")
+    if fill:
+        mg = f.v(f"arith.index_cast {most} : index to {G}")
+        f.open_for("z", "%c0", npad)
+        at = f.add("%p", "%z")
+        f.emit(f"memref.store {mg}, %ogap[{at}] : memref<?x{G}>")
+        if lay.lanes == 1:
+            f.emit(f"memref.store %vz, %oval[{at}] : memref<?x{V}>")
+        else:
+            at2 = f.mul(at, f.c(2))
+            f.emit(f"memref.store %vz, %oval[{at2}] : memref<?x{V}>")
+            f.emit(f"memref.store %vz, %oval[{f.add(at2, '%c1')}] : memref<?x{V}>")
+        f.emit("}")
+        q = f.add("%p", npad)
+        rest = f.v(f"arith.subi {gap}, {f.v(f'arith.shli {npad}, %bits : index')} : index")
+        f.emit(f"memref.store {f.v(f'arith.index_cast {rest} : index to {G}')}, %ogap[{q}] : memref<?x{G}>")
+        f.copy_value("val", "%k", "oval", q)
+    f.emit(f"scf.yield {f.add(f.add('%p', npad), '%c1')}, {col} : index, index")
+    f.emit("}")
+    if not fill:
+        f.st(f"{res}#0", "optr", f.add("%i", "%c1"))
+    f.emit("}")
+    return f.text()
+
+
+def _structured(lay: Layout) -> str:
+    """Rows ``[lo, hi)`` in groups of ``m`` columns (``groups`` per row), ``nk`` slots each at ``out[(i *
+    groups + g) * nk ..]``: the group's entries and, when it has fewer, its smallest free columns with zeros
+    (coordinates increasing). A group with more than ``nk`` entries sets ``bad[0]`` (its slots are cut)."""
+    f = _Fn(lay, "nm_fill", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("ocrd", "I"), ("oval", "V"), ("bad", "B"),
+                             ("lo", "x"), ("hi", "x"), ("groups", "x"), ("m", "x"), ("nk", "x")])
+    I, V = lay.ity, lay.vty
+    res = f.open_for("i", "%lo", "%hi", [("bad0", "%false", "i1")])
+    a, b = _row_bounds(f, "ptr", "%i")
+    gres = f.open_for("g", "%c0", "%groups", [("k", a, "index"), ("bad1", "%bad0", "i1")])
+    col0 = f.mul("%g", "%m")
+    lim = f.add(col0, "%m")
+    out0 = f.mul(f.add(f.mul("%i", "%groups"), "%g"), "%nk")
+    # the group's entries: [k, e)
+    wres = f.name()
+    f.emit(f"{wres} = scf.while (%q = %k) : (index) -> index {{")
+    has = f.cmp("ult", "%q", b)
+    cond = f.name()
+    f.emit(f"{cond} = scf.if {has} -> (i1) {{")
+    f.emit(f"scf.yield {f.cmp('ult', f.ld('idx', '%q'), lim)} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %false : i1")
+    f.emit("}")
+    f.emit(f"scf.condition({cond}) %q : index")
+    f.emit("} do {")
+    f.emit("^bb0(%q2: index):")
+    f.emit(f"scf.yield {f.add('%q2', '%c1')} : index")
+    f.emit("}")
+    cnt = f.v(f"arith.subi {wres}, %k : index")
+    full = f.cmp("eq", cnt, "%nk")
+    f.emit(f"scf.if {full} {{")
+    f.open_for("u", "%c0", "%nk")
+    src = f.add("%k", "%u")
+    f.st(f.v(f"arith.subi {f.ld('idx', src)}, {col0} : index"), "ocrd", f.add(out0, "%u"))
+    f.copy_value("val", src, "oval", f.add(out0, "%u"))
+    f.emit("}")
+    f.emit("} else {")
+    # walk the group's columns: entries where present, else free columns while slots are left
+    need0 = f.v(f"arith.subi %nk, {f.v(f'arith.minui {cnt}, %nk : index')} : index")
+    f.open_for("w", "%c0", "%m", [("kk", "%k", "index"), ("o", "%c0", "index"), ("need", need0, "index")])
+    col = f.add(col0, "%w")
+    room = f.cmp("ult", "%o", "%nk")
+    here = f.name()
+    f.emit(f"{here} = scf.if {f.cmp('ult', '%kk', wres)} -> (i1) {{")
+    f.emit(f"scf.yield {f.cmp('eq', f.ld('idx', '%kk'), col)} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %false : i1")
+    f.emit("}")
+    pad = f.v(f"arith.andi {f.v(f'arith.xori {here}, %true : i1')}, {f.cmp('ugt', '%need', '%c0')} : i1")
+    put = f.v(f"arith.andi {f.v(f'arith.ori {here}, {pad} : i1')}, {room} : i1")
+    at = f.add(out0, "%o")
+    f.emit(f"scf.if {put} {{")
+    f.st("%w", "ocrd", at)
+    f.emit(f"scf.if {here} {{")
+    f.copy_value("val", "%kk", "oval", at)
+    f.emit("} else {")
+    base = at if lay.lanes == 1 else f.mul(at, f.c(2))
+    for k in range(lay.lanes):
+        f.emit(f"memref.store %vz, %oval[{base if k == 0 else f.add(base, f.c(k))}] : memref<?x{V}>")
+    f.emit("}")
+    f.emit("}")
+    kk1 = f.add("%kk", f.v(f"arith.select {here}, %c1, %c0 : index"))
+    o1 = f.add("%o", f.v(f"arith.select {put}, %c1, %c0 : index"))
+    need1 = f.v(f"arith.subi %need, {f.v(f'arith.select {pad}, %c1, %c0 : index')} : index")
+    need1 = f.v(f"arith.select {f.v(f'arith.andi {pad}, {room} : i1')}, {need1}, %need : index")
+    f.emit(f"scf.yield {kk1}, {o1}, {need1} : index, index, index")
+    f.emit("}")
+    f.emit("}")
+    over = f.cmp("ugt", cnt, "%nk")
+    f.emit(f"scf.yield {wres}, {f.v(f'arith.ori %bad1, {over} : i1')} : index, i1")
+    f.emit("}")
+    f.emit(f"scf.yield {gres}#1 : i1")
+    f.emit("}")
+    del I
+    f.emit(f"memref.store {f.v(f'arith.extui {res}#0 : i1 to i8')}, %bad[%c0] : memref<?xi8>")
+    return f.text()
+
+
+def module(lay: Layout) -> str:
+    """The module of the layout-independent kernels (transpose, expand, COO pointers, diagonals)."""
+    funcs = [_transpose_count(lay), _transpose_offsets(lay), _transpose_fill(lay), _expand(lay), _coo_ptr(lay)]
+    funcs += [_dia(lay, s, z) for s in "mp" for z in (True, False)] + [_shift_down(lay)]
+    funcs += [_delta(lay, False, 8)] + [_delta(lay, True, g) for g in (8, 16, 32)] + [_structured(lay)]
+    return "module {\n" + "\n".join(funcs) + "\n}\n"
+
+
+def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
+    """Block rows ``[blo, bhi)``. A block column's mark holds the block row (count) or the slot (fill)
+    that last saw it (``mark`` starts negative). Fill: blocks are listed in order of first appearance,
+    sorted (insertion sort, or a scan of the marks over the block-column range when that is cheaper),
+    their slots marked, then every entry is written into its block."""
+    params = [("ptr", "I"), ("idx", "I")] + ([("val", "V")] if fill else []) + [("bptr", "I")]
+    if fill:
+        params += [("bidx", "I"), ("bval", "V")]
+    f = _Fn(lay, f"to_blocks_{'fill' if fill else 'count'}",
+            params + [("mark", "I"), ("blo", "x"), ("bhi", "x"), ("n", "x")])
+    I = lay.ity
+    R, C = f.c(r), f.c(c)
+    f.open_for("br", "%blo", "%bhi")
+    if not fill:
+        tag = f.v(f"arith.index_cast %br : index to {I}")
+        res = f.open_for("t", "%c0", R, [("nb", "%c0", "index")])
+        i = f.add(f.mul("%br", R), "%t")
+        inner = f.name()
+        f.emit(f"{inner} = scf.if {f.cmp('ult', i, '%n')} -> (index) {{")
+        a, b = _row_bounds(f, "ptr", i)
+        kres = f.open_for("k", a, b, [("q", "%nb", "index")])
+        bc = f.v(f"arith.divui {f.ld('idx', '%k')}, {C} : index")
+        seen = f.v(f"memref.load %mark[{bc}] : memref<?x{I}>")
+        new = f.v(f"arith.cmpi ne, {seen}, {tag} : {I}")
+        f.emit(f"memref.store {tag}, %mark[{bc}] : memref<?x{I}>")
+        f.emit(f"scf.yield {f.add('%q', f.v(f'arith.select {new}, %c1, %c0 : index'))} : index")
+        f.emit("}")
+        f.emit(f"scf.yield {kres}#0 : index")
+        f.emit("} else {")
+        f.emit("scf.yield %nb : index")
+        f.emit("}")
+        f.emit(f"scf.yield {inner} : index")
+        f.emit("}")
+        f.st(f"{res}#0", "bptr", f.add("%br", "%c1"))
+        f.emit("}")
+        return f.text()
+    base = f.ld("bptr", "%br")
+    top = f.ld("bptr", f.add("%br", "%c1"))
+    base_i = f.v(f"arith.index_cast {base} : index to {I}")
+    # 1. list the block columns in order of first appearance (slots base ..), tracking their range
+    big = f.v("arith.constant -1 : index")
+    res = f.open_for("t", "%c0", R, [("nb", base, "index"), ("lo", big, "index"), ("hi", "%c0", "index")])
+    i = f.add(f.mul("%br", R), "%t")
+    inner = f.name()
+    f.emit(f"{inner}:3 = scf.if {f.cmp('ult', i, '%n')} -> (index, index, index) {{")
+    a, b = _row_bounds(f, "ptr", i)
+    kres = f.open_for("k", a, b, [("q", "%nb", "index"), ("l", "%lo", "index"), ("h", "%hi", "index")])
+    bc = f.v(f"arith.divui {f.ld('idx', '%k')}, {C} : index")
+    seen = f.v(f"memref.load %mark[{bc}] : memref<?x{I}>")
+    new = f.v(f"arith.cmpi slt, {seen}, {base_i} : {I}")
+    f.emit(f"scf.if {new} {{")
+    f.st("%q", "mark", bc)
+    f.st(bc, "bidx", "%q")
+    f.emit("}")
+    q1 = f.add("%q", f.v(f"arith.select {new}, %c1, %c0 : index"))
+    f.emit(f"scf.yield {q1}, {f.v(f'arith.minui %l, {bc} : index')}, {f.v(f'arith.maxui %h, {bc} : index')}"
+           " : index, index, index")
+    f.emit("}")
+    f.emit(f"scf.yield {kres}#0, {kres}#1, {kres}#2 : index, index, index")
+    f.emit("} else {")
+    f.emit("scf.yield %nb, %lo, %hi : index, index, index")
+    f.emit("}")
+    f.emit(f"scf.yield {inner}#0, {inner}#1, {inner}#2 : index, index, index")
+    f.emit("}")
+    nb = f.v(f"arith.subi {top}, {base} : index")
+    lo, hi = f"{res}#1", f"{res}#2"
+    # 2. sort them: a scan of the marks over [lo, hi] when nb * nb / 4 exceeds that range, else insertion sort
+    span = f.v(f"arith.subi {f.add(hi, '%c1')}, {lo} : index")
+    quad = f.v(f"arith.shrui {f.mul(nb, nb)}, {f.c(2)} : index")
+    scan = f.v(f"arith.andi {f.cmp('ugt', quad, span)}, {f.cmp('ugt', nb, '%c1')} : i1")
+    f.emit(f"scf.if {scan} {{")
+    f.open_for("x", lo, f.add(hi, "%c1"), [("o", base, "index")])
+    seen = f.v(f"memref.load %mark[%x] : memref<?x{I}>")
+    mine = f.v(f"arith.cmpi sge, {seen}, {base_i} : {I}")
+    f.emit(f"scf.if {mine} {{")
+    f.st("%x", "bidx", "%o")
+    f.emit("}")
+    f.emit(f"scf.yield {f.add('%o', f.v(f'arith.select {mine}, %c1, %c0 : index'))} : index")
+    f.emit("}")
+    f.emit("} else {")
+    f.open_for("ins", f.add(base, "%c1"), top)
+    key = f.ld("bidx", "%ins")
+    wres = f.name()
+    f.emit(f"{wres} = scf.while (%j = %ins) : (index) -> index {{")
+    more = f.cmp("ugt", "%j", base)
+    cond = f.name()
+    f.emit(f"{cond} = scf.if {more} -> (i1) {{")
+    f.emit(f"scf.yield {f.cmp('ugt', f.ld('bidx', f.v('arith.subi %j, %c1 : index')), key)} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %false : i1")
+    f.emit("}")
+    f.emit(f"scf.condition({cond}) %j : index")
+    f.emit("} do {")
+    f.emit("^bb0(%j2: index):")
+    j1 = f.v("arith.subi %j2, %c1 : index")
+    f.st(f.ld("bidx", j1), "bidx", "%j2")
+    f.emit(f"scf.yield {j1} : index")
+    f.emit("}")
+    f.st(key, "bidx", wres)
+    f.emit("}")
+    f.emit("}")
+    # 3. mark every block column with its slot, then write the entries
+    f.open_for("mk", base, top)
+    f.st("%mk", "mark", f.ld("bidx", "%mk"))
+    f.emit("}")
+    f.open_for("t2", "%c0", R)
+    i2 = f.add(f.mul("%br", R), "%t2")
+    f.emit(f"scf.if {f.cmp('ult', i2, '%n')} {{")
+    a2, b2 = _row_bounds(f, "ptr", i2)
+    f.open_for("k2", a2, b2)
+    col = f.ld("idx", "%k2")
+    bc2 = f.v(f"arith.divui {col}, {C} : index")
+    slot = f.ld("mark", bc2)
+    within = f.v(f"arith.subi {col}, {f.mul(bc2, C)} : index")
+    f.copy_value("val", "%k2", "bval", f.add(f.mul(f.add(f.mul(slot, R), "%t2"), C), within))
+    f.emit("}")
+    f.emit("}")
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
+def _from_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
+    params = [("bptr", "I"), ("bidx", "I"), ("bval", "V"), ("ptr", "I")]
+    if fill:
+        params += [("oidx", "I"), ("oval", "V")]
+    f = _Fn(lay, f"from_blocks_{'fill' if fill else 'count'}",
+            params + [("blo", "x"), ("bhi", "x"), ("n", "x"), ("m", "x")])
+    I = lay.ity
+    R, C = f.c(r), f.c(c)
+    f.open_for("br", "%blo", "%bhi")
+    b0, b1 = _row_bounds(f, "bptr", "%br")
+    row0 = f.mul("%br", R)
+    f.open_for("t", "%c0", R)
+    i = f.add(row0, "%t")
+    f.emit(f"scf.if {f.cmp('ult', i, '%n')} {{")
+    start = f.ld("ptr", i) if fill else "%c0"
+    res = f.open_for("b", b0, b1, [("p", start, "index")])
+    col0 = f.mul(f.ld("bidx", "%b"), C)
+    slot0 = f.mul(f.add(f.mul("%b", R), "%t"), C)
+    inner = f.open_for("j", "%c0", C, [("q", "%p", "index")])
+    col = f.add(col0, "%j")
+    slot = f.add(slot0, "%j")
+    keep = f.v(f"arith.andi {f.cmp('ult', col, '%m')}, {f.nonzero('bval', slot)} : i1")
+    if fill:
+        f.emit(f"scf.if {keep} {{")
+        f.emit(f"memref.store {f.v(f'arith.index_cast {col} : index to {I}')}, %oidx[%q] : memref<?x{I}>")
+        f.copy_value("bval", slot, "oval", "%q")
+        f.emit("}")
+    f.emit(f"scf.yield {f.add('%q', f.v(f'arith.select {keep}, %c1, %c0 : index'))} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {inner}#0 : index")
+    f.emit("}")
+    if not fill:
+        f.st(f"{res}#0", "ptr", f.add(i, "%c1"))
+    f.emit("}")
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
+def block_module(lay: Layout, r: int, c: int) -> str:
+    """The module of the block kernels for ``r x c`` blocks."""
+    if r < 1 or c < 1:
+        raise ValueError(f"block shape must be positive, got {r}x{c}")
+    funcs = [_to_blocks(lay, r, c, False), _to_blocks(lay, r, c, True), _from_blocks(lay, r, c, False),
+             _from_blocks(lay, r, c, True)]
+    return "module {\n" + "\n".join(funcs) + "\n}\n"
+
+
+def compile_kernels(text: str) -> Any:
+    """A module of these kernels compiled (memref-only functions: the solvers' CPU pipeline and cache)."""
+    from ..solve.pipeline import compile_solver
+
+    return compile_solver(text)

@@ -1,0 +1,142 @@
+"""The compiled conversion kernels (frontend.storage._kernels over lowering.kernels.convert): split into
+several row ranges (as on many cores) they give the generic path's buffers and SciPy's; COO order checks;
+which buffers a conversion shares with its source."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from frontend import NamedFormats as N, Tensor
+from frontend.storage import _kernels
+from tests.test_convert import FORMATS_2D, MATRICES, _assert_matches_generic, _with_explicit_zeros
+
+PAIRS = ["CSR", "CSC", "COO", "BSR2x3", "BSR2x2", "DIAI", "DIAJ", "SkewDIAI", "DCSR", "DELTA8"]
+
+
+@pytest.fixture
+def many_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kernel call split into 3 ranges (the thread pool runs them), whatever the size."""
+    from frontend.ops import _threads
+    monkeypatch.setattr(_kernels, "PARALLEL_WORK", 1)
+    monkeypatch.setattr(_kernels, "EXPAND_SHARE", 1)
+    monkeypatch.setattr(_kernels, "DIA_SHARE", 1)
+    monkeypatch.setattr(_threads, "cpu_count", lambda: 3)
+
+
+def _random(shape: tuple[int, int], density: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    a = rng.integers(1, 9, size=shape) * (rng.random(shape) < density)
+    if shape[0] > 4:
+        a[shape[0] // 2: shape[0] // 2 + 3] = 0  # empty rows
+    return a
+
+
+CASES = MATRICES + [_random((37, 23), 0.2, 1), _random((23, 61), 0.1, 2), _random((64, 64), 0.05, 3)]
+
+
+@pytest.mark.parametrize("src", ["CSR", "CSC", "COO", "BSR2x3", "BSR2x2", "DIAI", "DIAJ", "SkewDIAI"])
+def test_ranges_match_generic_and_scipy(src: str, many_ranges: None) -> None:
+    for k, a in enumerate(CASES):
+        dtype = [np.float64, np.float32, np.complex128, np.int32, np.int8][k % 5]
+        it = [np.int32, np.int64][k % 2]
+        a = a.astype(dtype)
+        s = (_with_explicit_zeros(a, FORMATS_2D[src], it) if src in ("CSR", "CSC", "COO")
+             else Tensor.from_dense(a, FORMATS_2D[src], index_type=it))
+        for dst in PAIRS:
+            for dz in (False, True):
+                got = _assert_matches_generic(s, FORMATS_2D[dst], drop_zeros=dz)
+                np.testing.assert_array_equal(got.to_dense(), a)
+        csr = s.convert(N.CSR, drop_zeros=True).to_package("scipy")
+        ref = sp.csr_array(a)
+        np.testing.assert_array_equal(csr.indptr, ref.indptr)
+        np.testing.assert_array_equal(csr.indices, ref.indices)
+        np.testing.assert_array_equal(csr.data, ref.data)
+
+
+def test_blocks_match_scipy(many_ranges: None) -> None:
+    for a in CASES:
+        for r, c in ((2, 3), (4, 4), (1, 5)):
+            if a.shape[0] % r or a.shape[1] % c:
+                continue  # scipy's BSR needs whole blocks
+            got = Tensor.from_dense(a.astype(float), N.CSR).convert(N.BSR((r, c)))
+            ref = sp.bsr_array(sp.csr_array(a.astype(float)), blocksize=(r, c))
+            ref.sort_indices()
+            np.testing.assert_array_equal(got.pos(1), ref.indptr)
+            np.testing.assert_array_equal(got.crd(1), ref.indices)
+            np.testing.assert_array_equal(np.asarray(got.val).reshape(-1), ref.data.reshape(-1))
+
+
+@pytest.mark.parametrize("it", [np.int32, np.int64])
+def test_coo_pointers(it: type, many_ranges: None) -> None:
+    rows, cols = np.array([0, 0, 2, 2, 5], dtype=it), np.array([1, 3, 0, 4, 2], dtype=it)
+    ptr = _kernels.coo_pointers(6, rows, cols)
+    assert ptr is not None and ptr.dtype == it
+    np.testing.assert_array_equal(ptr, np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=6)))))
+    np.testing.assert_array_equal(_kernels.coo_pointers(3, rows[:0], cols[:0]), [0, 0, 0, 0])
+    assert _kernels.coo_pointers(5, rows, cols) is None  # row 5 outside 5 rows
+    assert _kernels.coo_pointers(6, rows[[0, 2, 1, 3, 4]], cols[[0, 2, 1, 3, 4]]) is None  # rows out of order
+    assert _kernels.coo_pointers(6, rows, np.array([1, 1, 0, 4, 2], dtype=it)) is None  # duplicate
+    assert _kernels.coo_pointers(6, rows, np.array([3, 1, 0, 4, 2], dtype=it)) is None  # columns out of order
+    assert _kernels.coo_pointers(6, np.array([-1, 0], dtype=it), np.array([0, 0], dtype=it)) is None
+
+
+def test_layouts() -> None:
+    for dt in (np.float16, np.float32, np.float64, np.complex64, np.complex128, np.bool_, np.int8, np.uint16,
+               np.int32, np.uint64):
+        lay = _kernels.layout(np.dtype(dt), np.dtype(np.int32))
+        assert lay is not None and lay.bits * lay.lanes == np.dtype(dt).itemsize * 8
+    assert _kernels.layout(np.dtype(np.float64), np.dtype(np.int16)) is None
+    assert _kernels.layout(np.dtype(object), np.dtype(np.int64)) is None
+
+
+def test_shared_buffers() -> None:
+    a = _random((9, 7), 0.4, 4).astype(float)
+    csr = Tensor.from_dense(a, N.CSR)
+    coo = csr.convert(N.COO)  # a row expansion: columns and values are the CSR's (as scipy's tocoo)
+    assert np.shares_memory(coo.crd(1), csr.crd(1)) and np.shares_memory(coo.val, csr.val)
+    back = coo.convert(N.CSR)
+    assert np.shares_memory(back.crd(1), coo.crd(1)) and not np.shares_memory(back.pos(1), csr.pos(1))
+    same = csr.convert(N.CSR)  # nothing new built: every buffer copied
+    assert not any(np.shares_memory(x, y) for x in same.buffers() for y in csr.buffers())
+    for changed in (csr.convert(N.COO, dtype=np.float32), csr.convert(N.COO, index_type=np.int32)):
+        assert changed.crd(1).dtype != csr.crd(1).dtype or not np.shares_memory(changed.val, csr.val)
+    target = Tensor.from_dense(np.eye(9, 7), N.COO)
+    target.copy_(csr)  # a copy never shares
+    assert not any(np.shares_memory(x, y) for x in target.buffers() for y in csr.buffers())
+    np.testing.assert_array_equal(target.to_dense(), a)
+
+
+@pytest.mark.parametrize("fmt", ["DIAI", "DIAJ", "SkewDIAI", "SkewDIAJ"])
+def test_diagonals_with_few_zeros(fmt: str, many_ranges: None) -> None:
+    """Ranges after a dropped zero move back (a prefix view when few were dropped)."""
+    for shape in ((40, 40), (31, 45), (45, 31)):
+        i, j = np.indices(shape)
+        a = np.where(np.isin(j - i, (-2, 0, 3)), 1.0 + i + 2 * j, 0.0)
+        a[5, 5] = a[20, 23] = 0.0  # zeros stored inside diagonals: dropped
+        got = Tensor.from_dense(a, FORMATS_2D[fmt]).convert(N.CSR).to_package("scipy")
+        ref = sp.csr_array(a)
+        np.testing.assert_array_equal(got.indptr, ref.indptr)
+        np.testing.assert_array_equal(got.indices, ref.indices)
+        np.testing.assert_array_equal(got.data, ref.data)
+
+
+def test_generic_path_without_a_toolchain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that cannot be compiled sends the conversion down the generic path (same result)."""
+    from mlir_bridge.errors import CompileError
+
+    def broken(*args: object) -> None:
+        raise CompileError("no toolchain", stage="llc")
+    a = _random((9, 12), 0.3, 5).astype(np.float32)
+    want = {name: Tensor.from_dense(a, N.CSR).convert(FORMATS_2D[name]) for name in ("CSC", "BSR2x2", "DIAJ")}
+    monkeypatch.setattr(_kernels, "compile_kernels", broken)
+    _kernels._functions.cache_clear()
+    _kernels._block_functions.cache_clear()
+    try:
+        for name, ref in want.items():
+            got = Tensor.from_dense(a, N.CSR).convert(FORMATS_2D[name])
+            for x, y in zip(got.buffers(), ref.buffers()):
+                np.testing.assert_array_equal(x, y)
+    finally:
+        _kernels._functions.cache_clear()
+        _kernels._block_functions.cache_clear()
