@@ -96,13 +96,10 @@ def _n_of_m(d: np.ndarray, n: int, m: int) -> np.ndarray:
 
 
 @st.composite
-def sparse_2d(draw: Any, shape: tuple[int, int], dtype: Any, fmt: tuple[str, TensorFormat] | None = None,
-              sparse_only: bool = False) -> Operand:
-    """A stored 2-D operand: random values at a drawn density, maybe an empty row and explicit zeros
-    (``sparse_only``: not an all-dense generated format, see KNOWN_GAPS)."""
+def sparse_2d(draw: Any, shape: tuple[int, int], dtype: Any, fmt: tuple[str, TensorFormat] | None = None) -> Operand:
+    """A stored 2-D operand in a named or generated format (all-dense generated ones included): random values
+    at a drawn density, maybe an empty row and explicit zeros."""
     name, f = fmt if fmt is not None else draw(format_2d())
-    if sparse_only and f.is_dense:
-        reject()
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     density = draw(st.sampled_from(DENSITIES))
     stored = rng.random(shape) < density
@@ -194,6 +191,29 @@ def ref_matmul(a: Operand, b: Operand, sr: SemiringRef = SEMIRINGS[0],
     return np.asarray(out), both.any(axis=1)
 
 
+#: The elementwise operations with two operands (numpy's ufunc of the same name is the reference).
+BINARY = ("add", "subtract", "multiply")
+
+
+def ref_elementwise(op: str, a: Operand, b: Operand | None, axis: int | None) -> np.ndarray:
+    """The dense result of ``frontend.<op>``: add/subtract/multiply on the values (a padding zero adds or
+    multiplies like an absent one); sum/max/min along ``axis`` with implicit zeros taking part (scipy's
+    semantics); softmax along ``axis`` over the stored entries ``a.p`` only (absent ones are minus infinity,
+    an empty line stays empty, so padding never takes part)."""
+    if op in BINARY:
+        assert b is not None
+        return np.asarray(getattr(np, op)(a.d, b.d))
+    if op in ("sum", "max", "min"):
+        return np.asarray(getattr(np, op)(a.d, axis=axis))
+    assert op == "softmax" and axis is not None
+    x = np.where(a.p, a.d, -np.inf)
+    with np.errstate(invalid="ignore"):
+        m = np.max(x, axis=axis, keepdims=True)
+        e = np.where(a.p, np.exp(x - np.where(np.isfinite(m), m, 0)), 0)
+        s = e.sum(axis=axis, keepdims=True)
+        return np.where(a.p, e / np.where(s == 0, 1, s), 0).astype(a.d.dtype)
+
+
 def tolerance(dtype: Any) -> dict[str, float]:
     return {"rtol": 2e-4, "atol": 2e-4} if np.dtype(dtype) in (np.float32, np.complex64) else {"rtol": 1e-9,
                                                                                                 "atol": 1e-9}
@@ -216,12 +236,6 @@ MEANINGLESS = [
     (ValueError, "more than n="),               # an n:m out_format for a result that is not n:m
     (ValueError, "stores one coordinate per parent"),  # a singleton under a unique level, several entries
 ]
-
-
-#: Found by this suite and not fixed yet (README "Known gaps"); the strategies avoid them:
-#: - sparse x sparse with a sparse result in complex dtypes: MLIR's sparsifier fails to legalize the result;
-#: - sparse x sparse with a sparse result when one operand is an all-dense non-row-major format.
-KNOWN_GAPS = ("complex sparse x sparse -> sparse", "all-dense encoded operand in sparse x sparse -> sparse")
 
 
 def is_documented_refusal(err: BaseException) -> bool:

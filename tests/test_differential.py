@@ -15,6 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import frontend as F
 from diff_model import (
+    BINARY,
     DENSITIES,
     DTYPES,
     NAMED_2D,
@@ -25,6 +26,7 @@ from diff_model import (
     dense_operand,
     format_2d,
     is_documented_refusal,
+    ref_elementwise,
     ref_matmul,
     sparse_2d,
     to_numpy,
@@ -63,10 +65,8 @@ def matmul_case(draw: Any) -> dict[str, Any]:
     n = draw(st.sampled_from([1, 3]))
     if kind == "vector":
         b, tb = dense_operand(rng, (k,), dtype), False
-    elif kind == "sparse":  # a sparse result (KNOWN_GAPS: not complex, no all-dense operand)
-        a = draw(sparse_2d((k, m) if ta else (m, k), np.float64, sparse_only=True))
-        dtype = np.float64
-        b = draw(sparse_2d((n, k) if tb else (k, n), dtype, sparse_only=True))
+    elif kind == "sparse":  # a sparse result (both stored; either may be an all-dense generated format)
+        b = draw(sparse_2d((n, k) if tb else (k, n), dtype))
     else:
         b = dense_operand(rng, (n, k) if tb else (k, n), dtype, fortran=kind == "fortran")
     scale = draw(st.sampled_from(["none", "alpha", "c", "beta"])) if kind != "sparse" else "none"
@@ -146,16 +146,38 @@ OUT_FORMATS = ["CSR", "CSC", "COO", "DCSR", "DCSC", "BSR2x2", "BSC2x2", "DIAI", 
 
 
 @settings(**SETTINGS)
-@given(st.sampled_from([np.float32, np.float64]), st.sampled_from(SHAPES_2D), st.sampled_from(OUT_FORMATS),
-       st.data())
+@given(st.sampled_from(DTYPES), st.sampled_from(SHAPES_2D), st.sampled_from(OUT_FORMATS), st.data())
 def test_sparse_times_sparse(dtype: Any, shape: tuple[int, int], out: str, data: Any) -> None:
-    """Sparse x sparse into an out_format of every family (a sparse result)."""
-    a = data.draw(sparse_2d(shape, dtype, sparse_only=True))
-    b = data.draw(sparse_2d((shape[1], shape[0]), dtype, sparse_only=True))
+    """Sparse x sparse into an out_format of every family (a sparse result), complex and all-dense generated
+    operands included."""
+    a = data.draw(sparse_2d(shape, dtype))
+    b = data.draw(sparse_2d((shape[1], shape[0]), dtype))
     got = run(lambda: F.matmul(a.t, b.t, out_format=NAMED_2D[out]))
     if got is not None:
         assert got.tensor_format == NAMED_2D[out]
         check(got, ref_matmul(a, b)[0], dtype, f"{a} @ {b} -> {out}")
+
+
+ELEMENTWISE = ["add", "subtract", "multiply", "sum", "max", "min", "softmax"]
+
+
+@settings(**dict(SETTINGS, max_examples=max(1, SETTINGS["max_examples"] // 2)))  # cheap ops: half the examples
+@given(st.sampled_from(ELEMENTWISE), st.sampled_from(DTYPES), st.sampled_from(SHAPES_2D), st.data())
+def test_elementwise(op: str, dtype: Any, shape: tuple[int, int], data: Any) -> None:
+    """add/subtract/multiply of a stored operand and a stored or dense one, sum/max/min along an axis or all,
+    softmax along an axis: values against ``diff_model.ref_elementwise`` (padding is never an entry)."""
+    if op in ("max", "min", "softmax") and np.dtype(dtype).kind == "c":
+        dtype = np.float64  # no order on complex numbers (a documented refusal)
+    a = data.draw(sparse_2d(shape, dtype))
+    b = None
+    if op in BINARY:
+        rng = np.random.default_rng(data.draw(st.integers(0, 99)))
+        b = data.draw(sparse_2d(shape, dtype)) if data.draw(st.booleans()) else dense_operand(rng, shape, dtype)
+    axis = data.draw(st.sampled_from([0, 1] if op == "softmax" else [None, 0, 1])) if b is None else None
+    want = ref_elementwise(op, a, b, axis)
+    fn = getattr(F, op)
+    got = run(lambda: fn(a.t, b.t) if b is not None else fn(a.t, axis))
+    check(got, want, dtype, f"{op} {a} {b} axis={axis}")
 
 
 @settings(**SETTINGS)

@@ -237,3 +237,23 @@ def test_csr_merge_kernel(dtype, chunks, monkeypatch):
                 np.testing.assert_array_equal(got.toarray(), ref.toarray())
     got = F.add(sp.csr_array(A), sp.csr_array(B))
     assert got.nnz == np.count_nonzero((A != 0) | (B != 0))  # the union's entries, exactly sized
+
+
+@pytest.mark.parametrize("fmt", ["(i, j) -> (i : dense, j : dense)", "(i, j) -> (j : dense, i : dense)"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (4, 5), (6, 2)])
+def test_dense_operand_reductions(fmt, dtype, shape):
+    """max/min/prod/softmax of all-dense Tensors (row- and column-ordered): every element is an entry (the
+    reduction's function is inlined; the sparsifier cannot legalize sparse_tensor.reduce on dense data)."""
+    from frontend import TensorFormat
+
+    d = _matrix(shape, 3, dtype)
+    t = Tensor.from_dense(d, TensorFormat.parse(fmt))
+    tol = {"rtol": 1e-5, "atol": 1e-6}
+    for axis in (None, 0, 1):
+        np.testing.assert_allclose(_dense(F.max(t, axis)), d.max(axis=axis), **tol)
+        np.testing.assert_allclose(_dense(F.min(t, axis)), d.min(axis=axis), **tol)
+        np.testing.assert_allclose(_dense(F.prod(t, axis)), d.prod(axis=axis), **tol)
+    for axis in (0, 1):
+        e = np.exp(d - d.max(axis=axis, keepdims=True))
+        np.testing.assert_allclose(_dense(F.softmax(t, axis)), e / e.sum(axis=axis, keepdims=True), **tol)

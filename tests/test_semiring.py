@@ -128,3 +128,48 @@ def test_fresh_lambdas_reuse_one_plan():
         r = F.matmul(a, B, semiring=(minimum, lambda x, y: x + y, 1e300), epilog=lambda y: y * 2)
     assert F.cache_info()["plans"] == before
     assert np.allclose(r, 2 * reference(A, B, min, lambda x, y: x + y, np.full((5, 4), 1e300)))
+
+
+@pytest.mark.parametrize("name", ["or-and", "min-plus", "max-plus"])
+def test_c_folds_in_the_same_in_every_format(name):
+    """``c`` is combined with the semiring's add of the identity-started fold in every format, also where an
+    element has no product (or-and: ``c or 0`` is 0/1; min/max-plus: c itself); empty rows, an empty matrix,
+    1x1 and non-square shapes, f32 and f64 (rotating over the formats)."""
+    from frontend import NamedFormats as NF, Tensor
+
+    add = {"or-and": lambda x, y: ((x != 0) | (y != 0)).astype(x.dtype), "min-plus": np.minimum,
+           "max-plus": np.maximum}[name]
+    ident = {"or-and": 0.0, "min-plus": np.inf, "max-plus": -np.inf}[name]
+    mul = {"or-and": lambda x, y: ((x != 0) & (y != 0)).astype(np.float64), "min-plus": np.add,
+           "max-plus": np.add}[name]
+    rng = np.random.default_rng(7)
+    shapes = [(4, 6), (1, 1), (3, 5), (2, 4)]
+    for k, fmt in enumerate((NF.CSR, NF.COO, NF.CSC, NF.BSR((2, 2)), NF.BSC((2, 2)), NF.DIAI, NF.DELTA(2))):
+        shape, dtype = shapes[k % len(shapes)], (np.float32, np.float64)[k % 2]
+        d = np.where(rng.random(shape) < 0.4, rng.standard_normal(shape), 0)
+        if shape[0] > 2:
+            d[1] = 0  # an empty row
+        if shape == (2, 4):
+            d[:] = 0  # an empty matrix
+        b = rng.standard_normal((shape[1], 3))
+        prods = np.where((d != 0)[:, :, None], mul(d[:, :, None], b[None, :, :]), ident)
+        want = add(np.full((shape[0], 3), -0.5), prods.min(1) if name == "min-plus" else prods.max(1))
+        c = np.full((shape[0], 3), -0.5, dtype)
+        got = F.matmul(Tensor.from_dense(d.astype(dtype), fmt), b.astype(dtype), c, semiring=name)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5, err_msg=f"{fmt.name} {shape}")
+
+
+def test_issue12_repros_give_the_csr_answer():
+    """The two repros of issue 12: min-plus on BSR((2, 2)) (was neither min-plus nor the product) and a
+    diagonal matrix under min-plus in BSR/DIA (padding took part); every format gives the CSR answer."""
+    from frontend import NamedFormats as NF, Tensor
+
+    rng = np.random.default_rng(0)
+    d, x = rng.standard_normal((4, 4)), rng.standard_normal(4)
+    got = F.matmul(Tensor.from_dense(d, NF.BSR((2, 2))), Tensor.from_package(x), semiring="min-plus").to_dense()
+    np.testing.assert_allclose(got, np.min(d + x, axis=1))
+    diag = np.diag([1.0, 2.0, 3.0, 4.0])
+    five = Tensor.from_package(np.full(4, 5.0))
+    for fmt in (NF.CSR, NF.BSR((2, 2)), NF.BSC((2, 2)), NF.DIAI, NF.DIAJ, NF.SkewDIAI, NF.DELTA(2)):
+        got = F.matmul(Tensor.from_dense(diag, fmt), five, semiring="min-plus").to_dense()
+        np.testing.assert_allclose(got, [6.0, 7.0, 8.0, 9.0], err_msg=fmt.name)

@@ -58,11 +58,6 @@ def has_blocks(t: Tensor) -> bool:
     return bool(block_sizes(t.tensor_format))
 
 
-def unblock(t: Tensor) -> Tensor:
-    """A copy of block tensor ``t`` in its unblocked format."""
-    return t.convert(unblocked_format(t.tensor_format))
-
-
 @dataclasses.dataclass(frozen=True)
 class Rewrite:
     """An einsum rewritten on demapped block operands; ``restore`` maps the dense result back."""
@@ -131,7 +126,8 @@ def rewrite(subscripts: Sequence[str], tensors: Sequence[Tensor], out_subs: str,
             new_tensors.append(Tensor(demapped_format(fmt), t.levels, t._pos, t._crd, t._val,
                                       index_type=t.index_type, package=t.package, device=t.device))
         else:
-            arr, letters = _split_dense(np.asarray(t.val), s, splits, outer)
+            dense = np.asarray(t.val) if row_major(fmt) else t.to_dense()  # dimension order (e.g. Fortran)
+            arr, letters = _split_dense(dense, s, splits, outer)
             new_subs.append(letters)
             new_tensors.append(dense_tensor(arr))
     new_out = "".join(outer[ch] + ch if ch in splits else ch for ch in out_subs)

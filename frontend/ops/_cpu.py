@@ -81,7 +81,7 @@ def run_cached(a: Any, b: Any, options: MatmulOptions) -> Any:
         return MISS  # unknown operands, or mixed dtypes (promoted copies on the full path)
     signature = (fa[0], fb[0], None, options.key(), registry_state(), False)
     template = _TEMPLATES.get(signature)
-    if template is None or template.has_alpha or template.out_format is not None:
+    if template is None or template.has_alpha or template.out_format is not None or template.reroutes:
         return MISS
     kernel, bounds = template.kernel, template.bounds
     if kernel is None:
@@ -139,7 +139,7 @@ class CpuMatmul(MatmulPlan):
             op = template.with_operands([ta, tb], c, None if tc is None else tc.val, options.alpha, options.beta)
         else:
             op = matmul_op(ta, tb, c, options, rows)
-            if op.tensors[0] is not ta or op.tensors[1] is not tb:  # transposed or squeezed: not reusable as is
+            if not op.replayable or op.given_ids != (id(ta), id(tb)):  # e.g. transposed, squeezed, demapped
                 signature = None  # type: ignore[assignment]
         return cls(op, [a, b, c], options, None, signature, template is not None)
 
@@ -236,7 +236,7 @@ class CpuMatmul(MatmulPlan):
         old = self._live()
         objs = [new if new is not None else obj for new, obj in zip((a, b, c), self._objs)] + self._objs[3:]
         op = self._prepare(objs)
-        if op.base_key != old.base_key:
+        if op.initial_key != old.initial_key:
             raise ValueError("reset_operands needs operands of the same formats, shapes, dtypes and index "
                              "types; create a new Matmul for others")
         op.adopt_variant(old)

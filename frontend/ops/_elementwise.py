@@ -24,6 +24,7 @@ from frontend.storage._layout import is_padded
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
 from lowering.kernels import merge_rows, row_softmax
+from lowering.miscompiles import unsupported_levels
 from lowering.scalar_fn import ScalarFn, exp, kind, logical_or, maximum, minimum, trace
 from lowering.sparsifier import elementwise as build
 
@@ -40,6 +41,7 @@ from ._operands import (
     validate_sparse,
 )
 from ._prepared import default_sparse_format
+from ._reroute import entry_format
 from ._stats import balanced_bounds
 from ._threads import cpu_count, resolve_threads
 
@@ -55,12 +57,15 @@ def _tensor(x: Any, what: str) -> Tensor:
 
 def readable(t: Tensor) -> Tensor:
     """``t`` as the sparsifier reads it: row-major dense, or a sparse format without padding that MLIR encodes
-    (others are converted, a copy: BSR/DIA/DELTA -> CSR, column-major dense -> row-major)."""
+    and compiles (others are converted, a copy: BSR/DIA/DELTA -> CSR, level sequences the sparsifier aborts on
+    such as ``(i : dense, j : singleton)`` -> CSR, column-major dense -> row-major)."""
     fmt = t.tensor_format
     if row_major(fmt):
         return t
     if fmt.is_dense:
         return dense_tensor(np.ascontiguousarray(t.to_dense()))
+    if unsupported_levels(fmt):
+        return t.convert(tensor_format=entry_format(t.ndim))
     if is_padded(fmt) or fmt.mlir_support() != "sparsifier":
         return t.convert(tensor_format=default_sparse_format(fmt, t.ndim))
     return t
@@ -73,6 +78,8 @@ def result_format(formats: Sequence[TensorFormat], rank: int) -> tuple[TensorFor
     operands' common format when they all share one (COO+COO -> COO, DIA+DIA -> DIA, a conversion) and
     as computed otherwise (CSR+COO -> CSR, BSR+CSR -> CSR, CSC+CSR -> CSC)."""
     computed = default_sparse_format(formats[0], rank)
+    if unsupported_levels(computed):  # a level sequence the sparsifier aborts on: CSR-like
+        computed = entry_format(rank)
     same = all(f == formats[0] for f in formats) and formats[0].num_dimensions == rank
     return computed, formats[0] if same else computed
 

@@ -25,7 +25,7 @@ from ._kernel_cache import Kernel, get_kernel, row_major, spec_of
 from ._operands import cast_values, check_cpu, elem_of, operand, operand_key, out_width, result_shape
 from ._options import MatmulOptions, pipeline_key
 from ._plan import MatmulInfo
-from ._reroute import format_name, reroute, result_format
+from ._reroute import Reroutes, apply, entry_format, format_name, reroute, result_format
 from ._semiring import get_semiring, trace_unary
 from ._stats import stored_rows
 from ._threads import cpu_count, resolve_threads
@@ -59,11 +59,17 @@ class PreparedOp:
     def __init__(self, subscripts: Sequence[str], tensors: list[Tensor], out_subs: str, names: Sequence[str],
                  options: MatmulOptions, c: Any = None, rows: bool = False) -> None:
         self.subscripts, self.out_subs, self.tensors = tuple(subscripts), out_subs, tensors
+        self.given_ids = tuple(id(t) for t in tensors)  # the operands as given (a template's check, no refs)
+        self.names = tuple(names)
         self._check_operands(names)
         self.out_format = _checked_out_format(options.out_format, len(out_subs))
         self.kernel_shape = self.out_shape
         self.restore: Callable[[np.ndarray], np.ndarray] | None = None
         self._out_split: Callable[[np.ndarray], np.ndarray] | None = None
+        #: operand copies made (index -> format, None: row-major; in order), replayed by :meth:`with_operands`
+        self.reroutes: Reroutes = ()
+        #: whether operands of this structure run this op after its reroutes alone (no demapped block views)
+        self.replayable = True
         self._rewrite_blocks()
         semiring = get_semiring(options.semiring)
         self.init = _initial_value(semiring, options.alpha, options.beta, c)
@@ -81,6 +87,7 @@ class PreparedOp:
         self.out_dtype: np.dtype | None = None  # a half type the float32 result is cast back to (in_dtype)
         self.casts: list[tuple[Any, Any]] = []  # (cast copy's values, the source's values): promoted operands
         self.base_key = self._structural_key()
+        self.initial_key = self.base_key  # before a fallback's conversions (reset_operands compares it)
         self._schedule(rows)
 
     # ----- preparation steps -------------------------------------------------------------------------------------
@@ -98,8 +105,11 @@ class PreparedOp:
         rw = None if self.out_format is not None else blocks.rewrite(self.subscripts, self.tensors, self.out_subs,
                                                                      self.out_shape)
         if rw is None:
-            self.tensors = [blocks.unblock(t) if blocks.has_blocks(t) else t for t in self.tensors]
+            self.reroutes = tuple((k, blocks.unblocked_format(t.tensor_format))
+                                  for k, t in enumerate(self.tensors) if blocks.has_blocks(t))
+            self.tensors = apply(self.tensors, self.reroutes)
             return
+        self.replayable = False
         self.subscripts, self.out_subs, self.kernel_shape = rw.subscripts, rw.out_subs, rw.out_shape
         self.tensors, self.restore, self._out_split = rw.tensors, rw.restore, rw.out_split
 
@@ -126,7 +136,8 @@ class PreparedOp:
 
     def _reroute(self, names: Sequence[str]) -> None:
         """Operands (and a result format) no kernel takes as they are: converted copies (:mod:`._reroute`)."""
-        self.tensors, notes = reroute(self.tensors, names, self.out_format is not None)
+        self.tensors, more, notes = reroute(self.tensors, names, self.out_format is not None)
+        self.reroutes += more
         out = self.out_format
         if out is not None and (out.mlir_support() != "sparsifier" or stores_padding(out) or unsupported_levels(out)):
             # no kernel writes it (the sparsifier cannot insert into padded formats): computed, then converted
@@ -226,6 +237,8 @@ class PreparedOp:
         """A copy of this op (with its kernel) over other operands of the same structure (no block rewrite),
         scheduled for their buffers (another variant's kernel when their statistics choose another)."""
         op = self._copy()
+        if self.reroutes:
+            tensors = apply(tensors, self.reroutes)
         op.tensors, op.c_obj, op.c_arr, op.c_kernel = tensors, c, c_arr, c_arr
         op.extra = op._scalar_arguments(alpha, beta) if op.init != "zero" or op.has_alpha else []
         if self.schedule is not None:
@@ -251,6 +264,11 @@ class PreparedOp:
         chunks from this op's schedule."""
         if other.row_range and not self.row_range:  # these operands would not use several threads
             self.bounds = (0, self.kernel_shape[0])
+        if other.base_key != self.base_key:  # other's fallback converted operands or the result: replayed here
+            self.tensors = apply(self.tensors, other.reroutes[len(self.reroutes):])
+            self.reroutes, self.conversions = other.reroutes, other.conversions
+            self.out_format, self.final_format = other.out_format, other.final_format
+            self.base_key, self.two_pass_threads = other.base_key, other.two_pass_threads
         self.kernel, self.lanes, self.row_range, self.key = other.kernel, other.lanes, other.row_range, other.key
 
     def with_row_range(self) -> PreparedOp:
@@ -295,44 +313,77 @@ class PreparedOp:
         return self.two_pass_threads if self.two_pass_threads is not None else 1
 
     def _fallback(self, err: CompileError) -> Kernel:
-        """Sparse results the sparsifier cannot insert in order (CSC x CSR -> CSC, CSR x CSR -> DCSC):
-        first the other sparse operands are converted to the first one's format, then the result is
-        computed in that operand's family and converted (copies, O(nnz)); else ``err`` is raised."""
+        """Sparse results the sparsifier cannot insert in order (CSC x CSR -> CSC, CSR x CSR -> DCSC, a
+        transposed COO times a dense operand -> CSR), tried in turn (copies, O(nnz), kept in ``reroutes``):
+
+        1. the other sparse operands converted to the first one's format;
+        2. the result computed in the first sparse operand's family, then converted;
+        3. every operand in its rank's CSR-like format (dense ones row-major), the result computed in the
+           CSR-like format, then converted.
+
+        ``err`` is raised when none compiles."""
         if self.out_format is None:
             raise err
-        if self._align_sparse_operands():
-            try:
-                return get_kernel(self.key, self.describe, self.target, self.pipeline, self._kernel_threads())
-            except CompileError:
-                pass
-        sparse = [t for t in self.tensors if t.is_sparse]
-        compute = default_sparse_format(sparse[0].tensor_format, len(self.out_subs)) if sparse else None
-        if compute is None or compute == self.out_format:
-            raise err
-        self.final_format, self.out_format = self.final_format or self.out_format, compute
-        self.key = self.key[:4] + ((compute.structure_key(), out_width(self.tensors)),) + self.key[5:]
-        return get_kernel(self.key, self.describe, self.target, self.pipeline, self._kernel_threads())
+        for step in (self._align_sparse_operands, self._compute_in_family, self._compute_in_entry_formats):
+            if step():
+                try:
+                    return get_kernel(self.key, self.describe, self.target, self.pipeline, self._kernel_threads())
+                except CompileError:
+                    continue
+        raise err
 
     def _align_sparse_operands(self) -> bool:
-        """Fallback for sparse results the sparsifier cannot insert in order (e.g. CSC x CSR -> CSC): the
-        other sparse operands are converted (a copy) to the first one's format. Returns whether any was."""
-        if self.out_format is None:
-            return False
+        """The other sparse operands converted to the first one's format. Returns whether any was."""
         sparse = [t for t in self.tensors if t.is_sparse]
         if len(sparse) < 2:
             return False
         f0 = sparse[0].tensor_format
-        changed = False
-        tensors = []
-        for t in self.tensors:
-            if t.is_sparse and t is not sparse[0] and t.ndim == f0.num_dimensions and t.tensor_format != f0:
-                t = t.convert(f0)
-                changed = True
-            tensors.append(t)
-        if changed:
-            self.tensors = tensors
-            self.key = self.key[:3] + (tuple(operand_key(t) for t in tensors),) + self.key[4:]
-        return changed
+        return self._convert_operands(tuple(
+            (k, f0) for k, t in enumerate(self.tensors)
+            if t.is_sparse and t is not sparse[0] and t.ndim == f0.num_dimensions and t.tensor_format != f0))
+
+    def _compute_in_family(self) -> bool:
+        """The result computed in the first sparse operand's family, then converted. Returns whether that
+        differs from the result format."""
+        sparse = [t for t in self.tensors if t.is_sparse]
+        if not sparse:
+            return False
+        return self._compute_in(default_sparse_format(sparse[0].tensor_format, len(self.out_subs)))
+
+    def _compute_in_entry_formats(self) -> bool:
+        """Every operand CSR-like (dense ones row-major), the result computed CSR-like. Returns whether
+        anything changed."""
+        plan = tuple((k, entry_format(t.ndim) if t.is_sparse else None) for k, t in enumerate(self.tensors)
+                     if not row_major(t.tensor_format) and t.tensor_format != entry_format(t.ndim))
+        changed = self._convert_operands(plan)
+        return self._compute_in(entry_format(len(self.out_subs))) or changed
+
+    def _compute_in(self, fmt: TensorFormat) -> bool:
+        if self.out_format is None or fmt == self.out_format:
+            return False
+        self.final_format, self.out_format = self.final_format or self.out_format, fmt
+        self.conversions += (f"result via {format_name(fmt)}",)
+        self._restructured()
+        return True
+
+    def _convert_operands(self, plan: Reroutes) -> bool:
+        """Operands converted as ``plan`` says (kept in ``reroutes``: a template replays them)."""
+        if not plan:
+            return False
+        self.reroutes += plan
+        self.tensors = apply(self.tensors, plan)
+        self.conversions += tuple(f"{self.names[k]}->{'row-major' if f is None else format_name(f)}"
+                                  for k, f in plan)
+        self._restructured()
+        return True
+
+    def _restructured(self) -> None:
+        """Keys and the two-pass split after operands or the result format changed."""
+        self.__dict__.pop("_contraction", None)
+        self.base_key = self._structural_key()
+        if self.target == "cpu":
+            self.two_pass_threads = kernel_threads(match_kernel(self._described()), self.threads_option)
+        self.key = self.base_key + ((self.lanes, self.row_range, self.two_pass_threads),)
 
     def arguments(self) -> list[Any]:
         """The kernel's arguments for the current operands."""

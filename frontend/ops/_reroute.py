@@ -7,8 +7,15 @@ sparsifier compiles (not range/delta levels or diagonal maps, :func:`lowering.mi
 and without padding (``frontend.format.stores_padding``: their stored zeros are not entries, and n:m levels
 do not co-iterate).
 Such operands are converted to the CSR-like format of their rank, which keeps exactly their entries.
-When the one stored operand needs the emitter, other encoded dense operands (e.g. Fortran-ordered arrays)
-become row-major copies instead.
+Encoded dense operands (e.g. Fortran-ordered arrays) become row-major copies when the one stored operand
+needs the emitter, and next to a sparse result (the sparsifier cannot legalize a sparse result computed
+from a dense level order other than the loop order).
+
+A conversion is a :data:`Reroutes` entry (operand index -> target format, None for a row-major copy) that a
+prepared op keeps and replays on other operands of the same structure (one-shot calls through a template).
+The copy itself is remembered per source buffer set (:func:`converted`, in ``_stats.buffer_memo``) with a
+snapshot of the source's values: a call over the same, unchanged buffers reuses it; values changed in place
+make a fresh copy.
 """
 from __future__ import annotations
 
@@ -22,6 +29,10 @@ from lowering.miscompiles import unsupported_levels
 
 from ._blocks import unblocked_format
 from ._kernel_cache import dense_tensor, row_major
+from ._stats import buffer_memo, memo_head
+
+#: Operand index -> the format its copy has (None: a row-major dense copy).
+Reroutes = tuple[tuple[int, TensorFormat | None], ...]
 
 _ENTRY_FORMATS: dict[int, TensorFormat] = {}  # rank -> padding-free format the sparsifier encodes
 
@@ -68,25 +79,61 @@ def _needs_emitter(fmt: TensorFormat) -> bool:
 
 
 def reroute(tensors: Sequence[Tensor], names: Sequence[str],
-            sparse_result: bool) -> tuple[list[Tensor], tuple[str, ...]]:
-    """``tensors`` with the operands no kernel takes converted (see the module docstring), and one note
-    per conversion (``"a->CSR"``)."""
+            sparse_result: bool) -> tuple[list[Tensor], Reroutes, tuple[str, ...]]:
+    """``tensors`` with the operands no kernel takes converted (see the module docstring), the conversions
+    made (for :func:`apply`) and one note per conversion (``"a->CSR"``)."""
+    plan = plan_reroutes(tensors, sparse_result)
+    notes = tuple(f"{names[k]}->{'row-major' if fmt is None else format_name(fmt)}" for k, fmt in plan)
+    return apply(tensors, plan), plan, notes
+
+
+def plan_reroutes(tensors: Sequence[Tensor], sparse_result: bool) -> Reroutes:
+    """Which operands to convert, and to what (see the module docstring)."""
     stored = [k for k, t in enumerate(tensors) if not row_major(t.tensor_format)]
     if len(stored) < 2 and not sparse_result:
-        return list(tensors), ()
-    out = list(tensors)
-    notes: list[str] = []
+        return ()
     walked = [k for k in stored if tensors[k].is_sparse]
     if len(walked) == 1 and not sparse_result and _needs_emitter(tensors[walked[0]].tensor_format):
-        for k in stored:  # the emitter walks the sparse one: the encoded dense ones become row-major copies
-            if k != walked[0]:
-                out[k] = dense_tensor(np.ascontiguousarray(np.asarray(tensors[k].to_dense())))
-                notes.append(f"{names[k]}->row-major")
-        return out, tuple(notes)
-    for k in walked:
+        return tuple((k, None) for k in stored if k != walked[0])  # the emitter walks the sparse one
+    plan: list[tuple[int, TensorFormat | None]] = []
+    for k in stored:
         fmt = tensors[k].tensor_format
-        if fmt.mlir_support() != "sparsifier" or unsupported_levels(fmt) or stores_padding(fmt):
-            target = entry_format(fmt.num_dimensions)
-            out[k] = tensors[k].convert(target)
-            notes.append(f"{names[k]}->{format_name(target)}")
-    return out, tuple(notes)
+        if not tensors[k].is_sparse:
+            if sparse_result:
+                plan.append((k, None))
+        elif fmt.mlir_support() != "sparsifier" or unsupported_levels(fmt) or stores_padding(fmt):
+            plan.append((k, entry_format(fmt.num_dimensions)))
+    return tuple(plan)
+
+
+def apply(tensors: Sequence[Tensor], plan: Reroutes) -> list[Tensor]:
+    """``tensors`` with the conversions of ``plan`` made in order (remembered copies, :func:`converted`)."""
+    out = list(tensors)
+    for k, fmt in plan:
+        out[k] = converted(out[k], fmt)
+    return out
+
+
+def converted(t: Tensor, fmt: TensorFormat | None) -> Tensor:
+    """``t`` in ``fmt`` (None: a row-major dense copy), remembered per buffer set of ``t``: the copy is made
+    again only when ``t``'s buffers are other objects or its values changed (compared with a snapshot)."""
+    if fmt is not None and t.tensor_format == fmt:
+        return t
+    memo = buffer_memo(t)
+    key = ("converted", fmt, t.shape, t.tensor_format.structure_key(), t.index_type)
+    head = memo_head(t)
+    others = tuple(b for b in t.buffers() if b is not head)  # held by the entry: never the memo's key
+    vals = np.asarray(t.val)
+    got = None if memo is None else memo.get(key)
+    if got is not None:
+        held, snapshot, copy = got
+        if len(held) == len(others) and all(x is y for x, y in zip(held, others)) and \
+                snapshot.dtype == vals.dtype and np.array_equal(snapshot, vals):
+            return copy
+    if fmt is None:
+        copy = dense_tensor(np.ascontiguousarray(np.asarray(t.to_dense())))
+    else:
+        copy = t.convert(fmt)
+    if memo is not None:  # the other buffers are held (no id reuse while the entry lives), the values copied
+        memo[key] = (others, vals.copy(), copy)
+    return copy

@@ -48,33 +48,50 @@ class StoredRows:
         return got
 
 
-_ROWS: dict[int, tuple[Any, StoredRows]] = {}  # id(first buffer) -> (weakref to it, measurements); live buffers only
+_MEMO: dict[int, tuple[Any, dict[Any, Any]]] = {}  # id(first buffer) -> (weakref to it, memo); live buffers only
 _LOCK = threading.Lock()
 
 
-def stored_rows(t: Tensor) -> StoredRows:
-    """The measurements of ``t``'s buffers (computed once per buffer set)."""
-    buffers = [b for b in (*t._pos, *t._crd) if b is not None] or [t.val]
-    head = buffers[0]
-    got = _ROWS.get(id(head))
+def buffer_memo(t: Tensor) -> dict[Any, Any] | None:
+    """A dictionary remembered for ``t``'s buffer set, keyed by its first buffer (weakref-checked) and dropped
+    when that buffer is freed: the measurements (:func:`stored_rows`) and converted copies
+    (``_reroute.converted``) of an operand live here. None when the buffer takes no weak references."""
+    head = memo_head(t)
+    got = _MEMO.get(id(head))
     if got is not None and got[0]() is head:
         return got[1]
-    rows = _measure(t)
     try:
         ref = weakref.ref(head)
         weakref.finalize(head, _forget, id(head), ref)
     except TypeError:  # a buffer without weak references: not remembered
-        return rows
+        return None
+    memo: dict[Any, Any] = {}
     with _LOCK:
-        _ROWS[id(head)] = (ref, rows)
-    return rows
+        _MEMO[id(head)] = (ref, memo)
+    return memo
+
+
+def memo_head(t: Tensor) -> Any:
+    """The buffer a memo is keyed by: the first position or coordinate buffer, else the values."""
+    return next((b for b in (*t._pos, *t._crd) if b is not None), t.val)
+
+
+def stored_rows(t: Tensor) -> StoredRows:
+    """The measurements of ``t``'s buffers (computed once per buffer set)."""
+    memo = buffer_memo(t)
+    got = None if memo is None else memo.get("rows")
+    if got is None:
+        got = _measure(t)
+        if memo is not None:
+            memo["rows"] = got
+    return got
 
 
 def _forget(key: int, ref: Any) -> None:
     with _LOCK:
-        got = _ROWS.get(key)
+        got = _MEMO.get(key)
         if got is not None and got[0] is ref:
-            del _ROWS[key]
+            del _MEMO[key]
 
 
 def _row_lengths(t: Tensor) -> tuple[np.ndarray | None, np.ndarray | None, int]:

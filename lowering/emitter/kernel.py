@@ -411,7 +411,10 @@ def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True) -> str:
         return v if beta is None else ar.scale(v, beta)
 
     def init(idx: list[Value]) -> None:
-        b.emit(f"memref.store {initial(idx)}, {out}[{', '.join(i.name for i in idx)}] : {out_t}")
+        v = initial(idx)
+        if cin is not None and c.semiring is not None:  # c folded with the identity, as where an element is
+            v = ar.add(v, ar.identity())                   # written once (or-and: c or 0 is 0/1 even with no product)
+        b.emit(f"memref.store {v}, {out}[{', '.join(i.name for i in idx)}] : {out_t}")
 
     visitor = _Visitor(b, c, w, ins, val, out, alpha, ar)  # type: ignore[arg-type]
     fused = fuse_init and _writes_each_output_once(c, w, walked, visitor)

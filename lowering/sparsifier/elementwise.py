@@ -118,6 +118,12 @@ def reduce_module(a: TensorSpec, keep: Sequence[int], out: TensorSpec, monoid: S
     elem = out.elem
     if monoid == "add":
         body = [f"%y = {_ARITH[kind(elem)]['add']} %x0, %o : {elem}"]
+    elif a.fmt is None and monoid == "count":  # a dense operand: every element is stored
+        body = [constant_op("%one", 1, elem), f"%y = {_ARITH[kind(elem)]['add']} %one, %o : {elem}"]
+    elif a.fmt is None and isinstance(monoid, ScalarFn):  # the function inlined (no sparse_tensor.reduce)
+        body, res = monoid.inline(("%x0", "%o"), "m_")
+        return "\n".join(_header([a], out) + _init(out, identity)
+                         + _generic([a], [range(rank)], out, keep, rank, body, res)) + "\n"
     elif monoid == "count":
         one = constant_op("%one", 1, elem)
         body = [f"%u = sparse_tensor.unary %x0 : {a.elem} to {elem}", "  present={",
