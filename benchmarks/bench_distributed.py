@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 import warnings
 from collections.abc import Callable
 
@@ -30,6 +29,7 @@ import scipy.sparse as sp  # noqa: E402
 
 import frontend as F  # noqa: E402
 from frontend import distributed as fd  # noqa: E402
+from suitekit.timing import interleaved_min  # noqa: E402
 
 
 def poisson2d(k: int) -> sp.csr_array:
@@ -39,15 +39,7 @@ def poisson2d(k: int) -> sp.csr_array:
 
 def best(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
     """Seconds per call of each function: min over interleaved rounds (one warm-up call each)."""
-    for f in fns.values():
-        f()
-    times = {k: float("inf") for k in fns}
-    for _ in range(repeats):
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            f()
-            times[k] = min(times[k], time.perf_counter() - t0)
-    return times
+    return interleaved_min(fns, repeats, warmup=1)
 
 
 def line(name: str, times: dict[str, float], ref: str) -> None:

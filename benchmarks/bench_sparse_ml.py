@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import copy
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -38,23 +37,15 @@ from frontend import (
 )
 from frontend.torch_interface import ScalarFraction, TorchUST, schedule  # noqa: E402
 from frontend.torch_interface.attention import mask_from_rows, sparse_attention  # noqa: E402
+from suitekit.timing import interleaved_min  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 warnings.filterwarnings("ignore", message="Sparse invariant checks")
 
 
 def best_ms(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
-    """Best time of each function over ``reps`` interleaved rounds (two warm-up calls each)."""
-    for fn in fns.values():
-        fn()
-        fn()
-    best = {name: float("inf") for name in fns}
-    for _ in range(reps):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return {name: t * 1e3 for name, t in best.items()}
+    """Best milliseconds of each function over ``reps`` interleaved rounds (suitekit.timing)."""
+    return {name: t * 1e3 for name, t in interleaved_min(fns, reps).items()}
 
 
 def arr(r: Any) -> np.ndarray:

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import frontend  # noqa: E402
 from frontend.format import NamedFormats as N  # noqa: E402
 from frontend.torch_interface import TorchUST, choose_format, prune_model, reformat_model  # noqa: E402
+from suitekit.timing import interleaved_min  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 
@@ -51,18 +52,8 @@ class TorchCSR(nn.Module):
 
 
 def best_us(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
-    """Best time of each function over ``reps`` rounds; every round runs each once (interleaved, so a
-    change in the shared machine's load hits all variants alike)."""
-    for fn in fns.values():
-        fn()
-        fn()
-    best = {name: float("inf") for name in fns}
-    for _ in range(reps):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return {name: t * 1e6 for name, t in best.items()}
+    """Best microseconds of each function over ``reps`` interleaved rounds (suitekit.timing)."""
+    return {name: t * 1e6 for name, t in interleaved_min(fns, reps).items()}
 
 
 def weight_bytes(model: nn.Module) -> int:

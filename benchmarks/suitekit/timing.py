@@ -16,6 +16,19 @@ def call_time(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, out
 
 
+def interleaved_min(fns: dict[str, Callable[[], Any]], repeats: int, warmup: int = 2) -> dict[str, float]:
+    """Minimum seconds per call of each function over ``repeats`` rounds that run every function once each
+    (interleaved, so a change in the shared machine's load hits all alike), after ``warmup`` calls of each."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    best = {name: math.inf for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            best[name] = min(best[name], call_time(fn)[0])
+    return best
+
+
 def round_robin(runs: dict[str, Callable[[], Any]], single: dict[str, float], repeats: int,
                 budget: float) -> dict[str, float]:
     """Minimum seconds per call of each function over ``repeats`` rounds (ours, scipy, torch, ..., ours, ...);
