@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One install script for `make` and the Docker images: creates the venv (if missing)
-# and installs the project with its pinned toolchain. Idempotent. EXTRAS picks the extras (default dev;
-# EXTRAS=dev,gpu adds CuPy and the CUDA 12 ptxas wheel, see pyproject.toml).
+# and installs the project with its pinned toolchain. Idempotent. EXTRAS picks the extras (default dev,interop;
+# EXTRAS=dev,interop,gpu adds CuPy and the CUDA 12 ptxas wheel, see pyproject.toml).
 set -euo pipefail
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
-EXTRAS="${EXTRAS:-dev}"
+EXTRAS="${EXTRAS:-dev,interop}"
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
