@@ -100,7 +100,7 @@ def test_each_variant_forced(kind, chunks):
 def test_auto_chooses_by_work():
     """Small products run as one call of the whole function; large ones in chunks (``threads=1``: one)."""
     small = sparse("csr", (50, 50), 0.05, 7)
-    big = sparse("csr", (20_000, 20_000), 0.002, 8)
+    big = sparse("csr", (4_000, 4_000), 0.005, 8)  # about 1.6M products: 3x the parallel threshold
     fn = F.Matmul(small, small).plan().backend.prepared.kernel.function
     assert fn.chunks((small.indptr, small.indices, small.data) * 2) is None
     args = (big.indptr, big.indices, big.data) * 2
