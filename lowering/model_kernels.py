@@ -45,6 +45,11 @@ class KernelWeight:
         return TensorSpec(self.fmt, self.shape, self.elem, self.pos_width, self.crd_width)
 
 
+#: Row chunks per thread of a threaded product (balanced by stored entries). 1: one static chunk per thread;
+#: more: chunks handed out dynamically, so a thread the OS deschedules on a loaded machine does not hold up
+#: the whole product (measured in /tmp notes of issue 23, docs/torch.md)
+CHUNKS_PER_THREAD = 4
+
 #: A weight's buffers as the kernel takes them: ("pos" | "crd", level) or ("val", -1).
 Buffer = tuple[str, int]
 
@@ -106,10 +111,11 @@ def _kernel(w: KernelWeight, x_type: str, name: str) -> tuple[str, list[tuple[Bu
     text = _private(emit_contraction(c), name)
     header = text.split("\n", 1)[0]
     if sched.threads > 1 and row_parallel(c):
-        bounds = (w.bounds(n, sched.threads, sched.split) if w.bounds is not None
-                  else tuple(n * k // sched.threads for k in range(sched.threads + 1)))
+        chunks = min(n, sched.threads * CHUNKS_PER_THREAD)
+        bounds = (w.bounds(n, chunks, sched.split) if w.bounds is not None
+                  else tuple(n * k // chunks for k in range(chunks + 1)))
         rows = _private(emit_contraction(replace(c, name=f"{name}_rows"), rows=True), f"{name}_rows")
-        text = _team(header, name, bounds) + "\n" + rows
+        text = _team(header, name, bounds, sched.threads) + "\n" + rows
     buffers: list[tuple[Buffer, str]] = []
     for m in _PARAM.finditer(header):
         if m.group(4) is not None:
@@ -126,14 +132,15 @@ def _private(text: str, name: str) -> str:
     return text.replace(" attributes {llvm.emit_c_interface}", "", 1)
 
 
-def _team(header: str, name: str, bounds: tuple[int, ...]) -> str:
+def _team(header: str, name: str, bounds: tuple[int, ...], threads: int) -> str:
     """``@name`` with the signature of the whole-product kernel (``header``): allocates the output and runs
-    ``@name_rows`` over the row ranges ``bounds`` on ``len(bounds) - 1`` OpenMP threads (one static chunk
-    each)."""
+    ``@name_rows`` over the row ranges ``bounds`` on ``threads`` OpenMP threads (one static chunk each when
+    there are as many ranges as threads, else handed out dynamically)."""
     sig = header.split("(", 1)[1].rsplit(") -> ", 1)
     params = split_top(sig[0])
     out_t = sig[1].split(" ", 1)[0]
     n = len(bounds) - 1
+    policy = "static" if n == threads else "dynamic"
     names = [p.split(":", 1)[0].strip() for p in params]
     types = [p.split(":", 1)[1].strip() for p in params]
     cases = "".join(f"\n        case {k} {{\n          %b{k} = arith.constant {bounds[k]} : index\n"
@@ -142,9 +149,9 @@ def _team(header: str, name: str, bounds: tuple[int, ...]) -> str:
     return (f"func.func private @{name}({sig[0]}) -> {out_t} {{\n"
             f"  %out = memref.alloc() : {out_t}\n"
             f"  %t0 = arith.constant 0 : index\n  %t1 = arith.constant 1 : index\n"
-            f"  %tn = arith.constant {n} : index\n  %nt = arith.constant {n} : i32\n"
+            f"  %tn = arith.constant {n} : index\n  %nt = arith.constant {threads} : i32\n"
             f"  omp.parallel num_threads(%nt : i32) {{\n"
-            f"    omp.wsloop schedule(static) {{\n"
+            f"    omp.wsloop schedule({policy}) {{\n"
             f"      omp.loop_nest (%t) : index = (%t0) to (%tn) step (%t1) {{\n"
             f"        %r:2 = scf.index_switch %t -> index, index{cases}\n"
             f"        default {{\n          scf.yield %t0, %t0 : index, index\n        }}\n"
