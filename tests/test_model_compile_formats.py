@@ -56,6 +56,7 @@ def test_readme_tour_runs_as_written():
     assert {r.format for r in report.changed} == {"DELTA8"}   # what reformat_model picks for pruned layers
     cm = _check(model, dense, example_input)
     assert "@ust_weight" in cm.mlir() and "func.call" in cm.mlir()
+    assert "omp.parallel" not in cm.mlir()   # small products stay on one thread (choose_schedule's threshold)
 
 
 FORMATS = [("CSR", None), ("COO", None), ("BSR4", None), ("DELTA8", N.DELTA(8)), ("DELTA2", N.DELTA(2)),
