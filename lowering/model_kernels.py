@@ -11,13 +11,13 @@ tensor IR (bias, activations, the dense layers) is unchanged and bufferizes with
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from frontend.format import TensorFormat
 
 from .contraction import Contraction, TensorSpec
-from .emitter.kernel import emit_contraction
+from .emitter.kernel import emit_contraction, row_parallel
 from .schedule import OperandStats, choose_schedule
 
 
@@ -34,10 +34,21 @@ class KernelWeight:
     what: str = "weight"
     #: the weight's row statistics (the kernel's vector lanes follow :func:`lowering.schedule.choose_schedule`)
     stats: OperandStats | None = None
+    #: cores the module may use (the frontend passes torch's thread count where OpenMP is available, else 1);
+    #: a product runs on that many threads when :func:`lowering.schedule.choose_schedule` says it pays
+    threads: int = 1
+    #: ``bounds(rows, n, split)``: ``n + 1`` row boundaries of ``n`` chunks (balanced by stored entries for
+    #: ``split == "nnz"``); None: equal row counts
+    bounds: Callable[[int, int, str], tuple[int, ...]] | None = None
 
     def spec(self) -> TensorSpec:
         return TensorSpec(self.fmt, self.shape, self.elem, self.pos_width, self.crd_width)
 
+
+#: Row chunks per thread of a threaded product (balanced by stored entries). 1: one static chunk per thread;
+#: more: chunks handed out dynamically, so a thread the OS deschedules on a loaded machine does not hold up
+#: the whole product (measured in /tmp notes of issue 23, docs/torch.md)
+CHUNKS_PER_THREAD = 4
 
 #: A weight's buffers as the kernel takes them: ("pos" | "crd", level) or ("val", -1).
 Buffer = tuple[str, int]
@@ -95,11 +106,16 @@ def _kernel(w: KernelWeight, x_type: str, name: str) -> tuple[str, list[tuple[Bu
     else:
         c = Contraction(("ik", "k"), (w.spec(), TensorSpec(None, x_shape, w.elem)), "i",
                         TensorSpec(None, (n,), w.elem), name=name)
-    c = replace(c, lanes=choose_schedule(c, w.stats, 1, 1).lanes)
-    text = emit_contraction(c)
-    text = text.replace(f"func.func @{name}(", f"func.func private @{name}(", 1)
-    text = text.replace(" attributes {llvm.emit_c_interface}", "", 1)
+    sched = choose_schedule(c, w.stats, w.threads, None)
+    c = replace(c, lanes=sched.lanes)
+    text = _private(emit_contraction(c), name)
     header = text.split("\n", 1)[0]
+    if sched.threads > 1 and row_parallel(c):
+        chunks = min(n, sched.threads * CHUNKS_PER_THREAD)
+        bounds = (w.bounds(n, chunks, sched.split) if w.bounds is not None
+                  else tuple(n * k // chunks for k in range(chunks + 1)))
+        rows = _private(emit_contraction(replace(c, name=f"{name}_rows"), rows=True), f"{name}_rows")
+        text = _team(header, name, bounds, sched.threads) + "\n" + rows
     buffers: list[tuple[Buffer, str]] = []
     for m in _PARAM.finditer(header):
         if m.group(4) is not None:
@@ -108,6 +124,46 @@ def _kernel(w: KernelWeight, x_type: str, name: str) -> tuple[str, list[tuple[Bu
             buffers.append(((m.group(1), int(m.group(2))), m.group(3)))
     x_mem = "memref<" + x_type[len("tensor<"):]
     return text, buffers, x_mem
+
+
+def _private(text: str, name: str) -> str:
+    """Emitted kernel ``text`` as a private function of the model module (no C interface)."""
+    text = text.replace(f"func.func @{name}(", f"func.func private @{name}(", 1)
+    return text.replace(" attributes {llvm.emit_c_interface}", "", 1)
+
+
+def _team(header: str, name: str, bounds: tuple[int, ...], threads: int) -> str:
+    """``@name`` with the signature of the whole-product kernel (``header``): allocates the output and runs
+    ``@name_rows`` over the row ranges ``bounds`` on ``threads`` OpenMP threads (one static chunk each when
+    there are as many ranges as threads, else handed out dynamically)."""
+    sig = header.split("(", 1)[1].rsplit(") -> ", 1)
+    params = split_top(sig[0])
+    out_t = sig[1].split(" ", 1)[0]
+    n = len(bounds) - 1
+    policy = "static" if n == threads else "dynamic"
+    names = [p.split(":", 1)[0].strip() for p in params]
+    types = [p.split(":", 1)[1].strip() for p in params]
+    cases = "".join(f"\n        case {k} {{\n          %b{k} = arith.constant {bounds[k]} : index\n"
+                    f"          %e{k} = arith.constant {bounds[k + 1]} : index\n"
+                    f"          scf.yield %b{k}, %e{k} : index, index\n        }}" for k in range(n))
+    return (f"func.func private @{name}({sig[0]}) -> {out_t} {{\n"
+            f"  %out = memref.alloc() : {out_t}\n"
+            f"  %t0 = arith.constant 0 : index\n  %t1 = arith.constant 1 : index\n"
+            f"  %tn = arith.constant {n} : index\n  %nt = arith.constant {threads} : i32\n"
+            f"  omp.parallel num_threads(%nt : i32) {{\n"
+            f"    omp.wsloop schedule({policy}) {{\n"
+            f"      omp.loop_nest (%t) : index = (%t0) to (%tn) step (%t1) {{\n"
+            f"        %r:2 = scf.index_switch %t -> index, index{cases}\n"
+            f"        default {{\n          scf.yield %t0, %t0 : index, index\n        }}\n"
+            f"        func.call @{name}_rows({', '.join(names)}, %out, %r#0, %r#1) : "
+            f"({', '.join(types)}, {out_t}, index, index) -> ()\n"
+            f"        omp.yield\n      }}\n    }}\n    omp.terminator\n  }}\n"
+            f"  return %out : {out_t}\n}}")
+
+
+def uses_openmp(text: str) -> bool:
+    """Whether :func:`call_weight_kernels`' module runs products on OpenMP threads (link the runtime)."""
+    return "omp.parallel" in text
 
 
 def _is_zero_fill(lines: list[str], out: str) -> bool:

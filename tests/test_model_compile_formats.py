@@ -56,6 +56,7 @@ def test_readme_tour_runs_as_written():
     assert {r.format for r in report.changed} == {"DELTA8"}   # what reformat_model picks for pruned layers
     cm = _check(model, dense, example_input)
     assert "@ust_weight" in cm.mlir() and "func.call" in cm.mlir()
+    assert "omp.parallel" not in cm.mlir()   # small products stay on one thread (choose_schedule's threshold)
 
 
 FORMATS = [("CSR", None), ("COO", None), ("BSR4", None), ("DELTA8", N.DELTA(8)), ("DELTA2", N.DELTA(2)),
@@ -189,3 +190,30 @@ def test_same_structure_hits_the_disk_cache():
     assert again.mlir() == first.mlir()
     info = mlir_bridge.cache_info()
     assert info.disk_hits >= 1 and info.misses == 0
+
+
+THREADED = [f for f in FORMATS if f[1] is not None]   # the formats whose products call our kernels
+
+
+@pytest.mark.parametrize(("name", "fmt"), THREADED, ids=[f[0] for f in THREADED])
+def test_threaded_weight_kernels_equal_eager(name, fmt, monkeypatch):
+    """Above choose_schedule's work threshold (forced here to 0) the products run on OpenMP threads over row
+    chunks balanced by stored entries; 3 threads on 64- and 3-row weights (uneven, empty chunks) agree.  Kernels
+    without a row-range variant (emitter.row_parallel: DIA-J's diagonal walk, DCSR's compressed rows, blocked
+    BSR2x4) stay on one thread."""
+    import lowering.schedule
+    from lowering.solve import openmp_available
+    if not openmp_available():
+        pytest.skip("no OpenMP runtime")
+    monkeypatch.setattr(lowering.schedule, "AUTO_MIN_WORK", 0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        model = _mlp(torch.float32, seed=5, out=3)
+        dense = _prune(model, structured="2:4" if name == "NM24" else None, amount=0.7)
+        reformat_model(model, lambda w: _to(name, fmt, w))
+        for x in (torch.randn(1, 32), torch.randn(5, 32)):
+            cm = _check(model, dense, x, tol=1e-4)
+            assert ("omp.parallel" in cm.mlir()) == (name not in ("DIAJ", "DCSR", "BSR2x4"))
+    finally:
+        torch.set_num_threads(threads)

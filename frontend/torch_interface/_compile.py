@@ -23,10 +23,11 @@ from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 from frontend.format import index_width, mlir_type
 from frontend.ops._stats import stored_rows
-from lowering.model_kernels import KernelWeight, call_weight_kernels
+from lowering.model_kernels import KernelWeight, call_weight_kernels, uses_openmp
+from lowering.solve import openmp_available, openmp_target
 from lowering.sparsifier.path import sparsifier_pipeline
 from lowering.torch_import import decompositions, model_stages, program_to_linalg
-from mlir_bridge import compile_module
+from mlir_bridge import CPU, compile_module
 
 from ._compile_io import SPARSE as _SPARSE, OutputSpec, output_specs, rebuild_outputs, sparse_arguments
 from ._storage import as_torch
@@ -224,8 +225,10 @@ def _kernel_weight(w: TorchUST, arg: int, what: str) -> KernelWeight:
         raise ValueError(f"{what}: a {w.dim()}-D weight in format {w.format_name} has no torch layout and our "
                          "model kernels take 2-D weights only")
     width = 64 if w.ust.index_type is None else index_width(w.ust.index_type)
+    rows = stored_rows(w.ust)
+    threads = torch.get_num_threads() if openmp_available() else 1
     return KernelWeight(arg, w.tensor_format, (int(w.shape[0]), int(w.shape[1])), mlir_type(w.dtype),
-                        width, width, what, stored_rows(w.ust).stats)
+                        width, width, what, rows.stats, threads, rows.bounds)
 
 
 @dataclass
@@ -374,7 +377,8 @@ def _build(module: nn.Module, example_inputs: Sequence[Any], pipeline: Any) -> _
     outputs = output_specs(program)
     out_spec = getattr(getattr(program, "call_spec", None), "out_spec", None)
     text, kernel_buffers = call_weight_kernels(text, list(kernels.values()))
-    compiled = compile_module(text, model_stages(pipeline if pipeline is not None else sparsifier_pipeline()))
+    compiled = compile_module(text, model_stages(pipeline if pipeline is not None else sparsifier_pipeline()),
+                              target=openmp_target() if uses_openmp(text) else CPU)
     fn = compiled.function("main")
     slots: list[_Slot] = []
     expected = 0

@@ -26,7 +26,8 @@ def openmp_available() -> bool:
 
 
 @cache
-def _openmp_target() -> Target:
+def openmp_target() -> Target:
+    """The CPU target linking the OpenMP runtime (parallel solvers, models with threaded weight kernels)."""
     lib = distribution_library(OPENMP_DIST, OPENMP_LIBRARY)
     if lib is None:
         raise RuntimeError(f"parallel solvers need the OpenMP runtime {OPENMP_LIBRARY} of the {OPENMP_DIST!r} "
@@ -50,4 +51,4 @@ def compile_solver(text: str, threads: int = 1) -> CompiledModule:
 
     ``threads`` must match the team size the module was built for (its ``scf.parallel`` loops).
     """
-    return compile_module(text, _stages(threads), target=_openmp_target() if threads > 1 else CPU)
+    return compile_module(text, _stages(threads), target=openmp_target() if threads > 1 else CPU)
