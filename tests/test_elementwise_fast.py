@@ -53,6 +53,9 @@ def test_scipy_operands(conv, dtype, monkeypatch):
                 assert got.nnz == want.nnz
                 np.testing.assert_array_equal(got.toarray(), ref(sp.csr_array(da), sp.csr_array(db)).toarray())
                 np.testing.assert_array_equal(got.toarray(), want.toarray())
+                w = want.toarray()  # the result works in scipy's own operations
+                np.testing.assert_array_equal((got.T @ got).toarray(), w.T @ w)
+                np.testing.assert_array_equal((got + got).toarray(), 2 * w)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])

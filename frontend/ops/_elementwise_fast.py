@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import NamedFormats
+from frontend.interop._scipy import canonical_compressed
 from frontend.interop._view_cache import shared_view
 from frontend.tensor._tensor import Tensor
 from lowering.kernels import merge_rows, row_sum
@@ -118,8 +119,12 @@ def fast_binary(op: str, a: Any, b: Any) -> Any:
     it = va.index_type or vb.index_type
     width = np.dtype(it).itemsize * 8 if it is not None else 64
     pos, crd, val = merge_buffers(op, ba, bb, elem, kind, width)
+    package = result_package((a, b))
+    if package == "scipy":  # straight into scipy: sorted and duplicate-free by construction
+        kind = "csr_array" if va.tensor_format == NamedFormats.CSR else "csc_array"
+        return canonical_compressed(kind, val, crd, pos, va.shape)
     out = Tensor(va.tensor_format, va.shape, [None, pos], [None, crd], val, index_type=it, package="numpy")
-    return to_caller_package(out, result_package((a, b)))
+    return to_caller_package(out, package)
 
 
 def fast_rowsum(a: Any, axis: Any) -> Any:
