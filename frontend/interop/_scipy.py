@@ -222,7 +222,7 @@ def _plain_attrs(kind: str) -> dict[str, Any] | None:
 
 
 def canonical_compressed(kind: str, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
-                         shape: tuple[int, int]) -> Any:
+                         shape: tuple[int, ...]) -> Any:
     """A scipy ``csr_array``/``csc_array`` (``kind``) over buffers a kernel built valid, sorted and duplicate-free
     with int32 indices, without the constructor's checks and copies (its ``prune`` copies views of larger
     buffers); marked canonical, so scipy does not check again. The constructor when scipy's objects carry
