@@ -153,3 +153,26 @@ def test_other_operands_take_the_general_path():
         F.add(x, sp.csr_array(b.T))
     np.testing.assert_allclose(F.sum(x, 0), a.sum(axis=0))
     np.testing.assert_allclose(F.sum(sp.csr_array(a.astype(np.complex128)), 1), a.sum(axis=1))
+
+
+@pytest.mark.parametrize("conv", [sp.csr_array, sp.csc_array], ids=lambda c: c.__name__)
+def test_rows_that_do_not_overlap(conv):
+    """Rows whose column ranges do not overlap (A before B, B before A, touching, one empty, interleaved) skip
+    the merge steps; union and intersection still equal scipy's."""
+    a = np.zeros((7, 12))
+    b = np.zeros((7, 12))
+    a[0, [0, 2]], b[0, [5, 9]] = (1, 2), (3, 4)      # A before B
+    a[1, [8, 11]], b[1, [0, 3]] = (5, 6), (7, 8)     # B before A
+    a[2, [1, 4]], b[2, [4, 6]] = (1, 2), (3, 4)      # touching: one shared coordinate
+    a[3, [2, 3]] = (9, 9)                            # B's row empty
+    b[4, [0, 11]] = (1, 1)                           # A's row empty
+    a[5, [0, 5, 10]], b[5, [3, 7]] = (1, 2, 3), (4, 5)  # interleaved
+    a[6, [6]], b[6, [6]] = 2, 3                      # one entry each, the same
+    for x, y in ((a, b), (b, a)):
+        sx, sy = conv(x), conv(y)
+        for fn, _, ref in OPS:
+            got = fn(sx, sy)
+            got.check_format(full_check=True)
+            np.testing.assert_array_equal(got.toarray(), ref(sp.csr_array(x), sp.csr_array(y)).toarray())
+            np.testing.assert_array_equal(F.multiply(Tensor.from_dense(x, NF.CSR), Tensor.from_dense(y, NF.CSR)
+                                                     ).to_dense(), x * y)
