@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from frontend.format import TensorFormat
 from frontend.storage import _buffers
 from frontend.storage._protocol import StoredTensor, TensorT
@@ -202,3 +204,38 @@ def _to_cupyx(sp: Any, t: StoredTensor, layout: Layout, shape: tuple, conv: Any)
         offsets = conv(t.crd(0))
         return sp.dia_matrix((val.reshape(int(offsets.shape[0]), shape[1]), offsets), shape=shape)
     raise TypeError(f"cupy has no sparse type for format {t.tensor_format}; convert to CSR, CSC, 2-D COO or DIAJ")
+
+
+_PLAIN_ATTRS = frozenset({"_shape", "maxprint", "indices", "indptr", "data"})
+_PLAIN: dict[str, dict[str, Any] | None] = {}
+
+
+def _plain_attrs(kind: str) -> dict[str, Any] | None:
+    """The attributes besides the buffers and shape of scipy's ``kind`` (``"csr_array"``/``"csc_array"``)
+    objects when those are exactly what its constructor sets (checked once per kind), else None."""
+    if kind not in _PLAIN:
+        import scipy.sparse as sps
+
+        real = getattr(sps, kind)((np.zeros(1), np.zeros(1, np.int32), np.array([0, 1], np.int32)), shape=(1, 1))
+        _PLAIN[kind] = {"maxprint": real.maxprint} if set(vars(real)) == _PLAIN_ATTRS else None
+    return _PLAIN[kind]
+
+
+def canonical_compressed(kind: str, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+                         shape: tuple[int, ...]) -> Any:
+    """A scipy ``csr_array``/``csc_array`` (``kind``) over buffers a kernel built valid, sorted and duplicate-free
+    with int32 indices, without the constructor's checks and copies (its ``prune`` copies views of larger
+    buffers); marked canonical, so scipy does not check again. The constructor when scipy's objects carry
+    other attributes than this scipy version's."""
+    import scipy.sparse as sps
+
+    cls = getattr(sps, kind)
+    plain = _plain_attrs(kind)
+    if plain is None or indices.dtype != np.int32 or indptr.dtype != np.int32:
+        return cls((data, indices, indptr), shape=shape)
+    obj = cls.__new__(cls)
+    obj.__dict__.update(plain)
+    obj.__dict__.update(_shape=shape, indices=indices, indptr=indptr, data=data)
+    obj._has_sorted_indices = True
+    obj._has_canonical_format = True
+    return obj

@@ -23,11 +23,12 @@ from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
-from lowering.kernels import merge_rows, row_softmax
+from lowering.kernels import row_softmax
 from lowering.miscompiles import unsupported_levels
 from lowering.scalar_fn import ScalarFn, exp, kind, logical_or, maximum, minimum, trace
 from lowering.sparsifier import elementwise as build
 
+from ._elementwise_fast import fast_binary, fast_rowsum, merge_buffers
 from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels, row_kernel_for
 from ._kernel_cache import dense_tensor, row_major, spec_of
 from ._operands import (
@@ -159,17 +160,9 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
     return _finish(kernel([ta, tb]), want if want is not None else final, result_package(objs))
 
 
-#: Stored entries (both operands) from which the merge kernels run on every core (below: one thread).
-MERGE_PARALLEL_MIN = 1 << 20
-
-
-def _index_type(buf: Any) -> str:
-    return f"i{np.asarray(buf).dtype.itemsize * 8}"
-
-
 def _merged(op: str, ta: Tensor, tb: Tensor, computed: TensorFormat, elem: str) -> Tensor | None:
     """``ta op tb`` for two CSR (or two CSC) operands computed in that format: the one-pass row merge
-    (:mod:`lowering.kernels.merge_rows`) on row chunks; None when it does not apply."""
+    (:func:`frontend.ops._elementwise_fast.merge_buffers`); None when it does not apply."""
     fmt = ta.tensor_format
     if (fmt not in (NamedFormats.CSR, NamedFormats.CSC) or tb.tensor_format != fmt or computed != fmt
             or kind(elem) not in ("float", "int")):
@@ -179,31 +172,8 @@ def _merged(op: str, ta: Tensor, tb: Tensor, computed: TensorFormat, elem: str) 
     a_val, b_val = np.asarray(ta.val), np.asarray(tb.val)
     if not (a_val.flags.c_contiguous and b_val.flags.c_contiguous):
         return None
-    w = out_width([ta, tb])
-    idx = np.dtype(f"int{w}")
-    types = [_index_type(x) for x in (a_pos, a_crd, b_pos, b_crd)] + [f"i{w}", f"i{w}"]
-    key = ("merge", op, elem, *types)
-    kernel = row_kernel_for(key, lambda: merge_rows.build(op, elem, kind(elem), *types))
-    outer = len(a_pos) - 1
-    work = a_pos.astype(np.int64) + b_pos.astype(np.int64)  # row offsets of the bound nnz(A) + nnz(B)
-    n = cpu_count() if int(work[-1]) >= MERGE_PARALLEL_MIN and outer > 1 else 1
-    bounds = balanced_bounds(work, n) if n > 1 else (0, outer)
-    bound = int(work[-1])
-    c_pos = np.empty(outer + 1, idx)
-    c_pos[0] = 0
-    crd, val = np.empty(bound, idx), np.empty(bound, a_val.dtype)
-    kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
-    spans = [(int(work[lo]), int(c_pos[hi])) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
-    if len(spans) <= 1:
-        end = spans[0][1] if spans else 0
-        c_crd, c_val = crd[:end], val[:end]
-    else:  # join the chunks: shift each chunk's row ends by the entries before it
-        c_crd = np.concatenate([crd[lo:hi] for lo, hi in spans])
-        c_val = np.concatenate([val[lo:hi] for lo, hi in spans])
-        before = 0
-        for (lo, hi), r0, r1 in zip(spans, bounds, bounds[1:]):
-            c_pos[r0 + 1:r1 + 1] += before - lo
-            before += hi - lo
+    c_pos, c_crd, c_val = merge_buffers(op, (a_pos, a_crd, a_val), (b_pos, b_crd, b_val), elem, kind(elem),
+                                        out_width([ta, tb]))
     return Tensor(fmt, ta.shape, [None, c_pos], [None, c_crd], c_val, index_type=ta.index_type or tb.index_type,
                   package="numpy")
 
@@ -211,18 +181,21 @@ def _merged(op: str, ta: Tensor, tb: Tensor, computed: TensorFormat, elem: str) 
 def add(a: Any, b: Any, *, out_format: Any = None) -> Any:
     """``a + b``. Sparse + sparse is sparse (the union of the patterns); with a dense operand, a scalar or
     a broadcast vector the result is dense. Results come back in the operands' package."""
-    return _binary("add", "add", a, b, out_format)
+    fast = fast_binary("add", a, b) if out_format is None else None
+    return fast if fast is not None else _binary("add", "add", a, b, out_format)
 
 
 def subtract(a: Any, b: Any, *, out_format: Any = None) -> Any:
     """``a - b``, with :func:`add`'s patterns."""
-    return _binary("sub", "subtract", a, b, out_format)
+    fast = fast_binary("sub", a, b) if out_format is None else None
+    return fast if fast is not None else _binary("sub", "subtract", a, b, out_format)
 
 
 def multiply(a: Any, b: Any, *, out_format: Any = None) -> Any:
     """``a * b`` elementwise. Sparse * sparse is the intersection of the patterns; sparse * dense (scalars and
     broadcast vectors included: ``multiply(A, d[:, None])`` scales rows) keeps the sparse operand's pattern."""
-    return _binary("mul", "multiply", a, b, out_format)
+    fast = fast_binary("mul", a, b) if out_format is None else None
+    return fast if fast is not None else _binary("mul", "multiply", a, b, out_format)
 
 
 # ----- apply and select ----------------------------------------------------------------------------------------
@@ -393,7 +366,8 @@ def _scipy_reduction(name: str, a: Any, axis: Any) -> Any:
 
 def sum(a: Any, axis: Any = None) -> Any:  # noqa: A001 - numpy/scipy's name
     """The sum along ``axis`` (None: all; an int or a tuple), as scipy's ``A.sum(axis)``: a dense array."""
-    return _scipy_reduction("sum", a, axis)
+    fast = fast_rowsum(a, axis)
+    return fast if fast is not None else _scipy_reduction("sum", a, axis)
 
 
 def max(a: Any, axis: Any = None) -> Any:  # noqa: A001 - numpy/scipy's name

@@ -105,6 +105,11 @@ class RowKernel:
 
         return lower_stages(self.text, sparsifier_pipeline())
 
+    def function(self, name: str) -> Any:
+        """The compiled ``@name`` itself: ``f(*args, out, row_begin, row_end)`` runs one chunk at once (one
+        descriptor pack; no prepared call)."""
+        return self.module.function(name)
+
     def __call__(self, args: Sequence[Any], out: np.ndarray, bounds: tuple[int, ...], name: str = "main"
                  ) -> np.ndarray:
         """``@name`` on rows ``[bounds[k], bounds[k + 1])`` into ``out``, one chunk per pair of bounds."""

@@ -4,7 +4,10 @@
 Through the sparsifier a sparse result is built by inserting every entry through a growing buffer with a
 function call per entry (about 4x scipy's time for a union here). This kernel merges each row's two
 sorted coordinate lists instead, in one pass into buffers of the bound ``nnz(A) + nnz(B)``: a branch-free
-step (selects) while both lists have entries, then (for a union) copies of the rest of either list.
+step (selects) while both lists have entries, then (for a union) copies of the rest of either list. Rows
+whose column ranges do not overlap (A's last coordinate before B's first, or the reverse for an
+intersection; four loads per row) take no merge steps: the union copies both lists, the intersection is
+empty.
 
 - ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, c_crd, c_val, row_begin, row_end)`` writes the
   rows ``[row_begin, row_end)`` one after another from offset ``a_pos[row_begin] + b_pos[row_begin]`` (the
@@ -34,8 +37,8 @@ _HEAD = """\
     %ahi = arith.index_cast %ahi_p : {ap} to index
     %blo = arith.index_cast %blo_p : {bp} to index
     %bhi = arith.index_cast %bhi_p : {bp} to index
-    %res:3 = scf.while (%i = %alo, %j = %blo, %n = %n0) : (index, index, index) -> (index, index, index) {{
-      %ia = arith.cmpi ult, %i, %ahi : index
+{skip}    %res:3 = scf.while (%i = %istart, %j = %blo, %n = %n0) : (index, index, index) -> (index, index, index) {{
+      %ia = arith.cmpi ult, %i, %alim : index
       %jb = arith.cmpi ult, %j, %bhi : index
       %go = arith.andi %ia, %jb : i1
       scf.condition(%go) %i, %j, %n : index, index, index
@@ -108,6 +111,43 @@ _INTERSECT_STEP = """\
 """
 
 
+# rows whose column ranges do not overlap skip the merge loop: (A's last < B's first, B's last < A's first)
+_DISJOINT = """\
+    %ane = arith.cmpi ult, %alo, %ahi : index
+    %bne = arith.cmpi ult, %blo, %bhi : index
+    %bothne = arith.andi %ane, %bne : i1
+    %apart:2 = scf.if %bothne -> (i1, i1) {{
+      %alast = arith.subi %ahi, %c1 : index
+      %blast = arith.subi %bhi, %c1 : index
+      %xa0 = memref.load %a_crd[%alo] : memref<?x{ac}>
+      %xa1 = memref.load %a_crd[%alast] : memref<?x{ac}>
+      %xb0 = memref.load %b_crd[%blo] : memref<?x{bc}>
+      %xb1 = memref.load %b_crd[%blast] : memref<?x{bc}>
+      %ca0 = arith.index_cast %xa0 : {ac} to index
+      %ca1 = arith.index_cast %xa1 : {ac} to index
+      %cb0 = arith.index_cast %xb0 : {bc} to index
+      %cb1 = arith.index_cast %xb1 : {bc} to index
+      %a_before = arith.cmpi ult, %ca1, %cb0 : index
+      %b_before = arith.cmpi ult, %cb1, %ca0 : index
+      scf.yield %a_before, %b_before : i1, i1
+    }} else {{
+      %f = arith.constant false
+      scf.yield %f, %f : i1, i1
+    }}
+"""
+# a union where A's row ends before B's starts: no merge steps (the tails copy A's row, then B's)
+_UNION_SKIP = """\
+    %istart = arith.addi %alo, %c0 : index
+    %alim = arith.select %apart#0, %alo, %ahi : index
+"""
+# an intersection of rows that do not overlap (or one is empty): no steps
+_INTERSECT_SKIP = """\
+    %none = arith.ori %apart#0, %apart#1 : i1
+    %istart = arith.select %none, %ahi, %alo : index
+    %alim = arith.addi %ahi, %c0 : index
+"""
+
+
 def _b_alone(op: str, kind: str, e: str, indent: str) -> str:
     """``%vbo``: the result where only B stores the coordinate (``vb`` for add, ``-vb`` for sub)."""
     if op == "add":
@@ -135,7 +175,8 @@ def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp:
     else:
         body = _INTERSECT_STEP.format(op=arith, e=elem, cc=cc)
         tail = "    %rowend = arith.addi %res#2, %c0 : index\n"
-    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, e=elem, start=start, body=body, tail=tail)
+    skip = _DISJOINT.format(ac=ac, bc=bc) + (_UNION_SKIP if union else _INTERSECT_SKIP)
+    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, e=elem, start=start, body=body, tail=tail, skip=skip)
     zero = "0.0" if kind == "float" else "0"
     return (f"func.func @merge(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>, "
             f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %c_pos: memref<?x{cp}>, "

@@ -1,0 +1,178 @@
+"""The lean paths of add/subtract/multiply and row sums (frontend/ops/_elementwise_fast.py): two CSR or two
+CSC operands (SciPy objects seen before, or Tensors) of one shape and value type go straight to the merge /
+row-sum kernels. Checked against scipy and against the general path, with the general path switched off so
+a wrong dispatch fails."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import frontend as F
+from frontend import NamedFormats as NF, Tensor
+from frontend.ops import _elementwise as ew
+
+SHAPES = [(6, 9), (9, 6), (1, 1), (0, 0), (0, 4), (5, 0), (3, 7)]
+DTYPES = [np.float32, np.float64, np.int32, np.int64]
+SCIPY = [sp.csr_array, sp.csr_matrix, sp.csc_array, sp.csc_matrix]
+OPS = [(F.add, "add", lambda a, b: a + b), (F.subtract, "sub", lambda a, b: a - b),
+       (F.multiply, "mul", lambda a, b: a.multiply(b))]
+
+
+def _matrix(shape, seed, dtype):
+    rng = np.random.default_rng(seed)
+    d = np.round(rng.standard_normal(shape) * 10) * (rng.random(shape) < 0.4)
+    if shape[0] > 2:
+        d[1] = 0  # an empty row
+    if len(shape) == 2 and shape[1] > 2:
+        d[:, 2] = 0  # an empty column
+    return d.astype(dtype)
+
+
+def _no_general_path(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the general path ran")
+    monkeypatch.setattr(ew, "_binary", refuse)
+    monkeypatch.setattr(ew, "_scipy_reduction", refuse)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("conv", SCIPY, ids=lambda c: c.__name__)
+def test_scipy_operands(conv, dtype, monkeypatch):
+    """The fast path (from the first call: it makes each object's view) gives the general path's result: same
+    values, type (scipy csr/csc arrays), dtype and pattern."""
+    for k, shape in enumerate(SHAPES):
+        da, db = _matrix(shape, k, dtype), _matrix(shape, k + 50, dtype)
+        x, y = conv(da), conv(db)
+        general = {name: ew._binary(name, name, x, y, None) for _, name, _ in OPS}
+        with monkeypatch.context() as m:
+            _no_general_path(m)
+            for fn, name, ref in OPS:
+                got = fn(x, y)
+                want = general[name]
+                assert type(got) is type(want) and got.dtype == want.dtype == dtype
+                got.check_format(full_check=True)
+                assert got.nnz == want.nnz
+                np.testing.assert_array_equal(got.toarray(), ref(sp.csr_array(da), sp.csr_array(db)).toarray())
+                np.testing.assert_array_equal(got.toarray(), want.toarray())
+                w = want.toarray()  # the result works in scipy's own operations
+                np.testing.assert_array_equal((got.T @ got).toarray(), w.T @ w)
+                np.testing.assert_array_equal((got + got).toarray(), 2 * w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("fmt", ["CSR", "CSC"])
+def test_tensor_operands(fmt, dtype, monkeypatch):
+    """Tensors in CSR/CSC go the fast way on the first call; Tensor results in the operands' format."""
+    f = NF.CSR if fmt == "CSR" else NF.CSC
+    for k, shape in enumerate(SHAPES):
+        da, db = _matrix(shape, k, dtype), _matrix(shape, k + 7, dtype)
+        x, y = Tensor.from_dense(da, f), Tensor.from_dense(db, f)
+        general = {name: ew._binary(name, name, x, y, None) for _, name, _ in OPS}
+        with monkeypatch.context() as m:
+            _no_general_path(m)
+            for fn, name, _ref in OPS:
+                got = fn(x, y)
+                assert isinstance(got, Tensor) and got.tensor_format == f and got.dtype == dtype
+                np.testing.assert_array_equal(got.to_dense(), general[name].to_dense())
+                dense = da * db if name == "mul" else da + db if name == "add" else da - db
+                np.testing.assert_array_equal(got.to_dense(), dense)
+            got = F.sum(x, 1 if fmt == "CSR" else 0)
+            np.testing.assert_array_equal(got.to_dense(), da.sum(axis=1 if fmt == "CSR" else 0).astype(dtype))
+
+
+def test_values_changed_in_place(monkeypatch):
+    """Values written in place between calls are read again (nothing is cached but the structure)."""
+    x, y = sp.csr_array(_matrix((6, 9), 1, np.float64)), sp.csr_array(_matrix((6, 9), 2, np.float64))
+    F.add(x, y), F.sum(x, 1)
+    t = Tensor.from_dense(_matrix((6, 9), 3, np.float64), NF.CSR)
+    with monkeypatch.context() as m:
+        _no_general_path(m)
+        for _ in range(2):
+            x.data *= 2
+            y.data[::2] = -3.5
+            np.testing.assert_array_equal(F.add(x, y).toarray(), (x + y).toarray())
+            np.testing.assert_array_equal(F.multiply(x, y).toarray(), x.multiply(y).toarray())
+            np.testing.assert_array_equal(F.sum(x, 1), x.sum(axis=1))
+            t.val[:] = t.val * 3 + 1
+            np.testing.assert_array_equal(F.add(t, t).to_dense(), 2 * t.to_dense())
+
+
+def test_new_index_buffers_checked():
+    """An index buffer replaced by one with an out-of-range coordinate is validated again: ValueError."""
+    x = sp.csr_array(_matrix((5, 4), 4, np.float64))
+    y = sp.csr_array(_matrix((5, 4), 5, np.float64))
+    F.add(x, y)
+    bad = x.indices.copy()
+    bad[0] = 99
+    x.indices = bad
+    with pytest.raises(ValueError, match="out of bounds"):
+        F.add(x, y)
+    with pytest.raises(ValueError, match="out of bounds"):
+        F.sum(x, 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("conv", SCIPY, ids=lambda c: c.__name__)
+def test_rowsum(conv, dtype, monkeypatch):
+    """``sum(A, 1)`` of CSR and ``sum(A, 0)`` of CSC through the row-sum kernel equal the general path and
+    scipy (empty rows give 0)."""
+    axes = (1, -1) if conv in (sp.csr_array, sp.csr_matrix) else (0, -2)
+    for k, shape in enumerate(SHAPES):
+        d = _matrix(shape, k, dtype)
+        x = conv(d)
+        general = ew._scipy_reduction("sum", x, axes[0])
+        with monkeypatch.context() as m:
+            _no_general_path(m)
+            for axis in axes:
+                got = F.sum(x, axis)
+                assert type(got) is type(general) and got.dtype == general.dtype
+                np.testing.assert_array_equal(got, general)
+                np.testing.assert_array_equal(got, d.sum(axis=axis).astype(dtype))
+
+
+def test_rowsum_chunks(monkeypatch):
+    """Row sums in row chunks on several threads equal one chunk."""
+    from frontend.ops import _elementwise_fast as fast
+
+    x = sp.csr_array(_matrix((40, 30), 9, np.float64))
+    one = F.sum(x, 1)
+    monkeypatch.setattr(fast, "ROWSUM_PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "cpu_count", lambda: 3)
+    np.testing.assert_array_equal(F.sum(x, 1), one)
+
+
+def test_other_operands_take_the_general_path():
+    """Mixed formats, shapes, dtypes and out_format= go the general way (same answers as scipy)."""
+    a, b = _matrix((6, 9), 1, np.float64), _matrix((6, 9), 2, np.float64)
+    x = sp.csr_array(a)
+    F.add(x, x)
+    np.testing.assert_allclose(F.add(x, sp.csc_array(b)).toarray(), a + b)
+    np.testing.assert_allclose(F.add(x, sp.csr_array(b.astype(np.float32))).toarray(), a + b.astype(np.float32))
+    got = F.multiply(x, sp.csr_array(b), out_format="COO")
+    np.testing.assert_allclose(got.toarray(), a * b)
+    with pytest.raises(ValueError, match=r"\(6, 9\).*\(9, 6\)"):
+        F.add(x, sp.csr_array(b.T))
+    np.testing.assert_allclose(F.sum(x, 0), a.sum(axis=0))
+    np.testing.assert_allclose(F.sum(sp.csr_array(a.astype(np.complex128)), 1), a.sum(axis=1))
+
+
+@pytest.mark.parametrize("conv", [sp.csr_array, sp.csc_array], ids=lambda c: c.__name__)
+def test_rows_that_do_not_overlap(conv):
+    """Rows whose column ranges do not overlap (A before B, B before A, touching, one empty, interleaved) skip
+    the merge steps; union and intersection still equal scipy's."""
+    a = np.zeros((7, 12))
+    b = np.zeros((7, 12))
+    a[0, [0, 2]], b[0, [5, 9]] = (1, 2), (3, 4)      # A before B
+    a[1, [8, 11]], b[1, [0, 3]] = (5, 6), (7, 8)     # B before A
+    a[2, [1, 4]], b[2, [4, 6]] = (1, 2), (3, 4)      # touching: one shared coordinate
+    a[3, [2, 3]] = (9, 9)                            # B's row empty
+    b[4, [0, 11]] = (1, 1)                           # A's row empty
+    a[5, [0, 5, 10]], b[5, [3, 7]] = (1, 2, 3), (4, 5)  # interleaved
+    a[6, [6]], b[6, [6]] = 2, 3                      # one entry each, the same
+    for x, y in ((a, b), (b, a)):
+        sx, sy = conv(x), conv(y)
+        for fn, _, ref in OPS:
+            got = fn(sx, sy)
+            got.check_format(full_check=True)
+            np.testing.assert_array_equal(got.toarray(), ref(sp.csr_array(x), sp.csr_array(y)).toarray())
+            np.testing.assert_array_equal(F.multiply(Tensor.from_dense(x, NF.CSR), Tensor.from_dense(y, NF.CSR)
+                                                     ).to_dense(), x * y)
