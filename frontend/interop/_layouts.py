@@ -64,7 +64,8 @@ def narrow_diaj(width: int) -> TensorFormat:
     """DIAJ storing ``width`` slots per diagonal: ``(i, j) -> (j - i : compressed, j : range(width))``
     (columns ``j >= width`` hold nothing; scipy DIA whose ``data`` has ``width`` columns)."""
     i, j = dimensions(2)
-    return TensorFormat([i, j], [(j - i, F.COMPRESSED), (j, (F.RANGE, width))], name=f"DIAJ[{width}]")
+    levels: list[tuple] = [(j - i, F.COMPRESSED), (j, (F.RANGE, width))]
+    return TensorFormat([i, j], levels, name=f"DIAJ[{width}]")
 
 
 def dense_format(perm: Sequence[int]) -> TensorFormat:
