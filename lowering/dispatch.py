@@ -48,6 +48,8 @@ def choose_path(c: Contraction, target: str = "cpu") -> str:
     ``row_range``). The paths are the same on every CPU ``target``."""
     if c.row_range:
         return "emitter-rows"
+    if any(t.elem != c.output.elem for t in c.inputs):  # f16/bf16 loaded and widened: only the emitter does
+        return "emitter"
     entry = kernels.match_kernel(c)
     if entry is not None:
         return KERNEL_PREFIX + entry.name

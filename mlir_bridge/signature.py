@@ -13,6 +13,12 @@ DTYPES: dict[str, np.dtype] = {
     "i64": np.dtype(np.int64), "index": np.dtype(np.int64),
     "complex<f32>": np.dtype(np.complex64), "complex<f64>": np.dtype(np.complex128),
 }
+try:  # bfloat16 buffers are ml_dtypes arrays (frontend.storage views torch bfloat16 so)
+    import ml_dtypes
+
+    DTYPES["bf16"] = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - ml_dtypes is a dependency
+    pass
 #: Element types allowed for scalar (by value) arguments and results.
 SCALAR_TYPES = ("f32", "f64", "i8", "i16", "i32", "i64", "index")
 

@@ -99,7 +99,7 @@ class TensorFormat:
             return (e.op, key(e.lhs), key(e.rhs))
 
         return (len(self.dimensions),) + tuple(
-            (key(lv.expr), lv.format.value, lv.unique, lv.ordered, lv.soa, lv.bits, lv.structure)
+            (key(lv.expr), lv.format.value, lv.unique, lv.ordered, lv.soa, lv.bits, lv.structure, lv.stored)
             for lv in self.levels)
 
     def __eq__(self, other: object) -> bool:
@@ -199,7 +199,12 @@ class TensorFormat:
         out = []
         for lv in self.levels:
             e = lv.expr
-            if is_dimension(e):
+            if is_dimension(e) and lv.stored is not None:  # a range level storing fewer slots
+                if lv.stored > ext[e]:  # type: ignore[index]
+                    raise ValueError(f"level {lv.render()}: stores {lv.stored} slots but dimension {e} has "
+                                     f"extent {ext[e]}")  # type: ignore[index]
+                out.append(lv.stored)
+            elif is_dimension(e):
                 out.append(ext[e])  # type: ignore[index]
             elif is_block(e):
                 c = e.rhs.value  # type: ignore[attr-defined]

@@ -58,6 +58,7 @@ class Level:
     soa: bool = False
     bits: int | None = None                   # DELTA: bit width of the stored gaps
     structure: tuple[int, int] | None = None  # STRUCTURED: (n, m), n of every m stored
+    stored: int | None = None                 # RANGE: slots stored per parent (coordinates past it absent)
 
     @property
     def has_positions(self) -> bool:
@@ -83,6 +84,8 @@ class Level:
         if f is LevelFormat.STRUCTURED:
             n, m = self.structure  # type: ignore[misc]
             return f"structured[{n}, {m}]"
+        if f is LevelFormat.RANGE and self.stored is not None:
+            return f"range({self.stored})"
         props = []
         if not self.unique:
             props.append("nonunique")
@@ -100,8 +103,9 @@ LevelSpec = LevelFormat | tuple | Level
 
 
 def make_level(expr: Expr, spec: LevelSpec) -> Level:
-    """Builds a :class:`Level` from ``LevelFormat.X``, ``(X, property-or-tuple)``, ``(DELTA, bits)``
-    or ``(STRUCTURED, (n, m))``."""
+    """Builds a :class:`Level` from ``LevelFormat.X``, ``(X, property-or-tuple)``, ``(DELTA, bits)``,
+    ``(STRUCTURED, (n, m))`` or ``(RANGE, stored)`` (a range level storing only its first ``stored`` slots
+    per parent: scipy DIA ``data`` narrower than the column count)."""
     if isinstance(spec, Level):
         return spec
     if isinstance(spec, LevelFormat):
@@ -124,6 +128,10 @@ def make_level(expr: Expr, spec: LevelSpec) -> Level:
         if not 0 < n <= m:
             raise ValueError(f"level {expr}: structured[{n}, {m}] needs 0 < n <= m")
         return Level(expr, fmt, structure=(n, m))
+    if fmt is LevelFormat.RANGE and arg is not None and not isinstance(arg, (tuple, LevelProperty)):
+        if isinstance(arg, bool) or not isinstance(arg, int) or arg < 0:
+            raise ValueError(f"level {expr}: range stored length must be an int >= 0, got {arg!r}")
+        return Level(expr, fmt, stored=arg)
     props: tuple = () if arg is None else (arg if isinstance(arg, tuple) else (arg,))
     return _with_properties(expr, fmt, props)
 

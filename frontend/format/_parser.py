@@ -217,6 +217,10 @@ class _Parser:
             bits = self.integer("the bit width of delta(bits)")
             self.expect(")")
             return make_level(expr, (fmt, bits))
+        if fmt is LevelFormat.RANGE and self.accept("("):
+            stored = self.integer("the stored length of range(n)")
+            self.expect(")")
+            return make_level(expr, (fmt, stored))
         props: list[LevelProperty] = []
         if self.accept("("):
             while True:

@@ -21,7 +21,8 @@ class Layout:
 
     ``kind`` is ``"dense"`` (``perm``: dimension of each level), ``"coo"`` (``nsparse`` leading sparse
     dims, ``ndense`` trailing dense dims), one of :data:`COMPRESSED_KINDS` (``nbatch`` leading batch
-    dims, ``ndense`` trailing dense dims, ``block`` for BSR/BSC) or ``"dia"`` (scipy's DIA: DIAJ).
+    dims, ``ndense`` trailing dense dims, ``block`` for BSR/BSC) or ``"dia"`` (scipy's DIA: DIAJ; ``width``:
+    ``data``'s row length when it is narrower than the column count, the range level's ``range(width)``).
     """
 
     kind: str
@@ -30,6 +31,7 @@ class Layout:
     nbatch: int = 0
     ndense: int = 0
     block: tuple[int, int] | None = None
+    width: int | None = None
 
     @property
     def ndim(self) -> int:
@@ -54,8 +56,16 @@ class Layout:
         if self.kind == "coo":
             return coo_format(self.nsparse, self.ndense)
         if self.kind == "dia":
-            return NamedFormats.DIAJ
+            return NamedFormats.DIAJ if self.width is None else narrow_diaj(self.width)
         return compressed_format(self.kind, self.nbatch, self.ndense, self.block)
+
+
+def narrow_diaj(width: int) -> TensorFormat:
+    """DIAJ storing ``width`` slots per diagonal: ``(i, j) -> (j - i : compressed, j : range(width))``
+    (columns ``j >= width`` hold nothing; scipy DIA whose ``data`` has ``width`` columns)."""
+    i, j = dimensions(2)
+    levels: list[tuple] = [(j - i, F.COMPRESSED), (j, (F.RANGE, width))]
+    return TensorFormat([i, j], levels, name=f"DIAJ[{width}]")
 
 
 def dense_format(perm: Sequence[int]) -> TensorFormat:
@@ -114,6 +124,8 @@ def match_layout(fmt: TensorFormat) -> Layout | None:
         return Layout("dense", perm=perm)
     if fmt == NamedFormats.DIAJ:
         return Layout("dia")
+    if fmt.num_levels == 2 and fmt.levels[1].stored is not None and fmt == narrow_diaj(fmt.levels[1].stored):
+        return Layout("dia", width=fmt.levels[1].stored)
     candidates: list[Layout] = [Layout("coo", nsparse=n - k, ndense=k) for k in range(n)]
     sizes = block_sizes(fmt)
     for nb in range(max(n - 1, 0)):

@@ -181,5 +181,6 @@ def _check_lengths(t: StoredTensor, layout: Layout) -> None:
             raise ValueError(f"COO positions end at {nnz} but coordinate buffers have lengths {sorted(lens)}")
     if layout.kind == "dia":
         ndiag = int(t.crd(0).shape[0])
-        if int(t.val.shape[0]) != ndiag * t.shape[1]:
-            raise ValueError(f"DIAJ needs {ndiag} x {t.shape[1]} values, got {int(t.val.shape[0])}")
+        width = layout.width if layout.width is not None else t.shape[1]
+        if int(t.val.shape[0]) != ndiag * width:
+            raise ValueError(f"DIAJ needs {ndiag} x {width} values, got {int(t.val.shape[0])}")

@@ -12,10 +12,12 @@ dia          ``NamedFormats.DIAJ``             pos[0] = [0, ndiag] (new), crd[0]
 
 DIA: scipy stores diagonal ``offsets[k]`` (= j - i) in ``data[k, j]``, i.e. indexed by the column, which
 is exactly DIAJ ``(j - i : compressed, j : range)`` with every diagonal padded to the full column extent
-``n`` (entries whose row ``j - offset`` falls outside the matrix are padding). That is viewed without a
-copy when ``data`` is C-contiguous with ``n`` columns and the offsets are increasing and in range; otherwise
-(unsorted offsets, ``data`` narrower/wider than ``n``, or diagonals outside the matrix) ``data``'s rows
-are copied once into that layout and the Tensor no longer shares memory with the DIA object.
+``n`` (entries whose row ``j - offset`` falls outside the matrix are padding). ``data`` with ``w < n``
+columns (``scipy.sparse.diags`` makes such) is DIAJ with a range level storing ``w`` slots,
+``(i, j) -> (j - i : compressed, j : range(w))`` (columns ``j >= w`` hold nothing). Both are viewed without
+a copy when ``data`` is C-contiguous and the offsets are increasing and in range; otherwise (unsorted
+offsets, ``data`` wider than ``n``, diagonals outside the matrix, or a narrow cupyx ``data``) ``data``'s rows
+are copied once into the padded DIAJ layout and the Tensor no longer shares memory with the DIA object.
 
 BSR whose block columns are unsorted within a block row (scipy's own CSR -> BSR constructor leaves them so;
 ``has_sorted_indices`` is False) is viewed without a copy too, as BSR with an unordered block-column level
@@ -110,9 +112,11 @@ def _dia(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
     itype = _buffers.check_index_buffers([offsets], what)
     ndiag = int(offsets.shape[0])
     inside = (offsets > -m) & (offsets < n)
-    viewable = (data.ndim == 2 and data.shape[1] == n and data.flags.c_contiguous and bool(inside.all())
+    width = int(data.shape[1]) if data.ndim == 2 else -1
+    narrow = package == "scipy" and 0 <= width < n  # a range(width) level: columns past width hold nothing
+    viewable = ((width == n or narrow) and data.flags.c_contiguous and bool(inside.all())
                 and bool((offsets[1:] > offsets[:-1]).all()))
-    source = x
+    source, layout = x, Layout("dia", width=width if narrow else None)
     if not viewable:  # copy the kept diagonals, sorted, into rows of exactly n columns
         order = xp.argsort(offsets, kind="stable")
         order = order[inside[order]]
@@ -122,9 +126,9 @@ def _dia(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
         width = min(int(data.shape[1]), n)
         padded = xp.zeros((int(order.shape[0]), n), dtype=data.dtype)
         padded[:, :width] = data[order, :width]
-        data, ndiag, source = padded, int(order.shape[0]), None
+        data, ndiag, source, layout = padded, int(order.shape[0]), None, Layout("dia")
     pos = [xp.asarray([0, ndiag], dtype=itype), None]
-    return cls(Layout("dia").tensor_format(), (m, n), pos, [offsets, None], data.reshape(-1),
+    return cls(layout.tensor_format(), (m, n), pos, [offsets, None], data.reshape(-1),
                index_type=itype, package=package, device=_device(package, x), source=source)
 
 
@@ -189,7 +193,7 @@ def to_scipy(t: StoredTensor, layout: Layout, package: str = "scipy") -> Any:
         return obj
     obj = sp.dia_array(shape, dtype=val.dtype)  # DIAJ
     obj.offsets = conv(t.crd(0), "offsets")
-    obj.data = val.reshape(int(obj.offsets.shape[0]), shape[1])
+    obj.data = val.reshape(int(obj.offsets.shape[0]), layout.width if layout.width is not None else shape[1])
     return obj
 
 
@@ -202,7 +206,8 @@ def _to_cupyx(sp: Any, t: StoredTensor, layout: Layout, shape: tuple, conv: Any)
         return sp.coo_matrix((val, (conv(t.crd(0)), conv(t.crd(1)))), shape=shape)
     if layout.kind == "dia":
         offsets = conv(t.crd(0))
-        return sp.dia_matrix((val.reshape(int(offsets.shape[0]), shape[1]), offsets), shape=shape)
+        width = layout.width if layout.width is not None else shape[1]
+        return sp.dia_matrix((val.reshape(int(offsets.shape[0]), width), offsets), shape=shape)
     raise TypeError(f"cupy has no sparse type for format {t.tensor_format}; convert to CSR, CSC, 2-D COO or DIAJ")
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from frontend.tensor._tensor import Tensor
 
-from ._operands import c_dtypes, half_result, operand, permuted, promoted, squeezed
+from ._operands import c_dtypes, half_result, native_half, operand, permuted, promoted, squeezed
 from ._options import MatmulOptions
 from ._prepared import PreparedOp, default_sparse_format
 from ._subscripts import parse_subscripts
@@ -26,7 +26,8 @@ def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions, rows: bool = False
     if half is not None and c is not None:
         raise TypeError(f"c with {half} operands: c is updated in place by a float32 kernel; pass c=None and "
                         "add the product yourself")
-    ta, tb = cast = promoted(raw, c_dtypes(c))
+    native = c is None and native_half(raw, options)  # half values loaded as they are (no float32 copy)
+    ta, tb = cast = raw if native else promoted(raw, c_dtypes(c))
     if ta.ndim == 0 or tb.ndim == 0:
         raise ValueError("matmul needs operands with at least one dimension (use * for scalars)")
     if options.transpose_a and ta.ndim >= 2:

@@ -19,7 +19,7 @@ from lowering.dispatch import lower, path_of, registry_state
 
 from ._contractions import einsum_op, matmul_op
 from ._kernel_cache import Kernel
-from ._operands import operand, operand_key, promoted, result_package, to_caller_package
+from ._operands import native_half, operand, operand_key, promoted, result_package, to_caller_package
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
 from ._plan import MatmulInfo, MatmulPlan
 from ._prepared import PreparedOp
@@ -128,7 +128,8 @@ class CpuMatmul(MatmulPlan):
             raise TypeError("path, chip and stream apply to the GPU (CUDA operands or device='cuda')")
         ta, tb = operand(a, "a"), operand(b, "b")
         tc = None if c is None else operand(c, "c")
-        pa, pb = promoted([ta, tb], () if tc is None else (tc.dtype,))
+        native = tc is None and native_half([ta, tb], options)  # half operands used as they are
+        pa, pb = (ta, tb) if native else promoted([ta, tb], () if tc is None else (tc.dtype,))
         signature = (operand_key(ta), operand_key(tb), None if tc is None else operand_key(tc), options.key(),
                      registry_state(), rows)
         template = _TEMPLATES.get(signature) if pa is ta and pb is tb else None

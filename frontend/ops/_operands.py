@@ -100,6 +100,26 @@ def result_dtype(dtypes: Sequence[Any]) -> np.dtype:
     return np.result_type(np.float32, *rest)
 
 
+#: MLIR element type of each half dtype the emitter loads directly (widened to f32 after the load).
+HALF_ELEMS = {"float16": "f16", "bfloat16": "bf16"}
+
+
+def half_elem(tensors: Sequence[Tensor]) -> str | None:
+    """``"f16"``/``"bf16"`` when every operand has that one half dtype, else None."""
+    dts = {str(numpy_dtype(t.val)) for t in tensors}
+    return HALF_ELEMS.get(dts.pop()) if len(dts) == 1 else None
+
+
+def native_half(tensors: Sequence[Tensor], options: Any) -> bool:
+    """Whether a matmul of half operands runs on them as they are (no float32 copy of the values): one
+    half dtype, the first operand stored (sparse) and the second a row-major dense array, a dense result,
+    plain arithmetic. The emitter then loads f16/bf16 values and accumulates in f32 (the result is cast
+    back to the half type, as torch's CPU kernels do)."""
+    return (len(tensors) == 2 and half_elem(tensors) is not None and tensors[0].is_sparse
+            and row_major(tensors[1].tensor_format) and options.out_format is None
+            and options.semiring is None and options.prolog is None and options.epilog is None)
+
+
 def half_result(tensors: Sequence[Tensor]) -> np.dtype | None:
     """The half type (float16 or bfloat16) results come back in when the operands promote to one, else
     None: such operations run on float32 copies of the values and cast their result back."""

@@ -22,7 +22,7 @@ from mlir_bridge.errors import CompileError
 
 from . import _blocks as blocks
 from ._kernel_cache import Kernel, get_kernel, row_major, spec_of
-from ._operands import cast_values, check_cpu, elem_of, operand, operand_key, out_width, result_shape
+from ._operands import cast_values, check_cpu, elem_of, half_elem, operand, operand_key, out_width, result_shape
 from ._options import MatmulOptions, pipeline_key
 from ._plan import MatmulInfo
 from ._reroute import Reroutes, apply, entry_format, format_name, reroute, result_format
@@ -95,7 +95,9 @@ class PreparedOp:
         """CPU buffers of one supported dtype whose extents agree: the element type and result shape."""
         for t, n in zip(self.tensors, names):
             check_cpu(t, n)
-        self.elem = elem_of(self.tensors, names)
+        #: f16/bf16 operands the kernel loads as they are (computing in f32, :func:`_operands.native_half`)
+        self.in_elem = half_elem(self.tensors)
+        self.elem = "f32" if self.in_elem is not None else elem_of(self.tensors, names)
         self.out_shape = result_shape(self.subscripts, self.tensors, names, self.out_subs)
 
     def _rewrite_blocks(self) -> None:
@@ -148,7 +150,7 @@ class PreparedOp:
     def _scalar_arguments(self, alpha: Any, beta: Any) -> list[Any]:
         """The kernel's trailing arguments: c (when it is read), alpha, beta (when they apply)."""
         extra: list[Any] = [self.c_kernel] if self.init in ("c", "beta_c") else []
-        dt = np.dtype(self.tensors[0].dtype)
+        dt = np.dtype(np.float32) if self.in_elem is not None else np.dtype(self.tensors[0].dtype)
         if self.has_alpha:
             extra.append(np.array([alpha], dtype=dt))
         if self.init == "beta_c":
@@ -283,7 +285,7 @@ class PreparedOp:
 
     def describe(self) -> Contraction:
         elem = self.elem
-        specs = tuple(spec_of(t, elem) for t in self.tensors)
+        specs = tuple(spec_of(t, self.in_elem or elem) for t in self.tensors)
         if self.out_format is None:
             out = TensorSpec(None, self.kernel_shape, elem)
         else:

@@ -60,6 +60,9 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
         c = coords[k]
         starts = new | diffs[k]
         if lv.is_dense_like or f is LevelFormat.RANGE:
+            if lv.stored is not None and len(c) and int(c.max()) - off >= e:
+                raise ValueError(f"level {k} ({lv.render()}) stores {e} slots per parent but an entry lies at "
+                                 f"coordinate {int(c.max())}; convert to a format without range(n)")
             if nparents == 1:
                 par = c - off if off else c.copy()
             else:

@@ -263,7 +263,7 @@ def _diagonals(fmt: TensorFormat, diagonal: tuple[BinaryExpr, int], shape: tuple
     major = rhs if e.op == "-" else lhs  # other = d + major (x - y: major y) or d - major (x + y: major x)
     n, m = _extents(major, shape)
     d = offsets[int(pos[0]):int(pos[1])]
-    ext_z = shape[z]
+    ext_z = fmt.level_extents(shape)[1]  # slots per diagonal: shape[z], or fewer for a range(w) level
     vals = val[:len(d) * ext_z].astype(dtype, copy=False)
     if len(vals) < len(d) * ext_z:  # the kernel reads every slot of every diagonal
         raise ValueError(f"the values buffer holds fewer than the {len(d)} x {ext_z} diagonal slots")
@@ -327,6 +327,9 @@ def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, 
     present = np.bincount(key, minlength=ext[0]) > 0
     slot = np.cumsum(present) - 1
     diags = np.flatnonzero(present) + off
+    if len(dims[z]) and int(dims[z].max()) >= ext[1]:
+        raise ValueError(f"level {fmt.levels[1].render()} stores {ext[1]} slots per diagonal but an entry "
+                         f"lies at coordinate {int(dims[z].max())}; convert to a format without range(n)")
     out = np.zeros(len(diags) * ext[1], dtype=rows.val.dtype)
     at = slot[key]
     at *= ext[1]

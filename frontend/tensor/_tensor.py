@@ -19,6 +19,8 @@ Storage layout (the contract every module relies on):
   * range (the plain dimension after a diagonal level ``j - i`` / ``i + j``): no buffers; like dense, every
     coordinate ``0..E-1`` of that dimension for each diagonal, so DIA-J is scipy's ``dia.data`` layout;
     entries whose other dimension falls outside the tensor are zero padding (a kernel may skip them).
+    ``range(w)``: only coordinates ``0..w-1`` are stored (``w`` slots per parent, ``w <= E``); coordinates
+    ``w..E-1`` hold nothing (scipy DIA ``data`` narrower than the column count).
   * delta(b): ``pos`` as compressed; ``crd`` holds gaps in the narrowest unsigned type with ``b`` bits
     (uint8 for b <= 8, uint16 for b <= 16, uint32 above; kernels zero-extend): each stored coordinate is
     the previous stored coordinate of its parent plus gap plus one, the first one is its gap (= its

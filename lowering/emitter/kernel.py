@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .arith import Arith, vtype
-from .builder import Builder, Carry, Value
+from .builder import Builder, Carry, Value, element_type
 from .operand import WalkedOperand
 from .padding import skips_padding
 from .resolution import known_after, resolution_plan
@@ -233,17 +233,19 @@ class _Visitor:
     def _load(self, ref: Value, sub: str, letters: dict[str, Value], ls: Mapping[str, int | None],
               lanes: int) -> Value:
         b, elem = self.b, self.ar.elem
+        se = element_type(ref.type)  # the stored type: a half type widened to elem after the load
         idx = ", ".join(letters[ch].name for ch in sub)
         if sub and letters[sub[-1]].type.startswith("vector<"):  # gather along the last axis
-            vec, vt = letters[sub[-1]], vtype(elem, lanes)
+            vec, vt = letters[sub[-1]], vtype(se, lanes)
             base = ", ".join([letters[ch].name for ch in sub[:-1]] + [b.index(0).name])
             mask = b.const("dense<true>", f"vector<{lanes}xi1>")
             zero = b.const("dense<0.0>" if self.ar.kind == "float" else "dense<0>", vt)
-            return b.op(f"vector.gather {ref}[{base}] [{vec}], {mask}, {zero} : {ref.type}, {vec.type}, "
-                        f"vector<{lanes}xi1>, {vt} into {vt}", vt)
+            return self._widen(b.op(f"vector.gather {ref}[{base}] [{vec}], {mask}, {zero} : {ref.type}, "
+                                    f"{vec.type}, vector<{lanes}xi1>, {vt} into {vt}", vt), se, lanes)
         if lanes > 1 and sub and ls.get(sub[-1], 0) == 1:
-            return b.op(f"vector.load {ref}[{idx}] : {ref.type}, {vtype(elem, lanes)}", vtype(elem, lanes))
-        v = b.op(f"memref.load {ref}[{idx}] : {ref.type}", elem)
+            return self._widen(b.op(f"vector.load {ref}[{idx}] : {ref.type}, {vtype(se, lanes)}",
+                                    vtype(se, lanes)), se, lanes)
+        v = self._widen(b.op(f"memref.load {ref}[{idx}] : {ref.type}", se), se, 1)
         if lanes > 1:
             v = b.op(f"vector.broadcast {v} : {elem} to {vtype(elem, lanes)}", vtype(elem, lanes))
         return v
@@ -254,9 +256,11 @@ class _Visitor:
         prod = None
         for k in range(len(c.inputs)):
             if k == self.w:
-                t = vtype(elem, walked_lanes)
+                se = element_type(self.val.type)
+                t = vtype(se, walked_lanes)
                 v = b.op(f"{'vector' if walked_lanes > 1 else 'memref'}.load {self.val}[{pos}] : "
                          f"{self.val.type}{', ' + t if walked_lanes > 1 else ''}", t)
+                v = self._widen(v, se, walked_lanes)
                 if walked_lanes == 1 and lanes > 1:
                     v = b.op(f"vector.broadcast {v} : {elem} to {vtype(elem, lanes)}", vtype(elem, lanes))
             else:
@@ -265,6 +269,14 @@ class _Visitor:
                 v = self.ar.apply(c.prolog, v)
             prod = v if prod is None else self.ar.mul(prod, v)
         return prod  # type: ignore[return-value]
+
+    def _widen(self, v: Value, stored: str, lanes: int) -> Value:
+        """``v`` (``lanes`` values of the stored type) in the compute type: ``arith.extf`` from a half type."""
+        elem = self.ar.elem
+        if stored == elem:
+            return v
+        t = vtype(elem, lanes)
+        return self.b.op(f"arith.extf {v} : {v.type} to {t}", t)
 
     def _scaled(self, prod: Value) -> Value:
         return prod if self.alpha is None else self.ar.scale(prod, self.alpha)
@@ -291,6 +303,19 @@ def _for_each(b: Builder, shape: tuple[int, ...], fn: Callable[[list[Value]], No
         lo, hi = rows if d == 0 and rows is not None else (b.index(0), b.index(shape[d]))
         b.loop(lo, hi, b.index(1), lambda iv: rec(d + 1, idx + [iv]))
     rec(0, [])
+
+
+#: Stored element types loaded and widened (``arith.extf``) to an f32 computation: torch's CPU half kernels
+#: accumulate in float32 too, and no float32 copy of the operands is needed.
+HALF_ELEMS = ("f16", "bf16")
+
+
+def loads_as(stored: str, c: Any) -> bool:
+    """Whether an operand stored as ``stored`` is read by ``c``'s kernel: the output's type, or a half type
+    widened to an f32 output under plain arithmetic (no semiring, prolog or epilog)."""
+    out = c.output.elem
+    return stored == out or (stored in HALF_ELEMS and out == "f32" and c.semiring is None
+                             and c.prolog is None and c.epilog is None)
 
 
 def _writes_each_output_once(c: Any, w: int, walked: WalkedOperand, visitor: _Visitor) -> bool:
@@ -324,7 +349,7 @@ def row_parallel(c: Any) -> bool:
         w = walked_index(c)
     except ValueError:
         return False
-    if not c.output_subscripts or any(t.elem != c.output.elem for t in c.inputs):
+    if not c.output_subscripts or not all(loads_as(t.elem, c) for t in c.inputs):
         return False
     wsub = c.subscripts[w]
     row = c.output_subscripts[0]
@@ -356,13 +381,14 @@ def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True) -> str:
         raise ValueError("this contraction has no row-range variant (see emitter.row_parallel)")
     elem = c.output.elem
     for t in c.inputs:
-        if t.elem != elem:
-            raise TypeError(f"all operands must have the output's element type {elem}, got {t.elem}")
+        if not loads_as(t.elem, c):
+            raise TypeError(f"all operands must have the output's element type {elem} (or be f16/bf16 with "
+                            f"an f32 output and plain arithmetic), got {t.elem}")
     b = Builder()
     ar = Arith(b, elem, c.semiring)
     params: list[Value] = []
     ins: list[Value | None] = []
-    walked = WalkedOperand(c.inputs[w].fmt, tuple(c.inputs[w].shape), elem,
+    walked = WalkedOperand(c.inputs[w].fmt, tuple(c.inputs[w].shape), c.inputs[w].elem,
                            c.inputs[w].pos_width, c.inputs[w].crd_width)
     level_args = val = None
     for k, t in enumerate(c.inputs):
@@ -371,7 +397,7 @@ def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True) -> str:
             params += p
             ins.append(None)
         else:
-            v = Value(f"%in{k}", memref_type(tuple(t.shape), elem))
+            v = Value(f"%in{k}", memref_type(tuple(t.shape), t.elem))
             params.append(v)
             ins.append(v)
     out_t = memref_type(tuple(c.output.shape), elem)

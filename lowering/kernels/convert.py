@@ -277,7 +277,8 @@ def _coo_ptr(lay: Layout) -> str:
 
 def _dia(lay: Layout, sign: str, zrow: bool) -> str:
     """Rows ``[lo, hi)`` of diagonals ``off[0 .. nd)`` written from slot ``start`` on, ``ptr[i + 1]`` after
-    each row; the value of (diagonal t, row i) is at ``t * extz + (i if zrow else other)``. Every slot
+    each row; the value of (diagonal t, row i) is at ``t * extz + (i if zrow else other)`` (a slot exists
+    only where that coordinate is below ``extz``: narrow DIA data). Every slot
     inside the shape is stored and kept only when nonzero (no branch), so a range writes at most as many
     slots as it has inside the shape."""
     f = _Fn(lay, f"dia_rows_{sign}{'r' if zrow else 'o'}",
@@ -289,6 +290,8 @@ def _dia(lay: Layout, sign: str, zrow: bool) -> str:
     d = f.ld("off", "%t")
     other = f.add(d, "%i") if sign == "m" else f.v(f"arith.subi {d}, %i : index")
     inside = f.v(f"arith.andi {f.cmp('sge', other, '%c0')}, {f.cmp('slt', other, '%m')} : i1")
+    # a range level storing fewer slots than its dimension (scipy DIA data narrower than the shape)
+    inside = f.v(f"arith.andi {inside}, {f.cmp('slt', '%i' if zrow else other, '%extz')} : i1")
     nxt = f.name()
     f.emit(f"{nxt} = scf.if {inside} -> (index) {{")
     slot = f.add(f.mul("%t", "%extz"), "%i" if zrow else other)
