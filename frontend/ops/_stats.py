@@ -102,6 +102,10 @@ def _row_lengths(t: Tensor) -> tuple[np.ndarray | None, np.ndarray | None, int]:
     if k < 1 or any(lv.format.value not in ("dense", "batch") for lv in levels[:k]):
         return None, None, -1
     pos = np.asarray(t.pos(k))
+    if levels[k].format.value == "loose_compressed":  # (lo, hi) pairs: a row's entries are hi - lo
+        pairs = pos.reshape(pos.shape[:-1] + (-1, 2))
+        lengths = (pairs[..., 1] - pairs[..., 0]).reshape(-1)
+        return lengths, np.concatenate(([0], np.cumsum(lengths))), k
     if pos.ndim == 1:
         return np.diff(pos), pos, k
     lengths = np.diff(pos.reshape(-1, pos.shape[-1]), axis=-1)
