@@ -59,8 +59,17 @@ def _coordinates(ctx: Any, k: int, p: Value, lanes: int) -> Value:
 
 
 def loose_compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
-    """Entries ``pos[2 parent] .. pos[2 parent + 1]``."""
+    """Entries ``pos[2 parent] .. pos[2 parent + 1]``; with a fixed stride ``K`` (``ctx.stride``, a level
+    under dense levels only: ELLPACK's layout) all ``K`` slots ``parent * K .. parent * K + K``, padding
+    included (value 0 at coordinate 0), with no position loads and a trip count known at compile time."""
     b, args = ctx.b, ctx.args[k]
+    if ctx.stride and all(ctx.level(j).format.value == "dense" for j in range(k)):
+        base = b.mul(parent, b.index(ctx.stride))
+
+        def slot(s: Value, c: Carry, lanes: int) -> Carry:
+            p = b.add(base, s)
+            return inner(p, _coordinates(ctx, k, p, lanes), c, lanes)
+        return ctx.loop(k, b.index(0), b.index(ctx.stride), carry, slot)
     two = b.mul(parent, b.index(2))
     lo = b.load_index(args.pos, ctx.at(two))
     hi = b.load_index(args.pos, ctx.at(b.add(two, b.index(1))))
