@@ -32,8 +32,11 @@ AUTO_MIN_WORK = 1 << 17
 #: fill (entries / slots) on: below it the padding slots it multiplies cost more than the loads it saves.
 STRIDE_FILL = 0.75
 #: ... and up to this many slots per row (K is part of the compiled code: one kernel per K; short rows unroll
-#: fully, measured 0.5-0.7x of CSR at K = 5 and 9; at K = 33 the bounded walk was faster: benchmarks/bench_ell.py).
+#: fully; at K = 33 it gained nothing over the bounded walk: benchmarks/bench_ell.py).
 STRIDE_MAX = LONG_ROW
+#: ... and with at most this many dense columns (SpMV: 0.86-0.88x of CSR's time at K = 5 and 9; SpMM with 16
+#: columns measured no gain, 0.92-1.10x: the walk's loads are hidden behind the columns' FMAs).
+STRIDE_MAX_COLUMNS = 1
 #: Level formats below the row level whose position buffer lets the frontend balance chunks by entries.
 _POSITIONED = {"compressed", "loose_compressed", "delta"}
 
@@ -128,8 +131,8 @@ def _threads(c: Contraction, w: int, stats: OperandStats | None, cores: int,
 
 def _stride(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str]:
     """``(K, why)`` for the fixed-stride walk, or ``(0, "")``: the walked operand's level under its dense row
-    levels is ``loose_compressed`` with exactly K slots per row (measured), near-full rows, plus-times with no
-    prolog on it (a semiring or prolog must not see the padding slots: the bounded walk skips them)."""
+    levels is ``loose_compressed`` with exactly K slots per row (measured), near-full short rows, a reduction
+    (SpMV-like), plus-times with no prolog on it (semirings keep the bounded walk)."""
     fmt = c.inputs[w].fmt
     if fmt is None or stats is None or not stats.stride:
         return 0, ""
@@ -138,9 +141,9 @@ def _stride(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, st
         return 0, ""
     if c.semiring is not None or (c.prolog is not None and w == 0):
         return 0, ""
-    if stats.fill < STRIDE_FILL or stats.stride > STRIDE_MAX:
+    if stats.fill < STRIDE_FILL or stats.stride > STRIDE_MAX or _free_extent(c, w) > STRIDE_MAX_COLUMNS:
         return 0, ""
-    return stats.stride, f"fixed stride {stats.stride}, fill {stats.fill:.2f}: all slots, no position loads; "
+    return stats.stride, f"fixed stride {stats.stride}, fill {stats.fill:.2f}: K slots, one position load; "
 
 
 def choose_schedule(c: Contraction, stats: OperandStats | None, cores: int,
