@@ -82,6 +82,10 @@ class Contraction:
     #: inner-loop width of the walk (``lowering.schedule``): 1 = scalar loops, n > 1 = n-lane vector loops
     #: (n partial sums for reductions over stored entries); None = the path's default
     lanes: int | None = None
+    #: fixed-stride walk (``lowering.schedule``): ``K > 0`` walks all ``K`` slots of every parent of the walked
+    #: operand's ``loose_compressed`` level under dense levels (ELLPACK: ``lo = parent * K``, no position
+    #: loads, a trip count known at compile time; padding slots hold 0 at coordinate 0); 0 = bounded walk
+    stride: int = 0
 
     def __post_init__(self) -> None:
         if len(self.subscripts) != len(self.inputs) or not self.inputs:
@@ -97,13 +101,15 @@ class Contraction:
             raise ValueError("alpha/beta scaling applies to the plus-times semiring only")
         if self.lanes is not None and (type(self.lanes) is not int or self.lanes < 1):
             raise ValueError(f"lanes must be None or an int >= 1, got {self.lanes!r}")
+        if type(self.stride) is not int or self.stride < 0:
+            raise ValueError(f"stride must be an int >= 0, got {self.stride!r}")
 
     def key(self) -> tuple:
         """Structural cache key (format structure keys, never names)."""
         sr = None if self.semiring is None else (self.semiring.add, self.semiring.mul, repr(self.semiring.identity))
         return ("contraction", self.subscripts, tuple(t.key() for t in self.inputs), self.output_subscripts,
                 self.output.key(), sr, self.alpha, self.init, self.prolog, self.epilog, self.name,
-                self.row_range, self.lanes)
+                self.row_range, self.lanes, self.stride)
 
     @property
     def loop_letters(self) -> str:

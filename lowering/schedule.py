@@ -28,6 +28,15 @@ LONG_ROW = 16
 #: columns each one multiplies, plus the output's rows); below it one thread: handing a chunk to another
 #: thread cost ~35 us, one thread does ~0.55 ns per unit of work, so a second thread pays from ~2 x 35 us.
 AUTO_MIN_WORK = 1 << 17
+#: The fixed-stride walk (every one of an ELLPACK row's K slots, no position loads, K compiled in) from this
+#: fill (entries / slots) on: below it the padding slots it multiplies cost more than the loads it saves.
+STRIDE_FILL = 0.75
+#: ... and up to this many slots per row (K is part of the compiled code: one kernel per K; short rows unroll
+#: fully; at K = 33 it gained nothing over the bounded walk: benchmarks/bench_ell.py).
+STRIDE_MAX = LONG_ROW
+#: ... and with at most this many dense columns (SpMV: 0.86-0.88x of CSR's time at K = 5 and 9; SpMM with 16
+#: columns measured no gain, 0.92-1.10x: the walk's loads are hidden behind the columns' FMAs).
+STRIDE_MAX_COLUMNS = 1
 #: Level formats below the row level whose position buffer lets the frontend balance chunks by entries.
 _POSITIONED = {"compressed", "loose_compressed", "delta"}
 
@@ -43,6 +52,8 @@ class OperandStats:
     row_mean: float
     row_cv: float           # std / mean of row lengths (0 when rows == 0 or mean == 0)
     bandwidth: float        # mean |col - row| over entries / max(cols, 1) (0 = diagonal, ~0.33 uniform random)
+    stride: int = 0         # K when the row level is loose_compressed with exactly K slots per row (ELLPACK)
+    fill: float = 1.0       # entries / slots of that level (1.0: no padding slots)
 
 
 @dataclass(frozen=True)
@@ -54,10 +65,11 @@ class Schedule:
     threads: int
     split: str
     reason: str
+    stride: int = 0         # Contraction.stride: walk all K slots per row (0: bounded walk)
 
     def code_key(self) -> tuple:
-        """The part that changes compiled code (cache keys): ``(lanes,)``."""
-        return (self.lanes,)
+        """The part that changes compiled code (cache keys): ``(lanes, stride)``."""
+        return (self.lanes, self.stride)
 
 
 def _free_extent(c: Contraction, w: int) -> int:
@@ -117,6 +129,23 @@ def _threads(c: Contraction, w: int, stats: OperandStats | None, cores: int,
     return n, f"work {work} >= {AUTO_MIN_WORK}: {n} threads"
 
 
+def _stride(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str]:
+    """``(K, why)`` for the fixed-stride walk, or ``(0, "")``: the walked operand's level under its dense row
+    levels is ``loose_compressed`` with exactly K slots per row (measured), near-full short rows, a reduction
+    (SpMV-like), plus-times with no prolog on it (semirings keep the bounded walk)."""
+    fmt = c.inputs[w].fmt
+    if fmt is None or stats is None or not stats.stride:
+        return 0, ""
+    k = next((i for i, lv in enumerate(fmt.levels) if lv.format.value != "dense"), len(fmt.levels))
+    if k < 1 or k >= len(fmt.levels) or fmt.levels[k].format.value != "loose_compressed":
+        return 0, ""
+    if c.semiring is not None or (c.prolog is not None and w == 0):
+        return 0, ""
+    if stats.fill < STRIDE_FILL or stats.stride > STRIDE_MAX or _free_extent(c, w) > STRIDE_MAX_COLUMNS:
+        return 0, ""
+    return stats.stride, f"fixed stride {stats.stride}, fill {stats.fill:.2f}: K slots, one position load; "
+
+
 def choose_schedule(c: Contraction, stats: OperandStats | None, cores: int,
                     threads: int | str | None) -> Schedule:
     """The schedule of ``c`` on ``cores`` cores. ``threads``: the user's option (None or ``"auto"`` =
@@ -129,4 +158,5 @@ def choose_schedule(c: Contraction, stats: OperandStats | None, cores: int,
     n, why_threads = _threads(c, w, stats, cores, threads)
     split = _split(c, w)
     tail = f" by {split}" if n > 1 else ""
-    return Schedule(lanes, n, split, f"{why_lanes}; {why_threads}{tail}")
+    stride, why_stride = _stride(c, w, stats)
+    return Schedule(lanes, n, split, f"{why_stride}{why_lanes}; {why_threads}{tail}", stride)

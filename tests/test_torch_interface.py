@@ -309,3 +309,42 @@ def test_sparse_fine_tuning_updates_only_stored_values():
     assert losses[-1] < losses[0]
     dense = lin.weight.dense()
     assert torch.equal(dense != 0, pattern & (dense != 0)) and not dense[~pattern].any()
+
+
+# ----- reused result arrays of planned products (frontend.torch_interface._products._Output) ----------------
+@pytest.mark.parametrize("fmt", [pytest.param(None, id="CSR-torch"), pytest.param(N.COO, id="COO"),
+                                 pytest.param(N.ELL, id="ELL")])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_planned_product_result_reuse_never_overwrites_a_held_result(fmt, dtype):
+    w = weight(dtype, 7, 5)
+    s = wrap(w, fmt)
+    xs = [torch.randn(5, 3, dtype=dtype, generator=torch.Generator().manual_seed(k)) for k in range(6)]
+    with torch.no_grad():
+        held = s @ xs[0]                      # a held tensor
+        view = (s @ xs[1])[2:]                # only a view of the result is held
+        arr = (s @ xs[2]).numpy()             # only a NumPy view is held
+        first = s @ xs[3]
+        ptr = first.data_ptr()
+        del first                             # nothing holds it: the next call may reuse its memory
+        again = s @ xs[4]
+        last = s @ xs[5]
+    close(held, w @ xs[0], dtype)
+    close(view, (w @ xs[1])[2:], dtype)
+    close(torch.from_numpy(arr), w @ xs[2], dtype)
+    close(again, w @ xs[4], dtype)
+    close(last, w @ xs[5], dtype)
+    assert again.data_ptr() == ptr and last.data_ptr() != ptr
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_planned_product_result_reuse_under_autograd(dtype):
+    w = weight(dtype, 6, 8)
+    s = wrap(w, None)
+    x = torch.randn(8, 4, dtype=dtype, requires_grad=True)
+    xd = x.detach().clone().requires_grad_(True)
+    loss = sum(((s @ (x * k)) ** 3).sum() for k in (1.0, 2.0, 3.0))  # pow saves each product
+    loss_d = sum(((w @ (xd * k)) ** 3).sum() for k in (1.0, 2.0, 3.0))
+    loss.backward()
+    loss_d.backward()
+    close(loss.detach(), loss_d.detach(), dtype)
+    close(x.grad, xd.grad, dtype)

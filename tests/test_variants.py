@@ -16,11 +16,22 @@ from frontend.format import stores_padding
 from frontend.ops._kernel_cache import ArgumentLayout, _value_ranks
 from frontend.ops._options import MatmulOptions
 from frontend.ops._prepared import PreparedOp
+from frontend.ops._semiring import get_semiring
 from frontend.storage._convert import inside_shape, level_coordinates
 from lowering.contraction import Contraction, TensorSpec
 from lowering.emitter import emit_contraction, register_level_rule, row_parallel, rule_for
 from lowering.pipelines import Pipeline
-from lowering.schedule import AUTO_MIN_WORK, LONG_ROW, MID_LANES, WIDE_LANES, OperandStats, Schedule, choose_schedule
+from lowering.schedule import (
+    AUTO_MIN_WORK,
+    LONG_ROW,
+    MID_LANES,
+    STRIDE_FILL,
+    STRIDE_MAX,
+    WIDE_LANES,
+    OperandStats,
+    Schedule,
+    choose_schedule,
+)
 from mlir_bridge import compile_module
 from ops_util import rand
 
@@ -301,6 +312,27 @@ def test_not_row_parallel_runs_one_thread():
 def test_code_key_is_the_decision_only():
     a, b = stats(mean=3.0, cv=0.1), stats(mean=7.0, cv=2.0)
     c = spmv_contraction()
-    assert choose_schedule(c, a, 1, None).code_key() == choose_schedule(c, b, 1, None).code_key() == (1,)
-    assert Schedule(8, 2, "nnz", "").code_key() == (8,)
+    assert choose_schedule(c, a, 1, None).code_key() == choose_schedule(c, b, 1, None).code_key() == (1, 0)
+    assert Schedule(8, 2, "nnz", "").code_key() == (8, 0)
+    assert Schedule(1, 1, "nnz", "", 5).code_key() == (1, 5)
+    assert dataclasses.replace(c, stride=5).key() != c.key()
+
+
+def test_fixed_stride_rule():
+    """The fixed-stride walk: a loose_compressed row level with exactly K slots per row (measured), fill
+    >= STRIDE_FILL, K <= STRIDE_MAX, plus-times without a prolog on the stored operand."""
+    def ell(k: int = 5, fill: float = 1.0) -> OperandStats:
+        return dataclasses.replace(stats(mean=float(k)), stride=k, fill=fill)
+    c = spmv_contraction(N.ELL)
+    assert choose_schedule(c, ell(), 1, None).stride == 5
+    assert choose_schedule(spmv_contraction(N.ELL, cols=16), ell(), 1, None).stride == 0  # SpMM: no gain
+    assert choose_schedule(spmv_contraction(N.BlockedELL((2, 2))), ell(3), 1, None).stride == 3
+    assert choose_schedule(c, ell(fill=STRIDE_FILL), 1, None).stride == 5
+    assert choose_schedule(c, ell(fill=STRIDE_FILL - 0.01), 1, None).stride == 0
+    assert choose_schedule(c, ell(STRIDE_MAX + 1), 1, None).stride == 0
+    assert choose_schedule(c, stats(), 1, None).stride == 0          # not measured as fixed-stride
+    assert choose_schedule(c, None, 1, None).stride == 0
+    assert choose_schedule(spmv_contraction(), ell(), 1, None).stride == 0  # CSR: compressed rows
+    min_plus = dataclasses.replace(c, semiring=get_semiring("min-plus").lowered("f64"))
+    assert choose_schedule(min_plus, ell(), 1, None).stride == 0
     assert dataclasses.replace(c, lanes=8).key() != dataclasses.replace(c, lanes=1).key() != c.key()

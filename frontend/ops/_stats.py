@@ -102,6 +102,10 @@ def _row_lengths(t: Tensor) -> tuple[np.ndarray | None, np.ndarray | None, int]:
     if k < 1 or any(lv.format.value not in ("dense", "batch") for lv in levels[:k]):
         return None, None, -1
     pos = np.asarray(t.pos(k))
+    if levels[k].format.value == "loose_compressed":  # (lo, hi) pairs: a row's entries are hi - lo
+        pairs = pos.reshape(pos.shape[:-1] + (-1, 2))
+        lengths = (pairs[..., 1] - pairs[..., 0]).reshape(-1)
+        return lengths, np.concatenate(([0], np.cumsum(lengths))), k
     if pos.ndim == 1:
         return np.diff(pos), pos, k
     lengths = np.diff(pos.reshape(-1, pos.shape[-1]), axis=-1)
@@ -130,8 +134,25 @@ def _measure(t: Tensor) -> StoredRows:
         cv = float(lengths.std() * scale / mean)
     else:
         row_max, cv = 0, 0.0
-    stats = OperandStats(rows, cols, nnz, row_max, mean, cv, _sampled_bandwidth(t, k, cols))
+    stride, fill = _fixed_stride(t, k, rows, entries)
+    stats = OperandStats(rows, cols, nnz, row_max, mean, cv, _sampled_bandwidth(t, k, cols), stride, fill)
     return StoredRows(stats, None if offsets is None else np.ascontiguousarray(offsets))
+
+
+def _fixed_stride(t: Tensor, k: int, rows: int, entries: int) -> tuple[int, float]:
+    """``(K, entries / slots)`` when level ``k`` is loose_compressed (unbatched) with exactly ``K`` slots per
+    row (``lo_r = r * K`` for every row and ``rows * K`` coordinates: ELLPACK's layout), else ``(0, 1.0)``."""
+    if t.tensor_format.levels[k].format.value != "loose_compressed" or rows <= 0:
+        return 0, 1.0
+    pos, crd = np.asarray(t.pos(k)), np.asarray(t.crd(k))
+    if pos.ndim != 1 or crd.ndim != 1 or crd.size % rows or not crd.size:
+        return 0, 1.0
+    stride = crd.size // rows
+    if not np.array_equal(pos[0::2], np.arange(rows, dtype=np.int64) * stride):
+        return 0, 1.0
+    if np.any(pos[1::2] - pos[0::2] > stride):
+        return 0, 1.0
+    return stride, entries / crd.size
 
 
 def _sampled_bandwidth(t: Tensor, k: int, cols: int) -> float:

@@ -8,6 +8,7 @@ gradient of ``S.values`` restricted to S's stored entries with a sampled dense-d
 """
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -85,19 +86,62 @@ def planned_product(s: TensorWrapper, d: torch.Tensor, side: str, transpose: boo
         mm.plan()
         prepared = getattr(mm.backend, "prepared", None)  # CPU plans; GPU plans read their operands
         reads_buf = prepared is None or any(torch_storage.same_memory(t, buf) for t in prepared.tensors)
-        entry = (mm, buf, threading.Lock(), reads_buf)
+        entry = (mm, buf, threading.Lock(), reads_buf, _Output())
         if len(plans) >= _MAX_PLANS:
             plans.pop(next(iter(plans)))
     else:
         plans.pop(key)
     plans[key] = entry  # most recent last
-    mm, buf, lock, reads_buf = entry
+    mm, buf, lock, reads_buf, output = entry
     with lock:
         if not reads_buf:  # the plan holds a copy of its dense operand (a ragged block format pads it)
             mm.reset_operands(**{"b" if side == "left" else "a": dense_arg(d)})
             return to_torch(mm.execute(), type(s), d.device)
         buf.copy_(d.detach())
-        return to_torch(mm.execute(), type(s), d.device)
+        if output.usable:
+            return output.run(mm, type(s))
+        out = to_torch(mm.execute(), type(s), d.device)
+        output.learn(out)
+        return out
+
+
+class _Output:
+    """The dense result array of one planned product, reused by the next call once nothing holds the last
+    result any more (no tensor, view, NumPy array or autograd node: the array's reference count is back to
+    what the plan alone holds). A fresh result per call returned a freshly allocated array each time, and
+    the next allocation of that size (often the caller's own next op, e.g. the ``relu`` of a GCN layer)
+    took page faults on memory the allocator had just handed back to the system."""
+
+    __slots__ = ("usable", "shape", "dtype", "array", "idle")
+
+    def __init__(self) -> None:
+        self.usable = False
+        self.shape: tuple[int, ...] = ()
+        self.dtype: Any = None
+        self.array: np.ndarray | None = None
+        self.idle = -1
+
+    def learn(self, first: Any) -> None:
+        """Enable reuse after the first (normal) call when its result is a dense CPU tensor NumPy can hold."""
+        if (isinstance(first, torch.Tensor) and first.layout == torch.strided and first.device.type == "cpu"
+                and first.dtype in _NUMPY_DTYPES and first.is_contiguous()):
+            self.usable, self.shape, self.dtype = True, tuple(first.shape), _NUMPY_DTYPES[first.dtype]
+
+    def run(self, mm: Any, wrapper: type[TensorWrapper]) -> torch.Tensor:
+        """``mm.execute(out=...)`` into the reused array when it is free, else into a new one."""
+        if self.array is None or sys.getrefcount(self.array) != self.idle:
+            self.array = np.empty(self.shape, self.dtype)
+        try:
+            mm.execute(out=self.array)
+        except (TypeError, ValueError):  # this plan takes no out= (c given, a sparse result, another dtype)
+            self.usable, self.array = False, None
+            return to_torch(mm.execute(), wrapper)
+        self.idle = sys.getrefcount(self.array)  # what the plan and this object hold: no result outstanding
+        return torch.from_numpy(self.array)
+
+
+_NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64, torch.complex64: np.complex64,
+                 torch.complex128: np.complex128, torch.int32: np.int32, torch.int64: np.int64}
 
 
 _DENSE_SAMPLED: set = set()  # structure keys of formats the kernels cannot write (sampled into dense)

@@ -59,8 +59,21 @@ def _coordinates(ctx: Any, k: int, p: Value, lanes: int) -> Value:
 
 
 def loose_compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
-    """Entries ``pos[2 parent] .. pos[2 parent + 1]``."""
+    """Entries ``pos[2 parent] .. pos[2 parent + 1]``. With a fixed stride ``K`` (``ctx.stride``, a level under
+    dense levels only: ELLPACK's layout, ``lo = parent * K``) a loop over the ``K`` slots with a trip count known
+    at compile time (unrolled fully for short rows), one position load (``hi``) and a guard per slot: padding
+    slots are skipped whatever values they hold (values computed over the whole buffer need not keep 0 there)."""
     b, args = ctx.b, ctx.args[k]
+    if ctx.stride and k != ctx.gather_level and all(ctx.level(j).format.value == "dense" for j in range(k)):
+        base = b.mul(parent, b.index(ctx.stride))
+        two = b.mul(parent, b.index(2))
+        count = b.sub(b.load_index(args.pos, ctx.at(b.add(two, b.index(1)))), base)
+
+        def slot(s: Value, c: Carry, lanes: int) -> Carry:
+            p = b.add(base, s)
+            used = b.op(f"arith.cmpi ult, {s}, {count} : index", "i1", "b")
+            return b.if_(used, c, lambda cc: inner(p, _coordinates(ctx, k, p, lanes), cc, lanes))
+        return ctx.loop(k, b.index(0), b.index(ctx.stride), carry, slot)
     two = b.mul(parent, b.index(2))
     lo = b.load_index(args.pos, ctx.at(two))
     hi = b.load_index(args.pos, ctx.at(b.add(two, b.index(1))))

@@ -63,8 +63,11 @@ class Visitor(Protocol):
 class WalkContext:
     """What rules see: the builder, buffers and extents of each level, and loop emission."""
 
-    def __init__(self, b: Builder, operand: WalkedOperand, args: list[LevelArgs], lanes: int | None = None) -> None:
+    def __init__(self, b: Builder, operand: WalkedOperand, args: list[LevelArgs], lanes: int | None = None,
+                 stride: int = 0) -> None:
         self.b = b
+        #: slots per parent of a fixed-stride loose_compressed level walked in full (0: bounded walk)
+        self.stride = stride
         self.vector_lanes, self.unroll = loop_widths(lanes)
         self.operand = operand
         self.fmt = operand.fmt
@@ -236,14 +239,15 @@ def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | No
 
 def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor,
          rows: tuple[Value, Value] | None = None, row_dim: int = 0, lanes: int | None = None,
-         skip_zeros: Value | None = None) -> None:
+         skip_zeros: Value | None = None, stride: int = 0) -> None:
     """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc).
 
     ``rows``: walk only the entries whose dimension ``row_dim`` lies in ``[rows[0], rows[1])`` (needs
     :func:`row_mode`; ValueError otherwise). ``lanes``: the inner loops' width (:func:`loop_widths`).
     ``skip_zeros``: the operand's values; slots storing zero are skipped (padding, :mod:`.padding`), entries
-    come one at a time (the caller passes ``lanes=1``)."""
-    ctx = WalkContext(b, operand, args, lanes)
+    come one at a time (the caller passes ``lanes=1``). ``stride``: ``K > 0`` walks every one of the ``K``
+    slots per parent of a fixed-stride ``loose_compressed`` level (:func:`.rules.loose_compressed`)."""
+    ctx = WalkContext(b, operand, args, lanes, stride)
     n = len(ctx.fmt.levels)
     known = known_after(ctx.plan)
     carry_level = visitor.carry_level(known)
