@@ -150,24 +150,24 @@ def _sparse_plus_dense(s: TensorWrapper, d: Any, sign: int, s_first: bool) -> to
     return d + sd if sign == 1 else d - sd
 
 
-def add(a: Any, b: Any, *, alpha: Any = 1) -> Any:
-    """``a + alpha * b`` with at least one TorchUST."""
+def _signed_sum(a: Any, b: Any, alpha: Any, sign: int) -> Any:
+    """``a + sign * alpha * b`` with at least one TorchUST (``add``: sign 1, ``sub``: sign -1)."""
     if alpha != 1:
         b = mul(b, alpha) if isinstance(b, TensorWrapper) else b * alpha
     ua, ub = isinstance(a, TensorWrapper), isinstance(b, TensorWrapper)
     if ua and ub:
-        return _sparse_sparse("add", a, b)
-    return _sparse_plus_dense(a, b, 1, True) if ua else _sparse_plus_dense(b, a, 1, False)
+        return _sparse_sparse("add" if sign == 1 else "sub", a, b)
+    return _sparse_plus_dense(a, b, sign, True) if ua else _sparse_plus_dense(b, a, sign, False)
+
+
+def add(a: Any, b: Any, *, alpha: Any = 1) -> Any:
+    """``a + alpha * b`` with at least one TorchUST."""
+    return _signed_sum(a, b, alpha, 1)
 
 
 def sub(a: Any, b: Any, *, alpha: Any = 1) -> Any:
     """``a - alpha * b`` with at least one TorchUST."""
-    if alpha != 1:
-        b = mul(b, alpha) if isinstance(b, TensorWrapper) else b * alpha
-    ua, ub = isinstance(a, TensorWrapper), isinstance(b, TensorWrapper)
-    if ua and ub:
-        return _sparse_sparse("sub", a, b)
-    return _sparse_plus_dense(a, b, -1, True) if ua else _sparse_plus_dense(b, a, -1, False)
+    return _signed_sum(a, b, alpha, -1)
 
 
 def rsub(a: Any, b: Any, *, alpha: Any = 1) -> Any:
