@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes  # a pinned dependency: bfloat16 buffers are ml_dtypes arrays (torch bfloat16 viewed so)
 import numpy as np
 
 #: MLIR element type -> numpy dtype. ``index`` is 64-bit on the supported targets.
@@ -12,13 +13,8 @@ DTYPES: dict[str, np.dtype] = {
     "i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64), "index": np.dtype(np.int64),
     "complex<f32>": np.dtype(np.complex64), "complex<f64>": np.dtype(np.complex128),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
 }
-try:  # bfloat16 buffers are ml_dtypes arrays (frontend.storage views torch bfloat16 so)
-    import ml_dtypes
-
-    DTYPES["bf16"] = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - ml_dtypes is a dependency
-    pass
 #: Element types allowed for scalar (by value) arguments and results.
 SCALAR_TYPES = ("f32", "f64", "i8", "i16", "i32", "i64", "index")
 
