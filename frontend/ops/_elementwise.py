@@ -28,7 +28,7 @@ from lowering.miscompiles import unsupported_levels
 from lowering.scalar_fn import ScalarFn, exp, kind, logical_or, maximum, minimum, trace
 from lowering.sparsifier import elementwise as build
 
-from ._elementwise_fast import fast_binary, fast_rowsum, merge_buffers
+from ._elementwise_fast import fast_binary, fast_rowsum, index_type, merge_buffers
 from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels, row_kernel_for
 from ._kernel_cache import dense_tensor, row_major, spec_of
 from ._operands import (
@@ -433,7 +433,7 @@ def _row_softmax(t: Tensor, axis: int, logarithm: bool, elem: str, threads: Any)
     vals = np.asarray(t.val)
     if pos.dtype not in (np.int32, np.int64) or not vals.flags.c_contiguous:
         return None
-    p = f"i{pos.dtype.itemsize * 8}"
+    p = index_type(pos)
     kernel = row_kernel_for(("softmax", elem, p, logarithm), lambda: row_softmax.build(elem, p, logarithm))
     rows = len(pos) - 1
     n = resolve_threads(threads)

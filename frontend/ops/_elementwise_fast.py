@@ -39,7 +39,8 @@ _COMPRESSED = (NamedFormats.CSR, NamedFormats.CSC)
 _SCIPY_TYPES = frozenset({"csr_array", "csr_matrix", "csc_array", "csc_matrix"})
 
 
-def _index_type(buf: np.ndarray) -> str:
+def index_type(buf: np.ndarray) -> str:
+    """MLIR integer type of an index buffer (int32 -> ``i32``), cheap enough for the per-call paths."""
     return f"i{buf.dtype.itemsize * 8}"
 
 
@@ -53,7 +54,7 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     a_pos, a_crd, a_val = a
     b_pos, b_crd, b_val = b
     idx = np.dtype(f"int{width}")
-    types = [_index_type(x) for x in (a_pos, a_crd, b_pos, b_crd)] + [f"i{width}", f"i{width}"]
+    types = [index_type(x) for x in (a_pos, a_crd, b_pos, b_crd)] + [f"i{width}", f"i{width}"]
     kernel = row_kernel_for(("merge", op, elem, *types), lambda: merge_rows.build(op, elem, kind, *types))
     outer = len(a_pos) - 1
     bound = int(a_pos[-1]) + int(b_pos[-1])
@@ -146,7 +147,7 @@ def fast_rowsum(a: Any, axis: Any) -> Any:
         return None
     pos, _, val = bufs
     elem, kind = _ELEMS[val.dtype]
-    p = _index_type(pos)
+    p = index_type(pos)
     kernel = row_kernel_for(("rowsum", elem, p), lambda: row_sum.build(elem, kind, p))
     rows = len(pos) - 1
     out = np.empty(rows, val.dtype)
