@@ -23,13 +23,12 @@ from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
-from lowering.kernels import row_softmax
 from lowering.miscompiles import unsupported_levels
 from lowering.scalar_fn import ScalarFn, exp, kind, logical_or, maximum, minimum, trace
 from lowering.sparsifier import elementwise as build
 
-from ._elementwise_fast import fast_binary, fast_rowsum, index_type, merge_buffers
-from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels, row_kernel_for
+from ._elementwise_fast import fast_binary, fast_rowsum, fast_softmax, merge_buffers, softmax_values
+from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels
 from ._kernel_cache import dense_tensor, row_major, spec_of
 from ._operands import (
     check_cpu,
@@ -43,8 +42,7 @@ from ._operands import (
 )
 from ._prepared import default_sparse_format
 from ._reroute import entry_format
-from ._stats import balanced_bounds
-from ._threads import cpu_count, resolve_threads
+from ._threads import resolve_threads
 
 _SCALARS = (int, float, complex, np.number)
 
@@ -412,10 +410,6 @@ def _sampled(t: Tensor, v: np.ndarray, keep: tuple[int, ...], fn: ScalarFn, out:
     return kernel([t, vt])
 
 
-#: Stored entries from which softmax's row kernel runs on every core (below: one thread).
-ROW_PARALLEL_MIN = 1 << 17
-
-
 def _row_softmax(t: Tensor, axis: int, logarithm: bool, elem: str, threads: Any) -> Tensor | None:
     """Softmax along ``axis`` of a 2-D sparse ``t`` as one row kernel (:mod:`lowering.kernels.row_softmax`):
     on CSR rows (``axis=1``; other unpadded formats are converted to CSR) or CSC columns (``axis=0``);
@@ -433,14 +427,8 @@ def _row_softmax(t: Tensor, axis: int, logarithm: bool, elem: str, threads: Any)
     vals = np.asarray(t.val)
     if pos.dtype not in (np.int32, np.int64) or not vals.flags.c_contiguous:
         return None
-    p = index_type(pos)
-    kernel = row_kernel_for(("softmax", elem, p, logarithm), lambda: row_softmax.build(elem, p, logarithm))
-    rows = len(pos) - 1
     n = resolve_threads(threads)
-    if threads is None or threads == "auto":
-        n = cpu_count() if vals.size >= ROW_PARALLEL_MIN else 1
-    bounds = balanced_bounds(pos.astype(np.int64, copy=False), n) if n > 1 and rows > 1 else (0, rows)
-    out = kernel([pos, vals], np.empty(vals.shape, vals.dtype), bounds)
+    out = softmax_values(pos, vals, logarithm, None if threads is None or threads == "auto" else n)
     return Tensor(t.tensor_format, t.shape, t._pos, t._crd, out, index_type=t.index_type, package="numpy")
 
 
@@ -479,16 +467,20 @@ def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any, threads: Any =
 def softmax(a: Any, axis: int = -1, *, out_format: Any = None, threads: Any = None) -> Any:
     """``exp(a - max) / sum(exp(a - max))`` along ``axis`` over the stored entries (absent entries count as
     minus infinity, as in ``torch.sparse.softmax``); the result has ``a``'s pattern, an empty row stays empty.
+    CSR along rows / CSC along columns (SciPy objects or Tensors, f32/f64, no ``out_format=``/``threads=``)
+    take a lean path straight to the row kernel (:func:`frontend.ops._elementwise_fast.fast_softmax`).
 
     Along the rows of CSR (and of formats converted to CSR) or the columns of CSC it is one kernel (max,
     exp-sum, scale per row) on ``threads`` row chunks (None/``"auto"``: every core from
-    :data:`ROW_PARALLEL_MIN` entries); other cases run four sparsifier kernels."""
-    return _softmax(a, axis, False, out_format, threads)
+    :data:`frontend.ops._elementwise_fast.ROW_PARALLEL_MIN` entries); other cases run four sparsifier kernels."""
+    fast = fast_softmax(a, axis, False) if out_format is None and threads is None else None
+    return fast if fast is not None else _softmax(a, axis, False, out_format, threads)
 
 
 def log_softmax(a: Any, axis: int = -1, *, out_format: Any = None, threads: Any = None) -> Any:
     """``a - max - log(sum(exp(a - max)))`` along ``axis`` over the stored entries (see :func:`softmax`)."""
-    return _softmax(a, axis, True, out_format, threads)
+    fast = fast_softmax(a, axis, True) if out_format is None and threads is None else None
+    return fast if fast is not None else _softmax(a, axis, True, out_format, threads)
 
 
 def kernels_of(op: Callable[..., Any], *args: Any, **kwargs: Any) -> list[ElementwiseKernel]:

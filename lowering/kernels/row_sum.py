@@ -1,35 +1,66 @@
 """Hand-written row sums of a matrix with (dense, compressed) levels (CSR rows, CSC columns), a row-range
-kernel: ``out[r] = sum(val[pos[r]:pos[r + 1]])``, one sequential pass over each row's stored values.
+kernel: ``out[r] = sum(val[pos[r]:pos[r + 1]])``, one pass over each row's stored values.
 
 - ``@rowsum(pos, val, out, row_begin, row_end)`` writes ``out[r]`` for the rows ``[row_begin, row_end)``; an
   empty row gives 0. It reads no coordinates and allocates nothing (``sum(A, axis=1)`` is SpMV with ones
   without the ones).
+- A row of at least :func:`lanes` entries is summed a vector of ``lanes`` values at a time (1024 bits: 32
+  f32/i32, 16 f64/i64, i.e. four independent AVX2 accumulators), the vector reduced once (reassociated, as
+  the pipeline's ``reassociate-fp-reductions``), then the rest one by one. A plain scalar loop is one
+  dependent ``addf`` chain per row: 2-2.5x slower than scipy's SIMD ``add.reduceat`` on long f32 rows.
+  Shorter rows take the scalar loop only.
 """
 from __future__ import annotations
 
 _ADD = {"float": "arith.addf", "int": "arith.addi"}
+_BITS = {"f32": 32, "f64": 64, "i32": 32, "i64": 64}
+
+
+def lanes(elem: str) -> int:
+    """Values summed per vector step for MLIR element type ``elem`` (1024 bits)."""
+    return 1024 // _BITS[elem]
 
 
 def build(elem: str, kind: str, ap: str) -> str:
     """The module (``@rowsum``) for values of MLIR type ``elem`` (``kind`` ``"float"`` or ``"int"``) and
     positions of type ``ap``."""
-    if kind not in _ADD:
-        raise ValueError(f"row sum kernel: no sum of {kind} values")
+    if kind not in _ADD or elem not in _BITS:
+        raise ValueError(f"row sum kernel: no sum of {kind} {elem} values")
     zero = "0.0" if kind == "float" else "0"
+    w = lanes(elem)
+    vec = f"vector<{w}x{elem}>"
+    add = _ADD[kind]
     return f"""\
 func.func @rowsum(%pos: memref<?x{ap}>, %val: memref<?x{elem}>, %out: memref<?x{elem}>, %row_begin: index,
                   %row_end: index) attributes {{llvm.emit_c_interface}} {{
   %c1 = arith.constant 1 : index
+  %cw = arith.constant {w} : index
   %zero = arith.constant {zero} : {elem}
+  %vzero = arith.constant dense<{zero}> : {vec}
   scf.for %r = %row_begin to %row_end step %c1 {{
     %r1 = arith.addi %r, %c1 : index
     %lo_p = memref.load %pos[%r] : memref<?x{ap}>
     %hi_p = memref.load %pos[%r1] : memref<?x{ap}>
     %lo = arith.index_cast %lo_p : {ap} to index
     %hi = arith.index_cast %hi_p : {ap} to index
-    %s = scf.for %k = %lo to %hi step %c1 iter_args(%acc = %zero) -> ({elem}) {{
+    %len = arith.subi %hi, %lo : index
+    %long = arith.cmpi uge, %len, %cw : index
+    %head:2 = scf.if %long -> ({elem}, index) {{
+      %rest = arith.remui %len, %cw : index
+      %vend = arith.subi %hi, %rest : index
+      %vacc = scf.for %k = %lo to %vend step %cw iter_args(%acc = %vzero) -> ({vec}) {{
+        %v = vector.load %val[%k] : memref<?x{elem}>, {vec}
+        %a = {add} %acc, %v : {vec}
+        scf.yield %a : {vec}
+      }}
+      %vs = vector.reduction <add>, %vacc : {vec} into {elem}
+      scf.yield %vs, %vend : {elem}, index
+    }} else {{
+      scf.yield %zero, %lo : {elem}, index
+    }}
+    %s = scf.for %k = %head#1 to %hi step %c1 iter_args(%acc = %head#0) -> ({elem}) {{
       %v = memref.load %val[%k] : memref<?x{elem}>
-      %a = {_ADD[kind]} %acc, %v : {elem}
+      %a = {add} %acc, %v : {elem}
       scf.yield %a : {elem}
     }}
     memref.store %s, %out[%r] : memref<?x{elem}>
