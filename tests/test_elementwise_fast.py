@@ -176,3 +176,139 @@ def test_rows_that_do_not_overlap(conv):
             np.testing.assert_array_equal(got.toarray(), ref(sp.csr_array(x), sp.csr_array(y)).toarray())
             np.testing.assert_array_equal(F.multiply(Tensor.from_dense(x, NF.CSR), Tensor.from_dense(y, NF.CSR)
                                                      ).to_dense(), x * y)
+
+
+def _masked_softmax(d, axis, logarithm):
+    """Softmax over the nonzeros of dense ``d`` along ``axis`` in float64 (absent entries: minus infinity)."""
+    mask = d != 0
+    z = np.where(mask, d.astype(np.float64), -np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e = np.exp(z - z.max(axis=axis, keepdims=True, initial=-np.inf))
+        ref = e / e.sum(axis=axis, keepdims=True)
+        ref = np.log(ref) if logarithm else ref
+    return np.where(mask, ref, 0)
+
+
+def _no_general_softmax(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the general path ran")
+    monkeypatch.setattr(ew, "_softmax", refuse)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("conv", SCIPY, ids=lambda c: c.__name__)
+def test_softmax_scipy_operands(conv, dtype, monkeypatch):
+    """softmax/log_softmax of CSR along rows and CSC along columns go the lean way from the first call and
+    equal the general path and the dense reference (empty rows stay empty, 1x1, empty, non-square)."""
+    axes = (1, -1) if conv in (sp.csr_array, sp.csr_matrix) else (0, -2)
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    for k, shape in enumerate(SHAPES):
+        d = _matrix(shape, k, dtype)
+        for logarithm, fn in ((False, F.softmax), (True, F.log_softmax)):
+            x = conv(d)
+            general = ew._softmax(x, axes[0], logarithm, None)
+            with monkeypatch.context() as m:
+                _no_general_softmax(m)
+                for axis in axes:
+                    got = fn(x, axis)
+                    assert type(got) is type(general) and got.dtype == general.dtype == dtype
+                    got.check_format(full_check=True)
+                    assert got.nnz == x.nnz
+                    np.testing.assert_allclose(got.toarray(), general.toarray(), rtol=tol, atol=tol)
+                    np.testing.assert_allclose(got.toarray(), _masked_softmax(d, axis, logarithm), rtol=tol,
+                                               atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fmt", ["CSR", "CSC"])
+def test_softmax_tensor_operands(fmt, dtype, monkeypatch):
+    """Tensors in CSR (rows) / CSC (columns) go the lean way; Tensor results in the operand's format."""
+    f, axis = (NF.CSR, 1) if fmt == "CSR" else (NF.CSC, 0)
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    for k, shape in enumerate(SHAPES):
+        d = _matrix(shape, k, dtype)
+        x = Tensor.from_dense(d, f)
+        with monkeypatch.context() as m:
+            _no_general_softmax(m)
+            for logarithm, fn in ((False, F.softmax), (True, F.log_softmax)):
+                got = fn(x, axis)
+                assert isinstance(got, Tensor) and got.tensor_format == f and got.dtype == dtype
+                np.testing.assert_allclose(got.to_dense(), _masked_softmax(d, axis, logarithm), rtol=tol, atol=tol)
+
+
+def _long_rows(dtype, seed):
+    """A CSR matrix whose rows hold 0..70 entries (around the vector widths 8/16/32), one row per length."""
+    rng = np.random.default_rng(seed)
+    lengths = np.arange(71)
+    d = np.zeros((len(lengths), 80), dtype)
+    for r, n in enumerate(lengths):
+        cols = rng.choice(80, n, replace=False)
+        d[r, cols] = np.round(rng.standard_normal(n) * 8) + 0.5 if np.dtype(dtype).kind == "f" else \
+            rng.integers(1, 50, n)
+    return d
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rowsum_vector_rows(dtype, monkeypatch):
+    """Rows of every length from 0 to 70 (vector steps of 16/32 plus a scalar rest) sum exactly as numpy, in
+    one chunk and in row chunks, for scipy CSR/CSC and Tensors, with the general path off."""
+    from frontend.ops import _elementwise_fast as fast
+
+    d = _long_rows(dtype, 3)
+    want = d.sum(axis=1).astype(dtype)
+    with monkeypatch.context() as m:
+        _no_general_path(m)
+        for chunks in (False, True):
+            if chunks:
+                m.setattr(fast, "ROWSUM_PARALLEL_MIN", 1)
+                m.setattr(fast, "cpu_count", lambda: 3)
+            np.testing.assert_array_equal(F.sum(sp.csr_array(d), 1), want)
+            np.testing.assert_array_equal(F.sum(sp.csc_array(d.T), 0), want)
+            np.testing.assert_array_equal(F.sum(Tensor.from_dense(d, NF.CSR), 1).to_dense(), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_vector_rows(dtype, monkeypatch):
+    """Softmax over rows of every length from 0 to 70 (vector steps of 8/16 plus a scalar rest, the inlined
+    exp on both), far-apart values (exp underflows to 0) and -inf entries, one chunk and row chunks."""
+    from frontend.ops import _elementwise_fast as fast
+
+    d = _long_rows(dtype, 4)
+    d[40, np.flatnonzero(d[40])[:3]] = (-300, -90, -1e4)  # exp(x - max) far below the normal range
+    d[50, np.flatnonzero(d[50])[0]] = -np.inf              # an entry at minus infinity gives 0
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    with monkeypatch.context() as m:
+        _no_general_softmax(m)
+        for chunks in (False, True):
+            if chunks:
+                m.setattr(fast, "ROW_PARALLEL_MIN", 1)
+                m.setattr(fast, "cpu_count", lambda: 3)
+            for logarithm, fn in ((False, F.softmax), (True, F.log_softmax)):
+                want = _masked_softmax(d, 1, logarithm)
+                got = fn(sp.csr_array(d), 1).toarray()
+                if logarithm:  # the -inf entry: log-softmax -inf in both
+                    fin = np.isfinite(want)
+                    assert np.array_equal(np.isneginf(got), np.isneginf(want)) and np.isneginf(got).sum() == 1
+                    np.testing.assert_allclose(got[fin], want[fin], rtol=tol, atol=tol)
+                else:
+                    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+                np.testing.assert_allclose(fn(sp.csc_array(d.T), 0).toarray().T, got, rtol=tol, atol=tol)
+
+
+def test_prepared_calls_follow_their_operands(monkeypatch):
+    """The prepared call kept on an operand is reused only with the same buffers: values written in place
+    and new value/index buffers are read, another second operand gives its own answer."""
+    x, y, z = (sp.csr_array(_matrix((6, 9), s, np.float64)) for s in (11, 12, 13))
+    with monkeypatch.context() as m:
+        _no_general_path(m)
+        _no_general_softmax(m)
+        for _ in range(3):
+            np.testing.assert_array_equal(F.add(x, y).toarray(), (x + y).toarray())
+            np.testing.assert_array_equal(F.add(x, z).toarray(), (x + z).toarray())
+            np.testing.assert_array_equal(F.multiply(x, z).toarray(), x.multiply(z).toarray())
+            np.testing.assert_array_equal(F.sum(x, 1), x.sum(axis=1))
+            np.testing.assert_allclose(F.softmax(x, 1).toarray(), _masked_softmax(x.toarray(), 1, False),
+                                       rtol=1e-13, atol=1e-13)
+            x.data *= -1.5
+            x.data = x.data.copy() + 1  # a new value buffer (nonzero: same pattern)
+            z.data[:] = 2.0
