@@ -183,9 +183,10 @@ def _masked_softmax(d, axis, logarithm):
     mask = d != 0
     z = np.where(mask, d.astype(np.float64), -np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):
-        e = np.exp(z - z.max(axis=axis, keepdims=True, initial=-np.inf))
-        ref = e / e.sum(axis=axis, keepdims=True)
-        ref = np.log(ref) if logarithm else ref
+        top = z.max(axis=axis, keepdims=True, initial=-np.inf)
+        e = np.exp(z - top)
+        total = e.sum(axis=axis, keepdims=True)
+        ref = z - top - np.log(total) if logarithm else e / total
     return np.where(mask, ref, 0)
 
 
