@@ -13,6 +13,7 @@ validation (:func:`frontend.storage._validate.recheck`).
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,8 @@ from frontend.interop._view_cache import shared_view
 from frontend.tensor._tensor import Tensor
 from lowering.kernels import merge_rows, row_softmax, row_sum
 
-from ._elementwise_kernels import row_kernel_for
-from ._operands import check_cpu, operand, result_package, to_caller_package
+from ._elementwise_kernels import note_kernel, row_kernel_for
+from ._operands import check_cpu, operand, to_caller_package
 from ._stats import balanced_bounds
 from ._threads import cpu_count
 
@@ -52,27 +53,30 @@ def index_type(buf: np.ndarray) -> str:
     return f"i{buf.dtype.itemsize * 8}"
 
 
-def run_rows(fn: Any, holder: Tensor | None, inputs: tuple[np.ndarray, ...], outs: tuple[np.ndarray, ...],
-             rows: int) -> None:
-    """``fn(*inputs, *outs, 0, rows)``: one chunk of a row-range kernel. With a ``holder`` (the view of the
-    operand whose buffers are ``inputs``) the prepared call (:meth:`mlir_bridge.module.Function.bind`) is
-    kept on it, one per function, and reused while ``inputs`` are the same objects: only the outputs' data
-    pointers change. Thread-safe: a call takes the prepared call out of the holder while it runs."""
+def run_rows(key: tuple, build: Callable[[], str], name: str, holder: Tensor | None,
+             inputs: tuple[np.ndarray, ...], outs: tuple[np.ndarray, ...], rows: int) -> None:
+    """``@name(*inputs, *outs, 0, rows)`` of the row kernel ``row_kernel_for(key, build)``: one chunk. With a
+    ``holder`` (the view of the operand whose buffers are ``inputs``) the prepared call
+    (:meth:`mlir_bridge.module.Function.bind`) is kept on it, one per kernel, and reused while ``inputs`` are
+    the same objects: only the outputs' data pointers change (no kernel lookup, no descriptor packing).
+    Thread-safe: a call takes the prepared call out of the holder while it runs."""
     if holder is None:
-        fn(*inputs, *outs, 0, rows)
+        row_kernel_for(key, build).function(name)(*inputs, *outs, 0, rows)
         return
     calls = holder.__dict__.get("_prepared_calls")
     if calls is None:
         calls = holder.__dict__.setdefault("_prepared_calls", {})
-    entry = calls.pop(fn, None)
+    entry = calls.pop(key, None)
     if entry is not None and entry[2] == rows and all(map(operator.is_, entry[0], inputs)):
-        bound = entry[1]
+        bound, kernel = entry[1], entry[3]
+        note_kernel(kernel)
         for i, o in enumerate(outs, len(inputs)):
             bound.rebind_same(i, o)
     else:
-        bound = fn.bind(*inputs, *outs, 0, rows)
+        kernel = row_kernel_for(key, build)
+        bound = kernel.function(name).bind(*inputs, *outs, 0, rows)
     bound()
-    calls[fn] = (inputs, bound, rows)
+    calls[key] = (inputs, bound, rows, kernel)
 
 
 def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -87,7 +91,8 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     b_pos, b_crd, b_val = b
     idx = np.dtype(f"int{width}")
     types = [index_type(x) for x in (a_pos, a_crd, b_pos, b_crd)] + [f"i{width}", f"i{width}"]
-    kernel = row_kernel_for(("merge", op, elem, *types), lambda: merge_rows.build(op, elem, kind, *types))
+    key = ("merge", op, elem, *types)
+    build = lambda: merge_rows.build(op, elem, kind, *types)  # noqa: E731 - built once per key
     outer = len(a_pos) - 1
     bound = int(a_pos[-1]) + int(b_pos[-1])
     c_pos = np.empty(outer + 1, idx)
@@ -95,12 +100,12 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     crd, val = np.empty(bound, idx), np.empty(bound, a_val.dtype)
     if bound < MERGE_PARALLEL_MIN or outer <= 1 or cpu_count() == 1:
         small = holder if bound <= PREPARED_MAX else None
-        run_rows(kernel.function("merge"), small, (a_pos, a_crd, a_val, b_pos, b_crd, b_val), (c_pos, crd, val), outer)
+        run_rows(key, build, "merge", small, (a_pos, a_crd, a_val, b_pos, b_crd, b_val), (c_pos, crd, val), outer)
         end = int(c_pos[-1])
         return c_pos, crd[:end], val[:end]
     work = a_pos.astype(np.int64) + b_pos.astype(np.int64)  # row offsets of the bound
     bounds = balanced_bounds(work, cpu_count())
-    kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
+    row_kernel_for(key, build)([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
     end = 0  # join in place: each chunk moved down to the end of the ones before (no move when none shrank)
     for r0, r1 in zip(bounds, bounds[1:]):
         if r1 <= r0:
@@ -133,6 +138,12 @@ def _view(x: Any, what: str) -> Tensor | None:
     return None
 
 
+def _package(a: Any, b: Any) -> str | None:
+    """:func:`frontend.ops._operands.result_package` of two operands :func:`_view` took (SciPy objects or
+    Tensors): None (Tensor results) when either is a Tensor, else ``"scipy"``."""
+    return None if type(a) is Tensor or type(b) is Tensor else "scipy"
+
+
 def _buffers(t: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     pos, crd, val = t._pos[1], t._crd[1], t.val
     if not (type(pos) is type(crd) is type(val) is np.ndarray and val.flags.c_contiguous):
@@ -158,7 +169,7 @@ def fast_binary(op: str, a: Any, b: Any) -> Any:
     it = va.index_type or vb.index_type
     width = np.dtype(it).itemsize * 8 if it is not None else 64
     pos, crd, val = merge_buffers(op, ba, bb, elem, kind, width, va)
-    package = result_package((a, b))
+    package = _package(a, b)
     if package == "scipy":  # straight into scipy: sorted and duplicate-free by construction
         kind = "csr_array" if va.tensor_format == NamedFormats.CSR else "csc_array"
         return canonical_compressed(kind, val, crd, pos, va.shape)
@@ -181,14 +192,16 @@ def fast_rowsum(a: Any, axis: Any) -> Any:
     pos, _, val = bufs
     elem, kind = _ELEMS[val.dtype]
     p = index_type(pos)
-    kernel = row_kernel_for(("rowsum", elem, p), lambda: row_sum.build(elem, kind, p))
+    key = ("rowsum", elem, p)
+    build = lambda: row_sum.build(elem, kind, p)  # noqa: E731 - built once per key
     rows = len(pos) - 1
     out = np.empty(rows, val.dtype)
     if val.size < ROWSUM_PARALLEL_MIN or rows <= 1 or cpu_count() == 1:
-        run_rows(kernel.function("rowsum"), t if val.size <= PREPARED_MAX else None, (pos, val), (out,), rows)
+        run_rows(key, build, "rowsum", t if val.size <= PREPARED_MAX else None, (pos, val), (out,), rows)
     else:
-        kernel([pos, val], out, balanced_bounds(pos.astype(np.int64, copy=False), cpu_count()), "rowsum")
-    return to_caller_package(out, result_package((a,)))
+        bounds = balanced_bounds(pos.astype(np.int64, copy=False), cpu_count())
+        row_kernel_for(key, build)([pos, val], out, bounds, "rowsum")
+    return out if type(a) is not Tensor else to_caller_package(out, None)
 
 
 def softmax_values(pos: np.ndarray, val: np.ndarray, logarithm: bool, chunks: int | None = None,
@@ -198,14 +211,15 @@ def softmax_values(pos: np.ndarray, val: np.ndarray, logarithm: bool, chunks: in
     softmax kernel (:mod:`lowering.kernels.row_softmax`): on ``chunks`` row chunks (None: every core from
     :data:`ROW_PARALLEL_MIN` entries, else one). ``holder``: see :func:`run_rows`."""
     elem, p = _FLOATS[val.dtype], index_type(pos)
-    kernel = row_kernel_for(("softmax", elem, p, logarithm), lambda: row_softmax.build(elem, p, logarithm))
+    key = ("softmax", elem, p, logarithm)
+    build = lambda: row_softmax.build(elem, p, logarithm)  # noqa: E731 - built once per key
     rows = len(pos) - 1
     n = chunks if chunks is not None else cpu_count() if val.size >= ROW_PARALLEL_MIN else 1
     out = np.empty(val.shape, val.dtype)
     if n <= 1 or rows <= 1:
-        run_rows(kernel.function("main"), holder if val.size <= PREPARED_MAX else None, (pos, val), (out,), rows)
+        run_rows(key, build, "main", holder if val.size <= PREPARED_MAX else None, (pos, val), (out,), rows)
         return out
-    return kernel([pos, val], out, balanced_bounds(pos.astype(np.int64, copy=False), n))
+    return row_kernel_for(key, build)([pos, val], out, balanced_bounds(pos.astype(np.int64, copy=False), n))
 
 
 def fast_softmax(a: Any, axis: Any, logarithm: bool) -> Any:
@@ -225,7 +239,7 @@ def fast_softmax(a: Any, axis: Any, logarithm: bool) -> Any:
     if pos.dtype.itemsize not in (4, 8):
         return None
     out = softmax_values(pos, val, logarithm, holder=t)
-    package = result_package((a,))
+    package = _package(a, a)
     if package == "scipy":  # the input's pattern: sorted and duplicate-free
         return canonical_compressed("csr_array" if want == NamedFormats.CSR else "csc_array", out, crd, pos, t.shape)
     res = Tensor(t.tensor_format, t.shape, list(t._pos), list(t._crd), out, index_type=t.index_type, package="numpy")

@@ -71,10 +71,15 @@ def _cached(key: tuple, make: Callable[[], K]) -> K:
         k = make()
         with _lock:
             k = _kernels.setdefault(key, k)
+    note_kernel(k)
+    return k
+
+
+def note_kernel(kernel: Any) -> None:
+    """Record ``kernel`` as run when inside :func:`recorded_kernels` (for a call that did not look it up)."""
     seen = getattr(_recording, "kernels", None)
     if seen is not None:
-        seen.append(k)
-    return k
+        seen.append(kernel)
 
 
 @contextlib.contextmanager

@@ -51,6 +51,7 @@ def exp_lines(x: str, res: str, t: str, elem: str, p: str, indent: str) -> str:
     lo, log2e, ln2_hi, ln2_lo, bias, mant, coeffs = _EXP[elem]
     bits = _BITS[elem]
     it = t.replace(elem, f"i{bits}")
+    bt = t.replace(elem, "i1")
     lines = [
         f"%{p}lo = {_const(lo, t, elem)}", f"%{p}zero = {_const('0.0', t, elem)}",
         f"%{p}half = {_const('0.5', t, elem)}", f"%{p}one = {_const('1.0', t, elem)}",
@@ -83,7 +84,7 @@ def exp_lines(x: str, res: str, t: str, elem: str, p: str, indent: str) -> str:
         f"%{p}two = arith.bitcast %{p}ex : {it} to {t}",
         f"%{p}big = arith.mulf %{p}pv, %{p}two : {t}",
         f"%{p}tiny = arith.cmpf olt, %{x}, %{p}lo : {t}",
-        f"%{res} = arith.select %{p}tiny, %{p}zero, %{p}big : {'vector<' + t.split('<')[1].split('x')[0] + 'xi1>' if t.startswith('vector') else 'i1'}, {t}",
+        f"%{res} = arith.select %{p}tiny, %{p}zero, %{p}big : {bt}, {t}",
     ]
     return "".join(f"{indent}{line}\n" for line in lines)
 
