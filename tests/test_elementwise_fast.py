@@ -313,3 +313,25 @@ def test_prepared_calls_follow_their_operands(monkeypatch):
             x.data *= -1.5
             x.data = x.data.copy() + 1  # a new value buffer (nonzero: same pattern)
             z.data[:] = 2.0
+
+
+def test_repeated_calls_on_one_operand(monkeypatch):
+    """Repeated row sums / softmaxes of one operand (the prepared call run again) along both axis spellings,
+    for SciPy objects and Tensors, stay equal to scipy and record their kernel for print_mlir."""
+    from frontend.ops._elementwise import kernels_of
+
+    d = _matrix((7, 5), 21, np.float64)
+    x, t = sp.csr_array(d), Tensor.from_dense(d, NF.CSR)
+    want = _masked_softmax(d, 1, False)
+    with monkeypatch.context() as m:
+        _no_general_path(m)
+        _no_general_softmax(m)
+        for _ in range(3):
+            for axis in (1, -1):
+                np.testing.assert_array_equal(F.sum(x, axis), d.sum(axis=1))
+                np.testing.assert_array_equal(F.sum(t, axis).to_dense(), d.sum(axis=1))
+                np.testing.assert_allclose(F.softmax(x, axis).toarray(), want, rtol=1e-13, atol=1e-13)
+                np.testing.assert_allclose(F.softmax(t, axis).to_dense(), want, rtol=1e-13, atol=1e-13)
+                np.testing.assert_allclose(F.log_softmax(x, axis).toarray(), _masked_softmax(d, 1, True),
+                                           rtol=1e-13, atol=1e-13)
+    assert len(kernels_of(F.sum, x, 1)) == 1 and len(kernels_of(F.softmax, x, 1)) == 1
