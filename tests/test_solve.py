@@ -414,3 +414,27 @@ def test_threaded_module_loads_from_disk_cache_in_a_fresh_process(tmp_path):
     first, second = (o.stdout.split() for o in outs)
     assert first[1] != "0" and second[0] != "0" and second[1] == "0"  # built once, then loaded from disk
     assert first[2] == second[2] == "True" and float(second[3]) < 1e-8
+
+
+def test_planned_substitution_repeated_calls():
+    """A planned triangular solve called again and again (its prepared one-vector call reused) solves each new
+    right-hand side: fresh vectors, one changed in place, a strided one, an (n, 1) column, several columns,
+    then a float32 right-hand side of a float32 plan; each against scipy's spsolve_triangular."""
+    rng = np.random.default_rng(7)
+    d = np.tril(rng.standard_normal((9, 9)) * (rng.random((9, 9)) < 0.5)) + 4 * np.eye(9)
+    low = sp.csr_array(d)
+    solver = frontend.Solve(low, lower=True).plan()
+    b = rng.standard_normal(9)
+    for _ in range(3):
+        np.testing.assert_allclose(solver.execute(b), sla.spsolve_triangular(low, b, lower=True), rtol=1e-12)
+        b *= -2.5
+    wide = rng.standard_normal((9, 3))
+    np.testing.assert_allclose(solver.execute(wide[:, 1]), np.linalg.solve(d, wide[:, 1]), rtol=1e-12)
+    np.testing.assert_allclose(solver.execute(wide[:, :1]), np.linalg.solve(d, wide[:, :1]), rtol=1e-12)
+    np.testing.assert_allclose(solver.execute(wide), np.linalg.solve(d, wide), rtol=1e-12)
+    np.testing.assert_allclose(solver.execute(b), np.linalg.solve(d, b), rtol=1e-12)
+    s32 = frontend.Solve(sp.csr_array(d.astype(np.float32)), lower=True)
+    for _ in range(2):
+        got = s32.execute(b.astype(np.float32))
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, np.linalg.solve(d, b), rtol=1e-4)
