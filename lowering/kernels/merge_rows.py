@@ -5,9 +5,8 @@ Through the sparsifier a sparse result is built by inserting every entry through
 function call per entry (about 4x scipy's time for a union here). This kernel merges each row's two
 sorted coordinate lists instead, in one pass into buffers of the bound ``nnz(A) + nnz(B)``: a branch-free
 step (selects) while both lists have entries, then (for a union) copies of the rest of either list. Rows
-whose column ranges do not overlap (A's last coordinate before B's first, or the reverse for an
-intersection; four loads per row) take no merge steps: the union copies both lists, the intersection is
-empty.
+whose column ranges do not overlap (A's last coordinate before B's first, or the reverse; four loads per
+row) take no merge steps: the union copies both lists (the earlier one first), the intersection is empty.
 
 - ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, c_crd, c_val, row_begin, row_end)`` writes the
   rows ``[row_begin, row_end)`` one after another from offset ``a_pos[row_begin] + b_pos[row_begin]`` (the
@@ -148,6 +147,42 @@ _INTERSECT_SKIP = """\
 """
 
 
+# a union where B's row ends before A's starts: B's row copied, then A's (no merge steps)
+_B_FIRST = """\
+      %bq = scf.for %k = %blo to %bhi step %c1 iter_args(%q = %n0) -> (index) {{
+        %x = memref.load %b_crd[%k] : memref<?x{bc}>
+        %xi = arith.index_cast %x : {bc} to index
+        %xc = arith.index_cast %xi : index to {cc}
+        %vb = memref.load %b_val[%k] : memref<?x{e}>
+{b_alone}        memref.store %xc, %c_crd[%q] : memref<?x{cc}>
+        memref.store %vbo, %c_val[%q] : memref<?x{e}>
+        %q1 = arith.addi %q, %c1 : index
+        scf.yield %q1 : index
+      }}
+      %aq = scf.for %k = %alo to %ahi step %c1 iter_args(%q = %bq) -> (index) {{
+        %x = memref.load %a_crd[%k] : memref<?x{ac}>
+        %xi = arith.index_cast %x : {ac} to index
+        %xc = arith.index_cast %xi : index to {cc}
+        %v = memref.load %a_val[%k] : memref<?x{e}>
+        memref.store %xc, %c_crd[%q] : memref<?x{cc}>
+        memref.store %v, %c_val[%q] : memref<?x{e}>
+        %q1 = arith.addi %q, %c1 : index
+        scf.yield %q1 : index
+      }}
+"""
+
+
+def _b_first(text: str, ac: str, bc: str, cc: str, e: str, b_alone: str) -> str:
+    """``text`` (a union's module) with the merge loop and tails of a row wrapped in ``scf.if``: rows whose B
+    part lies before A's (``%apart#1``) copy B's row, then A's."""
+    start = text.index("    %res:3 = scf.while")
+    end = text.index("    %end = arith.index_cast %rowend")
+    merged = text[start:end].replace("    %rowend = scf.for", "    %rowend_m = scf.for")
+    return (text[:start] + "    %rowend = scf.if %apart#1 -> (index) {\n"
+            + _B_FIRST.format(ac=ac, bc=bc, cc=cc, e=e, b_alone=b_alone) + "      scf.yield %aq : index\n"
+            + "    } else {\n" + merged + "      scf.yield %rowend_m : index\n    }\n" + text[end:])
+
+
 def _b_alone(op: str, kind: str, e: str, indent: str) -> str:
     """``%vbo``: the result where only B stores the coordinate (``vb`` for add, ``-vb`` for sub)."""
     if op == "add":
@@ -177,6 +212,8 @@ def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp:
         tail = "    %rowend = arith.addi %res#2, %c0 : index\n"
     skip = _DISJOINT.format(ac=ac, bc=bc) + (_UNION_SKIP if union else _INTERSECT_SKIP)
     text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, e=elem, start=start, body=body, tail=tail, skip=skip)
+    if union:
+        text = _b_first(text, ac, bc, cc, elem, _b_alone(op, kind, elem, "        "))
     zero = "0.0" if kind == "float" else "0"
     return (f"func.func @merge(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>, "
             f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %c_pos: memref<?x{cp}>, "
