@@ -254,6 +254,11 @@ def print_mlir(*args: Any, stage: str | None = None, file: Any = None, subscript
             print_stages(kernel.stages(), stage, file)
         return
     if subscripts is not None:
+        got = _sddmm.plan(subscripts, args, kwargs.get("out_format")) if set(kwargs) <= {"out_format"} else None
+        if got is not None:  # the SDDMM kernel einsum runs for these operands
+            print(f"// {_sddmm.PATH}", file=file)
+            print_stages(_sddmm.kernel_for(got[1], _sddmm.elem_of(got[2]), True).stages(), stage, file)
+            return
         options = MatmulOptions(out_format=kwargs.pop("out_format", None), semiring=kwargs.pop("semiring", None),
                                 prolog=kwargs.pop("prolog", None), epilog=kwargs.pop("epilog", None),
                                 target=kwargs.pop("target", "cpu"))

@@ -16,7 +16,7 @@ the unscaled values of ``X @ Yt.T`` at a pattern's entries in storage order (Tor
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,9 @@ from ._operands import check_cpu, operand, result_package, to_caller_package
 from ._threads import balanced_bounds, chunk_bounds, cpu_count, resolve_threads
 
 #: ``nnz * k`` multiply-adds from which the kernel runs on every core (below: one thread).
-SDDMM_PARALLEL_MIN = 1 << 18
+SDDMM_PARALLEL_MIN = 1 << 21
+#: Values of a ``k x n`` ``Y`` from which the compiled transpose runs (below: NumPy's copy, less call overhead).
+TRANSPOSE_KERNEL_MIN = 1 << 14
 #: Canonical einsum subscripts of SDDMM -> whether ``Y`` comes transposed (``n x k``).
 FORMS = {"ab,ac,cb->ab": False, "ab,ac,bc->ab": True}
 #: The kernel's name in paths and ``info``.
@@ -56,17 +58,15 @@ def canonical(subscripts: str) -> str:
     return "".join(out)
 
 
-@dataclass(frozen=True)
 class Pattern:
     """The stored entries of a 2-D matrix as the kernel reads them: ``rows`` ``"compressed"`` (``first``:
     positions, ``second``: coordinates; ``swap``: the outer level is the columns, CSC) or ``"coordinates"``
     (``first``: row, ``second``: column of each entry)."""
 
-    rows: str
-    first: np.ndarray
-    second: np.ndarray
-    swap: bool
-    nnz: int
+    __slots__ = ("rows", "first", "second", "swap", "nnz")
+
+    def __init__(self, rows: str, first: np.ndarray, second: np.ndarray, swap: bool, nnz: int) -> None:
+        self.rows, self.first, self.second, self.swap, self.nnz = rows, first, second, swap, nnz
 
 
 def _host(buf: Any) -> np.ndarray | None:
@@ -106,6 +106,11 @@ def check_shapes(shape: tuple[int, ...], x: np.ndarray, yt: np.ndarray, y_shape:
                          f"{tuple(y_shape)}")
 
 
+def elem_of(x: np.ndarray) -> str:
+    """The MLIR value type of the factor ``x`` (``f32``/``f64``)."""
+    return _ELEMS[x.dtype]
+
+
 def kernel_for(p: Pattern, elem: str, scaled: bool) -> RowKernel:
     """The compiled kernel for this pattern's shape, index types and value type."""
     pt, ct = f"i{p.first.dtype.itemsize * 8}", f"i{p.second.dtype.itemsize * 8}"
@@ -134,13 +139,59 @@ def sampled_dot(p: Pattern, x: np.ndarray, yt: np.ndarray, values: np.ndarray | 
     outer = len(p.first) - 1 if p.rows == "compressed" else p.nnz
     n = min(chunks(p, x.shape[1], threads), max(outer, 1))
     if n <= 1:
-        kernel.function("sddmm")(p.first, p.second, a, u, v, out, 0, outer)
+        _call_once(kernel.function("sddmm"), [p.first, p.second, a, u, v, out, 0, outer])
         return out
     if p.rows == "compressed":
         bounds = balanced_bounds(p.first.astype(np.int64, copy=False), n)
     else:
         bounds = tuple(chunk_bounds(outer, n))
     return kernel([p.first, p.second, a, u, v], out, bounds, "sddmm")
+
+
+_LOCAL = threading.local()  # .calls: compiled function -> (its prepared call, the arguments bound last)
+
+
+def _call_once(fn: Any, args: list[Any]) -> None:
+    """``fn(*args)`` through this thread's prepared call of ``fn``, re-bound only where an argument is another
+    object than last time (a fresh output of the same shape: just its pointer). The prepared call keeps the
+    last arguments alive until the next call of ``fn`` on this thread."""
+    calls = getattr(_LOCAL, "calls", None)
+    if calls is None:
+        calls = _LOCAL.calls = {}
+    got = calls.get(fn)
+    if got is None:
+        if len(calls) > 32:
+            calls.clear()
+        calls[fn] = (fn.bind(*args), args)
+        calls[fn][0]()
+        return
+    bound, last = got
+    for i, x in enumerate(args):
+        if x is not last[i]:
+            if type(x) is np.ndarray:
+                bound.rebind_same(i, x)
+            else:
+                bound.rebind(i, x)
+            last[i] = x
+    bound()
+
+
+def transposed(y: np.ndarray, p: Pattern, threads: Any = None) -> np.ndarray:
+    """``y.T`` as a C-contiguous array: NumPy's copy below :data:`TRANSPOSE_KERNEL_MIN` values, else the
+    module's cache-blocked ``@transpose`` in column ranges (every core from :data:`SDDMM_PARALLEL_MIN` values
+    under ``threads=None``)."""
+    k, n = y.shape
+    if y.size < TRANSPOSE_KERNEL_MIN:
+        return np.ascontiguousarray(y.T)
+    yt = np.empty((n, k), y.dtype)
+    fn = kernel_for(p, _ELEMS[y.dtype], True)
+    c = resolve_threads(threads)
+    if threads is None or threads == "auto":
+        c = cpu_count() if y.size >= SDDMM_PARALLEL_MIN else 1
+    if c <= 1:
+        _call_once(fn.function("transpose"), [y, yt, 0, n])
+        return yt
+    return fn([y], yt, tuple(chunk_bounds(n, c)), "transpose")
 
 
 def _sparse_view(a: Any) -> Tensor | None:
@@ -157,14 +208,19 @@ def _sparse_view(a: Any) -> Tensor | None:
     return None
 
 
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+
+
 def _dense(x: Any) -> np.ndarray | None:
     return x if type(x) is np.ndarray else None
 
 
-def plan(subscripts: str, operands: tuple, out_format: Any) -> tuple[Tensor, Pattern, np.ndarray, np.ndarray] | None:
-    """(A's Tensor, its pattern, X, Yt) when ``einsum(subscripts, *operands)`` is an SDDMM this kernel runs;
-    None when the generic path must (other formats, dtypes, operand kinds). ValueError for shapes that do
-    not fit."""
+def plan(subscripts: str, operands: tuple, out_format: Any, threads: Any = None
+         ) -> tuple[Tensor, Pattern, np.ndarray, np.ndarray] | None:
+    """(A's Tensor, its pattern, X, Yt: ``Y`` transposed by :func:`transposed` when given ``k x n``) when
+    ``einsum(subscripts, *operands)`` is an SDDMM this kernel runs; None when the generic path must (other
+    formats, dtypes, operand kinds). ValueError for shapes that do not fit."""
     if len(operands) != 3:
         return None
     form = _FORM_OF.get(subscripts, _UNSEEN)
@@ -191,19 +247,19 @@ def plan(subscripts: str, operands: tuple, out_format: Any) -> tuple[Tensor, Pat
     if p is None:
         return None
     check_cpu(t, "a")
-    yt = y if form else y.T
-    check_shapes(t.shape, x, yt, y.shape)
-    return t, p, np.ascontiguousarray(x), np.ascontiguousarray(yt)
+    check_shapes(t.shape, x, y if form else y.T, y.shape)
+    x = _contiguous(x)
+    return t, p, x, _contiguous(y) if form else transposed(_contiguous(y), p, threads)
 
 
 def run(subscripts: str, operands: tuple, out_format: Any = None, threads: Any = None) -> Any:
     """``einsum(subscripts, *operands)`` through the kernel, in the operands' package (a SciPy object for a
     SciPy ``A``, a Tensor for a Tensor); None when :func:`plan` declines."""
-    got = plan(subscripts, operands, out_format)
+    got = plan(subscripts, operands, out_format, threads)
     if got is None:
         return None
     t, p, x, yt = got
-    vals = sampled_dot(p, x, yt, np.ascontiguousarray(t.val), threads)
+    vals = sampled_dot(p, x, yt, _contiguous(np.asarray(t.val)), threads)
     package = result_package(operands)
     if package == "scipy":
         return _scipy_like(operands[0], t, p, vals)
