@@ -139,7 +139,11 @@ def sampled_dot(p: Pattern, x: np.ndarray, yt: np.ndarray, values: np.ndarray | 
     outer = len(p.first) - 1 if p.rows == "compressed" else p.nnz
     n = min(chunks(p, x.shape[1], threads), max(outer, 1))
     if n <= 1:
-        _call_once(kernel.function("sddmm"), [p.first, p.second, a, u, v, out, 0, outer])
+        args = [p.first, p.second, a, u, v, out, 0, outer]
+        if p.nnz * x.shape[1] < SDDMM_PARALLEL_MIN:  # small: the prepared call (holds its arguments)
+            _call_once(kernel.function("sddmm"), args)
+        else:
+            kernel.function("sddmm")(*args)
         return out
     if p.rows == "compressed":
         bounds = balanced_bounds(p.first.astype(np.int64, copy=False), n)
@@ -154,7 +158,8 @@ _LOCAL = threading.local()  # .calls: compiled function -> (its prepared call, t
 def _call_once(fn: Any, args: list[Any]) -> None:
     """``fn(*args)`` through this thread's prepared call of ``fn``, re-bound only where an argument is another
     object than last time (a fresh output of the same shape: just its pointer). The prepared call keeps the
-    last arguments alive until the next call of ``fn`` on this thread."""
+    last arguments alive until the next call of ``fn`` on this thread, so only calls below
+    :data:`SDDMM_PARALLEL_MIN` take it."""
     calls = getattr(_LOCAL, "calls", None)
     if calls is None:
         calls = _LOCAL.calls = {}
@@ -189,7 +194,7 @@ def transposed(y: np.ndarray, p: Pattern, threads: Any = None) -> np.ndarray:
     if threads is None or threads == "auto":
         c = cpu_count() if y.size >= SDDMM_PARALLEL_MIN else 1
     if c <= 1:
-        _call_once(fn.function("transpose"), [y, yt, 0, n])
+        fn.function("transpose")(y, yt, 0, n)
         return yt
     return fn([y], yt, tuple(chunk_bounds(n, c)), "transpose")
 
