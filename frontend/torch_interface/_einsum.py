@@ -1,0 +1,139 @@
+"""``torch.einsum`` with TorchUST operands on the compiled kernels, differentiable when the result is dense.
+
+``einsum("bnd,bn->bd", E, G)`` (G a TorchUST, E dense) runs :func:`frontend.ops.einsum` once.  Its backward
+is two more einsums over the same operands:
+
+* the gradient of a dense operand ``k`` contracts the output gradient with the other operands into ``k``'s
+  subscripts (``"bd,bn->bnd"`` for E; dense result, letters ``k`` alone carries are broadcast);
+* the gradient of a TorchUST's stored values samples the same product at its stored entries: the pattern
+  (every value 1) joins as one more operand indexed by the TorchUST's subscripts, and the result is written
+  in its format (``"bnd,bd,bn->bn"`` for G), so no dense ``b x n`` gradient is ever formed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from frontend.format import NamedFormats
+from frontend.ops import _api as ops
+from frontend.tensor._tensor import Tensor
+
+from . import _storage as torch_storage
+from ._products import dense_arg, to_torch
+from ._wrapper import TensorWrapper
+
+_DENSE_SAMPLED: set = set()  # (subscripts, structure key) the kernels cannot write in the pattern's format
+
+
+def parse(subscripts: str, nops: int) -> tuple[list[str], str]:
+    """``(input subscripts, output subscripts)`` of an explicit or implicit equation (no ellipsis)."""
+    eq = subscripts.replace(" ", "")
+    if "." in eq:
+        raise ValueError(f"einsum on a TorchUST: ellipsis ('...') is not supported in {subscripts!r}")
+    lhs, arrow, out = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != nops:
+        raise ValueError(f"einsum {subscripts!r} names {len(ins)} operands, got {nops}")
+    if not arrow:  # implicit output: the letters seen once, in alphabetical order
+        letters = "".join(ins)
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    for s in [*ins, out]:
+        if not s.isalpha() or len(set(s)) != len(s):
+            raise ValueError(f"einsum {subscripts!r}: subscripts must be distinct letters per operand, got {s!r}")
+    return ins, out
+
+
+def _kernel_arg(x: Any) -> Any:
+    return x.ust if isinstance(x, TensorWrapper) else dense_arg(x)
+
+
+def _run(subscripts: str, operands: list[Any], wrapper: type[TensorWrapper], **kw: Any) -> Any:
+    device = next((x.device for x in operands if isinstance(x, torch.Tensor)), None)
+    return to_torch(ops.einsum(subscripts, *[_kernel_arg(x) for x in operands], **kw), wrapper, device)
+
+
+def _dense_grad(ins: list[str], out: str, k: int, grad: torch.Tensor, operands: list[Any],
+                wrapper: type[TensorWrapper]) -> torch.Tensor:
+    """The gradient of dense operand ``k``: ``grad`` contracted with the other operands into ``ins[k]``."""
+    others = [i for i in range(len(ins)) if i != k]
+    seen = set(out).union(*(ins[i] for i in others))
+    target = "".join(c for c in ins[k] if c in seen)  # letters only k carries are broadcast afterwards
+    eq = ",".join([out, *(ins[i] for i in others)]) + "->" + target
+    g = _run(eq, [grad, *(operands[i] for i in others)], wrapper, out_format=NamedFormats.Dense(len(target)))
+    shape = operands[k].shape
+    if target != ins[k]:
+        g = g.reshape([shape[p] if c in target else 1 for p, c in enumerate(ins[k])]).expand(shape)
+    return g.to(operands[k].dtype)
+
+
+def _sparse_grad(ins: list[str], out: str, k: int, grad: torch.Tensor, operands: list[Any]) -> torch.Tensor:
+    """The gradient of TorchUST ``k``'s stored values: the product sampled at its stored entries."""
+    s: TensorWrapper = operands[k]
+    others = [i for i in range(len(ins)) if i != k]
+    eq = ",".join([out, *(ins[i] for i in others), ins[k]]) + "->" + ins[k]
+    args = [dense_arg(grad), *(_kernel_arg(operands[i]) for i in others), s.pattern()]
+    fmt = s.pattern().tensor_format
+    key = (eq, fmt.structure_key())
+    if key not in _DENSE_SAMPLED:
+        try:
+            r = ops.einsum(eq, *args, out_format=fmt)
+        except ValueError:
+            _DENSE_SAMPLED.add(key)
+        else:
+            if isinstance(r, Tensor) and r.is_sparse and r.nse == s.ust.nse:
+                return torch_storage.as_torch(r.val).reshape(s.values.shape).to(s.values.device)
+            _DENSE_SAMPLED.add(key)  # laid out unlike the operand (e.g. padding slots dropped)
+    dense = to_torch(ops.einsum(eq, *args, out_format=NamedFormats.Dense(len(ins[k]))), type(s))
+    return s.gather_stored(dense.reshape(-1)).to(s.values.device)
+
+
+class _Einsum(torch.autograd.Function):
+    """Forward: one compiled einsum.  Inputs: the equation's parts, the operands' holders, then the
+    tensors autograd tracks (a TorchUST's values or the dense operand) in operand order."""
+
+    @staticmethod
+    def forward(ctx: Any, ins: list[str], out: str, holders: list[Any], *tracked: torch.Tensor) -> torch.Tensor:
+        operands = [h if h is not None else t.detach() for h, t in zip(holders, tracked)]
+        wrapper = type(next(h for h in holders if h is not None))
+        ctx.ins, ctx.out, ctx.operands, ctx.wrapper = ins, out, operands, wrapper
+        result = _run(",".join(ins) + "->" + out, operands, wrapper)
+        if isinstance(result, TensorWrapper):
+            raise NotImplementedError(f"gradients of einsum {','.join(ins)}->{out} with a sparse result are not "
+                                      "supported; use torch.no_grad(), or torch.sparse.sampled_addmm for SDDMM")
+        return result
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        grads: list[torch.Tensor | None] = [None, None, None]
+        for k, x in enumerate(ctx.operands):
+            if not ctx.needs_input_grad[3 + k]:
+                grads.append(None)
+            elif isinstance(x, TensorWrapper):
+                grads.append(_sparse_grad(ctx.ins, ctx.out, k, grad, ctx.operands))
+            else:
+                grads.append(_dense_grad(ctx.ins, ctx.out, k, grad, ctx.operands, ctx.wrapper))
+        return tuple(grads)
+
+
+def einsum(subscripts: str, *operands: Any) -> Any:
+    """``torch.einsum`` with at least one TorchUST operand (also ``einsum(eq, [ops])``): a compiled kernel;
+    with a dense result, gradients flow to dense operands and to TorchUSTs' stored values."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(subscripts, str):
+        raise TypeError(f"einsum on a TorchUST takes the equation first (a str), got {type(subscripts).__name__}")
+    for x in operands:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"einsum operands must be torch tensors or TorchUSTs, got {type(x).__name__}")
+    ins, out = parse(subscripts, len(operands))
+    for s, x in zip(ins, operands):
+        if len(s) != x.dim():
+            raise ValueError(f"einsum {subscripts!r}: subscripts {s!r} for a {x.dim()}-D operand")
+    tracked = [x.values if isinstance(x, TensorWrapper) else x for x in operands]
+    needs = torch.is_grad_enabled() and any(t.requires_grad for t in tracked)
+    if not needs:
+        wrapper = type(next(x for x in operands if isinstance(x, TensorWrapper)))
+        return _run(",".join(ins) + "->" + out, list(operands), wrapper)
+    holders = [x if isinstance(x, TensorWrapper) else None for x in operands]
+    return _Einsum.apply(ins, out, holders, *tracked)
