@@ -140,3 +140,47 @@ def test_sparse_result_with_gradients_is_refused():
     x = torch.randn(3, 2, dtype=torch.float64)
     with pytest.raises(NotImplementedError, match="sparse result"):
         torch.einsum("ij,ik,jk->ij", a, x, x)
+
+
+def test_planned_einsum_follows_new_operands_and_values():
+    """Later calls reuse the plan cached on the TorchUST with the new dense operands swapped in by pointer."""
+    dt = torch.float64
+    gm = gates(9, 4, dt, seed=5)
+    gu = wrap(gm, None)
+    for seed in range(3):
+        e = torch.randn(9, 4, 3, generator=torch.Generator().manual_seed(seed), dtype=dt)
+        torch.testing.assert_close(torch.einsum("bnd,bn->bd", e, gu), torch.einsum("bnd,bn->bd", e, gm), **tol(dt))
+    e_t = torch.randn(9, 3, 4, dtype=dt).transpose(1, 2)  # not contiguous: a contiguous copy is swapped in
+    torch.testing.assert_close(torch.einsum("bnd,bn->bd", e_t, gu), torch.einsum("bnd,bn->bd", e_t, gm), **tol(dt))
+    with torch.no_grad():
+        gu.values.mul_(2)                                  # in-place update of the stored values
+    torch.testing.assert_close(torch.einsum("bnd,bn->bd", e_t, gu), torch.einsum("bnd,bn->bd", e_t, 2 * gm),
+                               **tol(dt))
+    e5 = torch.randn(9, 4, 5, dtype=dt)                   # another shape: another plan
+    torch.testing.assert_close(torch.einsum("bnd,bn->bd", e5, gu), torch.einsum("bnd,bn->bd", e5, 2 * gm),
+                               **tol(dt))
+    assert sum(1 for k in gu.plans() if k[0] == "einsum") == 2
+
+
+def test_rebind_dense_checks_its_array():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from frontend.ops._cpu import CpuMatmul
+    from frontend.ops._options import MatmulOptions
+    from frontend.tensor import Tensor
+
+    a = sp.random(6, 5, density=0.4, format="csr", random_state=0)
+    x = np.random.default_rng(0).random((5, 3))
+    mm = CpuMatmul.for_einsum("ij,jk->ik", [Tensor.from_package(a), x], MatmulOptions())
+    mm.plan()
+    x2 = np.random.default_rng(1).random((5, 3))
+    mm.rebind_dense(1, x2)
+    r = mm.execute()
+    np.testing.assert_allclose(r.to_dense() if isinstance(r, Tensor) else np.asarray(r), a @ x2, rtol=1e-12)
+    with pytest.raises(ValueError, match="shape"):
+        mm.rebind_dense(1, np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="dtype"):
+        mm.rebind_dense(1, np.zeros((5, 3), np.float32))
+    with pytest.raises(ValueError, match="dense array operand"):
+        mm.rebind_dense(0, x2)
