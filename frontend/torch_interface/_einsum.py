@@ -77,7 +77,7 @@ def _planned(subscripts: str, operands: list[Any], wrapper: type[TensorWrapper])
     s: TensorWrapper = operands[sparse[0]]
     plans = s.plans()
     key = ("einsum", subscripts, sparse[0], tuple((tuple(d.shape), d.dtype) for d in dense if d is not None))
-    entry = plans.get(key)
+    entry: Any = plans.get(key)
     if entry is None:
         entry = _NOT_PLANNED
         try:
@@ -101,8 +101,7 @@ def _planned(subscripts: str, operands: list[Any], wrapper: type[TensorWrapper])
             if d is not None:
                 mm.rebind_dense(k, d)
         out = mm.execute()
-    result = to_torch(out, wrapper)
-    return None if isinstance(result, TensorWrapper) else result
+    return to_torch(out, wrapper)  # dense: rebind_dense refuses plans with another result
 
 
 def _dense_grad(ins: list[str], out: str, k: int, grad: torch.Tensor, operands: list[Any],
