@@ -23,7 +23,7 @@ from frontend.ops._options import MatmulOptions
 from frontend.tensor._tensor import Tensor
 
 from . import _storage as torch_storage
-from ._products import dense_arg, to_torch
+from ._products import _threads, dense_arg, to_torch
 from ._wrapper import TensorWrapper
 
 _DENSE_SAMPLED: set = set()  # (subscripts, structure key) the kernels cannot write in the pattern's format
@@ -51,19 +51,29 @@ def _kernel_arg(x: Any) -> Any:
     return x.ust if isinstance(x, TensorWrapper) else dense_arg(x)
 
 
-def _run(subscripts: str, operands: list[Any], wrapper: type[TensorWrapper], **kw: Any) -> Any:
+def _run(subscripts: str, operands: list[Any], wrapper: type[TensorWrapper], out_format: Any = None) -> Any:
+    """The einsum on the kernels, in torch; on the CPU with torch's threading (as the products)."""
     device = next((x.device for x in operands if isinstance(x, torch.Tensor)), None)
-    if not kw:
-        planned = _planned(subscripts, operands, wrapper)
+    args = [_kernel_arg(x) for x in operands]
+    if device is not None and device.type == "cpu":
+        planned = _planned(subscripts, operands, wrapper, MatmulOptions(out_format=out_format, threads=_threads()))
         if planned is not None:
             return planned
-    return to_torch(ops.einsum(subscripts, *[_kernel_arg(x) for x in operands], **kw), wrapper, device)
+    return to_torch(_raw(subscripts, args, out_format, device), wrapper, device)
+
+
+def _raw(subscripts: str, args: list[Any], out_format: Any, device: torch.device | None) -> Any:
+    """:func:`frontend.ops.einsum` on kernel arguments; on the CPU with torch's threading."""
+    if device is None or device.type == "cpu":
+        options = MatmulOptions(out_format=out_format, threads=_threads())
+        return CpuMatmul.for_einsum(subscripts, args, options).execute_once()
+    return ops.einsum(subscripts, *args, out_format=out_format)
 
 
 _NOT_PLANNED = object()  # a cache entry: this einsum has no planned form (sparse result, copied operand, ...)
 
 
-def _planned(subscripts: str, operands: list[Any], wrapper: type[TensorWrapper]) -> Any:
+def _planned(subscripts: str, operands: list[Any], wrapper: type[TensorWrapper], options: MatmulOptions) -> Any:
     """The einsum through a plan cached on its one TorchUST operand (per equation and dense operands' shapes
     and dtypes), the dense operands swapped in by pointer (:meth:`CpuMatmul.rebind_dense`): no preparation
     per call (about 0.4 ms of Python on the general path). None when it does not apply (several or no
@@ -76,12 +86,13 @@ def _planned(subscripts: str, operands: list[Any], wrapper: type[TensorWrapper])
         return None
     s: TensorWrapper = operands[sparse[0]]
     plans = s.plans()
-    key = ("einsum", subscripts, sparse[0], tuple((tuple(d.shape), d.dtype) for d in dense if d is not None))
+    key = ("einsum", subscripts, sparse[0], tuple((tuple(d.shape), d.dtype) for d in dense if d is not None),
+           options.key())
     entry: Any = plans.get(key)
     if entry is None:
         entry = _NOT_PLANNED
         try:
-            mm = CpuMatmul.for_einsum(subscripts, [s.ust if d is None else d for d in dense], MatmulOptions())
+            mm = CpuMatmul.for_einsum(subscripts, [s.ust if d is None else d for d in dense], options)
             mm.plan()
             for k, d in enumerate(dense):
                 if d is not None:
@@ -128,14 +139,14 @@ def _sparse_grad(ins: list[str], out: str, k: int, grad: torch.Tensor, operands:
     key = (eq, fmt.structure_key())
     if key not in _DENSE_SAMPLED:
         try:
-            r = ops.einsum(eq, *args, out_format=fmt)
+            r = _raw(eq, args, fmt, grad.device)
         except ValueError:
             _DENSE_SAMPLED.add(key)
         else:
             if isinstance(r, Tensor) and r.is_sparse and r.nse == s.ust.nse:
                 return torch_storage.as_torch(r.val).reshape(s.values.shape).to(s.values.device)
             _DENSE_SAMPLED.add(key)  # laid out unlike the operand (e.g. padding slots dropped)
-    dense = to_torch(ops.einsum(eq, *args, out_format=NamedFormats.Dense(len(ins[k]))), type(s))
+    dense = to_torch(_raw(eq, args, NamedFormats.Dense(len(ins[k])), grad.device), type(s))
     return s.gather_stored(dense.reshape(-1)).to(s.values.device)
 
 
