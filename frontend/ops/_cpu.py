@@ -114,6 +114,7 @@ class CpuMatmul(MatmulPlan):
         self._bound: Any = None
         self._direct = False  # whether the prepared call's result is the dense result itself (set by plan)
         self._into: tuple[PreparedOp, Any] | None = None  # row-range op and call for execute(out=); made once
+        self._dense_slots: tuple[Any, dict[int, int]] | None = None  # (prepared call, operand -> argument)
         self._checks: tuple[Tensor, ...] = ()  # sparse tensors the prepared call reads: rechecked per execute
         self._frozen: tuple[Any, ...] = ()  # their frozen NumPy index buffers (flattened guards, see _guard_checks)
         self._versions: tuple[tuple[Any, int], ...] = ()  # their torch index buffers and versions
@@ -263,7 +264,7 @@ class CpuMatmul(MatmulPlan):
         if tuple(array.shape) != tuple(old.shape) or str(array.dtype) != str(old.dtype):
             raise ValueError(f"operand {index}: rebind_dense needs shape {tuple(old.shape)} and dtype "
                              f"{old.dtype}, got {tuple(array.shape)} and {array.dtype}")
-        held = self.__dict__.get("_dense_slots")
+        held = self._dense_slots
         if held is None or held[0] is not bound:  # this prepared call's argument position of each dense operand
             op = self._live()
             args = op.kernel_for().flatten(op.tensors, op.extra)
@@ -273,7 +274,7 @@ class CpuMatmul(MatmulPlan):
                     where = [i for i, a in enumerate(args) if _same_buffer(a, obj)]
                     if len(where) == 1:
                         slots[k] = where[0]
-            held = self.__dict__["_dense_slots"] = (bound, slots)
+            held = self._dense_slots = (bound, slots)
         slot = held[1].get(index)
         if slot is None:
             raise ValueError(f"operand {index}: the kernel reads a copy of it; use reset_operands")
