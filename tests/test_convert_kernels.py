@@ -140,3 +140,58 @@ def test_generic_path_without_a_toolchain(monkeypatch: pytest.MonkeyPatch) -> No
     finally:
         _kernels._functions.cache_clear()
         _kernels._block_functions.cache_clear()
+
+
+@pytest.fixture
+def bucketed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every transpose through the bucketed kernels, with buckets of a few entries."""
+    monkeypatch.setattr(_kernels, "SCATTER_COLUMNS", 0)
+    monkeypatch.setattr(_kernels, "SCATTER_SPAN", -1)
+    monkeypatch.setattr(_kernels, "BUCKET_ENTRIES", 2)
+
+
+@pytest.mark.parametrize("src", ["CSR", "CSC", "COO"])
+def test_bucketed_transpose_matches_generic(src: str, many_ranges: None, bucketed: None) -> None:
+    for k, a in enumerate(CASES + [np.zeros((0, 5)), np.zeros((4, 0)), np.ones((1, 1)), np.zeros((1, 1))]):
+        dtype = [np.float64, np.complex64, np.int16, np.float32, np.uint8][k % 5]
+        it = [np.int64, np.int32][k % 2]
+        s = _with_explicit_zeros(a.astype(dtype), FORMATS_2D[src], it)
+        for dst in ("CSR", "CSC"):
+            got = _assert_matches_generic(s, FORMATS_2D[dst])
+            np.testing.assert_array_equal(got.to_dense(), a.astype(dtype))
+
+
+@pytest.mark.parametrize("shift", [0, 1, 3, 16])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_bucketed_transpose_matches_scipy(shift: int, threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any bucket width, one or several ranges: scipy's tocsc buffer for buffer (stable, rows increasing)."""
+    from frontend.ops import _threads
+    monkeypatch.setattr(_kernels, "PARALLEL_WORK", 1 if threads > 1 else 1 << 40)
+    monkeypatch.setattr(_threads, "cpu_count", lambda: threads)
+    rng = np.random.default_rng(shift)
+    for shape, density in (((50, 70), 0.1), ((70, 50), 0.3), ((1, 1), 1.0), ((3, 200), 0.5), ((0, 4), 0.0),
+                           ((6, 0), 0.0)):
+        a = sp.random_array(shape, density=density, rng=rng, format="csr")
+        if shape[0] > 4:
+            a = sp.csr_array(a.multiply((np.arange(shape[0]) % 4 != 1)[:, None]))  # empty rows
+        for dtype, it in ((np.float64, np.int32), (np.float32, np.int64), (np.complex128, np.int32),
+                          (np.int8, np.int64)):
+            m = sp.csr_array(a.astype(dtype))
+            ptr, idx = m.indptr.astype(it), m.indices.astype(it)
+            got = _kernels.transpose_bucketed(shape[0], shape[1], ptr, idx, m.data, shift)
+            ref = m.tocsc()
+            np.testing.assert_array_equal(got[0], ref.indptr)
+            np.testing.assert_array_equal(got[1], ref.indices)
+            np.testing.assert_array_equal(got[2], ref.data)
+            assert got[0].dtype == it and got[2].dtype == dtype
+
+
+def test_transpose_choice() -> None:
+    """The bucketed kernels for scattered columns (rows spanning many of many columns), direct otherwise."""
+    n = 1 << 17
+    rng = np.random.default_rng(0)
+    far = sp.random_array((n, n), density=4 / n, rng=rng, format="csr")
+    band = sp.csr_array(sp.diags([np.ones(n - 3), np.ones(n), np.ones(n - 5)], [-3, 0, 5]))
+    assert _kernels.scattered(far.indptr, far.indices, n)
+    assert not _kernels.scattered(band.indptr, band.indices, n)
+    assert not _kernels.scattered(far.indptr[:101], far.indices[:far.indptr[100]], n)  # little work

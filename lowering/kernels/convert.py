@@ -210,6 +210,99 @@ def _transpose_fill(lay: Layout) -> str:
     return f.text()
 
 
+def _bucket_count(lay: Layout) -> str:
+    """``cnt[idx[k] >> shift] += 1`` for the entries of rows ``[lo, hi)`` (a few thousand buckets: in L1)."""
+    f = _Fn(lay, "bucket_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("lo", "x"), ("hi", "x"),
+                                  ("shift", "x")])
+    I = lay.ity
+    one = f.v(f"arith.constant 1 : {I}")
+    a, b = f.ld("ptr", "%lo"), f.ld("ptr", "%hi")
+    f.open_for("k", a, b)
+    j = f.v(f"arith.shrui {f.ld('idx', '%k')}, %shift : index")
+    n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
+    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
+    f.emit("}")
+    return f.text()
+
+
+def _bucket_scatter(lay: Layout) -> str:
+    """Pass 1 of the bucketed transpose: every entry of rows ``[lo, hi)`` goes to slot ``p = cur[column >>
+    shift]++`` (one write stream per bucket): its row to ``oidx[p]``, its value to ``oval[p]``, its column
+    inside the bucket to ``tcol[p]`` (16 bits)."""
+    f = _Fn(lay, "bucket_scatter", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("cur", "I"), ("oidx", "I"),
+                                    ("oval", "V"), ("tcol", "G"), ("lo", "x"), ("hi", "x"), ("shift", "x")],
+            gap="i16")
+    I = lay.ity
+    mask = f.v("arith.subi " + f.v("arith.shli %c1, %shift : index") + ", %c1 : index")
+    f.open_for("i", "%lo", "%hi")
+    ii = f.v(f"arith.index_cast %i : index to {I}")
+    a, b = _row_bounds(f, "ptr", "%i")
+    f.open_for("k", a, b)
+    j = f.ld("idx", "%k")
+    bk = f.v(f"arith.shrui {j}, %shift : index")
+    p = f.ld("cur", bk)
+    f.st(f.add(p, "%c1"), "cur", bk)
+    f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
+    low = f.v(f"arith.index_cast {f.v(f'arith.andi {j}, {mask} : index')} : index to i16")
+    f.emit(f"memref.store {low}, %tcol[{p}] : memref<?xi16>")
+    f.copy_value("val", "%k", "oval", p)
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
+def _bucket_sort(lay: Layout) -> str:
+    """Pass 2: buckets ``[blo, bhi)`` (``bstart``: their first slots; ``width = 1 << shift`` columns each, the
+    last cut at ``m``) sorted by column in place: each bucket's rows and values are copied to the scratch
+    ``srow``/``sval`` (as long as the largest bucket: in the cache) and written back in column order by a
+    counting sort (``cur``: ``width`` words of scratch); the column pointers ``optr[j]`` of their columns are
+    set."""
+    f = _Fn(lay, "bucket_sort", [("bstart", "I"), ("tcol", "G"), ("optr", "I"), ("oidx", "I"), ("oval", "V"),
+                                 ("srow", "I"), ("sval", "V"), ("cur", "I"), ("blo", "x"), ("bhi", "x"),
+                                 ("shift", "x"), ("m", "x")], gap="i16")
+    I = lay.ity
+    one = f.v(f"arith.constant 1 : {I}")
+    zero = f.v(f"arith.constant 0 : {I}")
+    width = f.v("arith.shli %c1, %shift : index")
+    f.open_for("b", "%blo", "%bhi")
+    s, e = _row_bounds(f, "bstart", "%b")
+    j0 = f.v("arith.shli %b, %shift : index")
+    cols = f.v(f"arith.minui {width}, {f.v(f'arith.subi %m, {j0} : index')} : index")
+    f.open_for("z", "%c0", cols)
+    f.emit(f"memref.store {zero}, %cur[%z] : memref<?x{I}>")
+    f.emit("}")
+
+    def local(at: str) -> str:
+        w = f.v(f"memref.load %tcol[{at}] : memref<?xi16>")
+        return f.v(f"arith.index_cast {f.v(f'arith.extui {w} : i16 to i64')} : i64 to index")
+
+    f.open_for("p", s, e)
+    c = local("%p")
+    n = f.v(f"memref.load %cur[{c}] : memref<?x{I}>")
+    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cur[{c}] : memref<?x{I}>")
+    q0 = f.v("arith.subi %p, " + s + " : index")
+    f.emit(f"memref.store {f.v(f'memref.load %oidx[%p] : memref<?x{I}>')}, %srow[{q0}] : memref<?x{I}>")
+    f.copy_value("oval", "%p", "sval", q0)
+    f.emit("}")
+    s_i = f.v(f"arith.index_cast {s} : index to {I}")
+    f.open_for("c2", "%c0", cols, [("run", s_i, I)])
+    t = f.v(f"memref.load %cur[%c2] : memref<?x{I}>")
+    f.emit(f"memref.store %run, %cur[%c2] : memref<?x{I}>")
+    f.emit(f"memref.store %run, %optr[{f.add(j0, '%c2')}] : memref<?x{I}>")
+    f.emit(f"scf.yield {f.v(f'arith.addi %run, {t} : {I}')} : {I}")
+    f.emit("}")
+    f.open_for("p2", s, e)
+    c3 = local("%p2")
+    q = f.ld("cur", c3)
+    f.st(f.add(q, "%c1"), "cur", c3)
+    q1 = f.v("arith.subi %p2, " + s + " : index")
+    f.emit(f"memref.store {f.v(f'memref.load %srow[{q1}] : memref<?x{I}>')}, %oidx[{q}] : memref<?x{I}>")
+    f.copy_value("sval", q1, "oval", q)
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
 def _expand(lay: Layout) -> str:
     f = _Fn(lay, "expand", [("ptr", "I"), ("out", "I"), ("lo", "x"), ("hi", "x")])
     I = lay.ity
@@ -448,6 +541,7 @@ def _structured(lay: Layout) -> str:
 def module(lay: Layout) -> str:
     """The module of the layout-independent kernels (transpose, expand, COO pointers, diagonals)."""
     funcs = [_transpose_count(lay), _transpose_offsets(lay), _transpose_fill(lay), _expand(lay), _coo_ptr(lay)]
+    funcs += [_bucket_count(lay), _bucket_scatter(lay), _bucket_sort(lay)]
     funcs += [_dia(lay, s, z) for s in "mp" for z in (True, False)] + [_shift_down(lay)]
     funcs += [_delta(lay, False, 8)] + [_delta(lay, True, g) for g in (8, 16, 32)] + [_structured(lay)]
     return "module {\n" + "\n".join(funcs) + "\n}\n"
