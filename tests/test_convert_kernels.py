@@ -195,3 +195,57 @@ def test_transpose_choice() -> None:
     assert _kernels.scattered(far.indptr, far.indices, n)
     assert not _kernels.scattered(band.indptr, band.indices, n)
     assert not _kernels.scattered(far.indptr[:101], far.indices[:far.indptr[100]], n)  # little work
+
+
+@pytest.mark.parametrize("src", ["BSR2x3", "BSR2x2"])
+def test_one_pass_blocks_match_generic(src: str, many_ranges: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BSR -> CSR in one pass (every block taken as full: zeros dropped, ranges moved together)."""
+    monkeypatch.setattr(_kernels, "FULL_BLOCKS", 0.0)
+    blocky = np.kron(_random((9, 6), 0.5, 6), np.ones((2, 3)))[:17, :16]  # full blocks, cut at the edges
+    for k, a in enumerate(CASES + [blocky, np.zeros((0, 4)), np.ones((1, 1)), np.zeros((3, 3))]):
+        dtype = [np.float64, np.float32, np.complex128, np.int32, np.int8][k % 5]
+        s = Tensor.from_dense(a.astype(dtype), FORMATS_2D[src], index_type=[np.int32, np.int64][k % 2])
+        for dst in ("CSR", "CSC", "COO"):
+            for dz in (False, True):
+                got = _assert_matches_generic(s, FORMATS_2D[dst], drop_zeros=dz)
+                np.testing.assert_array_equal(got.to_dense(), a.astype(dtype))
+
+
+def test_full_blocks_choice() -> None:
+    full = np.arange(1.0, 33.0)
+    assert _kernels.full_blocks(full, 32)
+    assert not _kernels.full_blocks(full * (np.arange(32) % 4 == 0), 32)
+    assert not _kernels.full_blocks(full[:0], 0)
+
+
+def test_delta8_with_and_without_padding(many_ranges: None) -> None:
+    """DELTA(8) in one pass (every gap below 256) or two (a gap of 256 or more: padding entries), in
+    ranges where only some rows need padding; DELTA(2) always two passes."""
+    a = np.zeros((9, 1100))
+    a[0, [0, 255, 511, 1099]] = [1, 2, 3, 4]  # gaps 0, 254, 255, 587
+    a[1, [256, 257]] = 5  # first gap 256
+    a[4, ::97] = 6
+    a[7, [3, 9, 10]] = -1
+    for rows in (a, a[2:, :300], a[4:5], a[5:6], a[:, :1]):
+        for dtype in (np.float64, np.complex64, np.int16):
+            s = Tensor.from_dense(rows.astype(dtype), N.CSR)
+            for fmt in (N.DELTA(8), N.DELTA(2)):
+                got = _assert_matches_generic(s, fmt)
+                np.testing.assert_array_equal(got.to_dense(), rows.astype(dtype))
+
+
+def test_nm_groups(many_ranges: None) -> None:
+    """n:m groups with 0, 1, 2 entries, at the row's end, and a last group cut by the shape; over 2 entries
+    in a group: refused."""
+    a = np.zeros((7, 10))
+    a[0, [0, 1, 4, 9]] = [1, 2, 3, 4]
+    a[1, [2, 3, 5, 8]] = 5
+    a[3, [1, 6, 7]] = -2
+    a[6, [9]] = 7
+    for dtype in (np.float64, np.float32, np.int8, np.complex128):
+        s = Tensor.from_dense(a.astype(dtype), N.CSR)
+        got = _assert_matches_generic(s, N.NM(2, 4))
+        np.testing.assert_array_equal(got.to_dense(), a.astype(dtype))
+    a[5, [4, 5, 6]] = 1
+    with pytest.raises(ValueError):
+        Tensor.from_dense(a, N.CSR).convert(N.NM(2, 4))

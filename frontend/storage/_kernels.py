@@ -35,6 +35,8 @@ MAX_BUCKETS = 1 << 11
 SCATTER_COLUMNS = 1 << 16
 SCATTER_SPAN = 1 << 14
 SPAN_SAMPLE = 4096
+#: BSR -> CSR in one pass (values read once) when this share of sampled block slots is nonzero.
+FULL_BLOCKS = 0.9
 
 
 def layout(values: np.dtype, index: np.dtype) -> Layout | None:
@@ -255,20 +257,9 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     fn = fns.function(f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}")
     _run([partial(fn, offsets, words, ptr, out_idx, out_words, int(cuts[j]), int(cuts[j + 1]), nd, m, ext_z,
                   int(starts[j])) for j in range(k) if cuts[j + 1] > cuts[j]])
-    end = 0
-    for j in range(k):  # close the gaps the dropped zeros left between ranges
-        lo, hi = int(cuts[j]), int(cuts[j + 1])
-        if hi == lo:
-            continue
-        first, last = int(starts[j]), int(ptr[hi])
-        if first != end:
-            fns.function("shift_down")(out_idx, out_words, first, end, last - first)
-            ptr[lo + 1:hi + 1] -= first - end
-        end += last - first
-    if end < bound:  # a prefix view when little was dropped, else exact-size copies
-        out_idx, out_val = out_idx[:end], out_val[:end]
-        if bound - end > end // 8:
-            out_idx, out_val = out_idx.copy(), out_val.copy()
+    # close the gaps the dropped zeros left between ranges
+    end = _close_gaps(fns, ptr, out_idx, out_words, [int(x) for x in cuts], [int(x) for x in starts[:k]])
+    out_idx, out_val = _trimmed(out_idx, out_val, end)
     return ptr, out_idx, out_val
 
 
@@ -298,6 +289,65 @@ def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, 
     return bptr, bidx, bval
 
 
+def full_blocks(bval: np.ndarray, slots: int) -> bool:
+    """Whether the blocks look full (at least ``FULL_BLOCKS`` of ``SPAN_SAMPLE`` evenly spaced slots nonzero):
+    then BSR -> CSR writes every slot in one pass into a buffer as large as the blocks (reading the values
+    once, not twice)."""
+    if slots == 0:
+        return False
+    flat = np.asarray(bval).reshape(-1)[:slots]
+    sample = flat[np.linspace(0, slots - 1, min(slots, SPAN_SAMPLE)).astype(np.int64)]
+    return bool(np.count_nonzero(sample) >= FULL_BLOCKS * len(sample))
+
+
+def _close_gaps(fns: Any, ptr: np.ndarray, idx: np.ndarray, words: np.ndarray, cuts: list[int],
+                starts: list[int]) -> int:
+    """Moves the rows of every range (rows ``cuts[j] .. cuts[j + 1]``, written from slot ``starts[j]``) down
+    to follow the range before; returns the entries. ``ptr`` is shifted with them."""
+    end = 0
+    for j in range(len(cuts) - 1):
+        lo, hi = cuts[j], cuts[j + 1]
+        if hi == lo:
+            continue
+        first, last = starts[j], int(ptr[hi])
+        if first != end:
+            fns.function("shift_down")(idx, words, first, end, last - first)
+            ptr[lo + 1:hi + 1] -= first - end
+        end += last - first
+    return end
+
+
+def _trimmed(idx: np.ndarray, val: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``end`` entries: a prefix view when little was dropped, else exact-size copies."""
+    bound = len(idx)
+    if end < bound:
+        idx, val = idx[:end], val[:end]
+        if bound - end > end // 8:
+            idx, val = idx.copy(), val.copy()
+    return idx, val
+
+
+def _from_full_blocks(fns: Any, lay: Layout, n: int, m: int, r: int, rc: int, bptr: np.ndarray, bidx: np.ndarray,
+                      words: np.ndarray, dtype: np.dtype, ranges: list[tuple[int, int]]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BSR -> rows in one pass: each range of block rows from its first block's first slot (``rc`` slots a
+    block bound what it writes), then the ranges moved together."""
+    bound = len(bidx) * rc
+    ptr = np.empty(n + 1, dtype=bptr.dtype)
+    ptr[0] = 0
+    idx = np.empty(bound, dtype=bptr.dtype)
+    val = np.empty(bound, dtype=dtype)
+    out_words = _words(val, lay)
+    starts = [int(bptr[lo]) * rc for lo, _ in ranges]
+    fill = fns.function("from_blocks_rows")
+    _run([partial(fill, bptr, bidx, words, ptr, idx, out_words, lo, hi, n, m, starts[k])
+          for k, (lo, hi) in enumerate(ranges) if hi > lo])
+    cuts = [min(lo * r, n) for lo, _ in ranges] + [min(ranges[-1][1] * r, n)]
+    end = _close_gaps(_functions(lay), ptr, idx, out_words, cuts, starts)
+    idx, val = _trimmed(idx, val, end)
+    return ptr, idx, val
+
+
 def from_blocks(n: int, m: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarray, bval: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows ``(ptr, idx, val)`` of an ``n x m`` matrix stored in sorted ``r x c`` blocks: the nonzero slots
@@ -308,6 +358,8 @@ def from_blocks(n: int, m: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarr
     assert (len(bptr) - 1) * r >= n, "every row in a block row"
     ranges = _bounds(bptr, _threads(len(bidx) * r * c))
     words = _words(bval, lay)
+    if full_blocks(bval, len(bidx) * r * c):
+        return _from_full_blocks(fns, lay, n, m, r, r * c, bptr, bidx, words, bval.dtype, ranges)
     ptr = np.empty(n + 1, dtype=bptr.dtype)
     count = fns.function("from_blocks_count")
     _run([partial(count, bptr, bidx, words, ptr, lo, hi, n, m) for lo, hi in ranges])
@@ -321,6 +373,25 @@ def from_blocks(n: int, m: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarr
     return ptr, idx, val
 
 
+def _delta8_one_pass(fns: Any, lay: Layout, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray,
+                     ranges: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """DELTA(8) in one pass when no gap needs padding entries (the positions are ``ptr``'s); None otherwise
+    (nothing returned is kept: the caller runs the two passes)."""
+    nnz = len(idx)
+    if len(ptr) == 0 or int(ptr[0]) != 0 or int(ptr[-1]) != nnz:
+        return None
+    gaps = np.empty(nnz, dtype=np.uint8)
+    out = np.empty(nnz, dtype=val.dtype)
+    bad = np.zeros((len(ranges), 1), dtype=np.int8)
+    words, out_words = _words(val, lay), _words(out, lay)
+    fill = fns.function("delta8_nopad")
+    _run([partial(fill, ptr, idx, words, gaps.view(np.int8), out_words, bad[k], lo, hi)
+          for k, (lo, hi) in enumerate(ranges)])
+    if bad.any():
+        return None
+    return ptr.copy(), gaps, out
+
+
 def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap_dtype: np.dtype
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(pos, gaps, values)`` of sorted rows in a ``bits``-bit delta level: each column as the gap to the
@@ -330,6 +401,10 @@ def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap
     gap_dtype = np.dtype(gap_dtype)
     fns = _functions(lay)
     ranges = _bounds(ptr, _threads(len(idx)))
+    if bits == 8 and gap_dtype.itemsize == 1:
+        got = _delta8_one_pass(fns, lay, ptr, idx, val, ranges)
+        if got is not None:
+            return got
     optr = np.empty(len(ptr), dtype=ptr.dtype)
     count = fns.function("delta_count")
     _run([partial(count, ptr, idx, optr, lo, hi, bits) for lo, hi in ranges])

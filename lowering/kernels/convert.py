@@ -460,6 +460,29 @@ def _delta(lay: Layout, fill: bool, gbits: int) -> str:
     return f.text()
 
 
+def _delta_nopad(lay: Layout) -> str:
+    """DELTA(8) in one pass for rows ``[lo, hi)`` whose gaps all fit in 8 bits: gap ``k`` to ``ogap[k]``,
+    value to ``oval[k]`` (the positions stay the source's); ``bad[0] = 1`` where a gap does not fit (the
+    caller then takes the two-pass kernels)."""
+    f = _Fn(lay, "delta8_nopad", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("ogap", "G"), ("oval", "V"),
+                                  ("bad", "B"), ("lo", "x"), ("hi", "x")])
+    res = f.open_for("i", "%lo", "%hi", [("bad0", "%false", "i1")])
+    a, b = _row_bounds(f, "ptr", "%i")
+    big = f.v("arith.subi %c0, %c1 : index")
+    inner = f.open_for("k", a, b, [("prev", big, "index"), ("bad1", "%bad0", "i1")])
+    col = f.ld("idx", "%k")
+    gap = f.v(f"arith.subi {f.v(f'arith.subi {col}, %prev : index')}, %c1 : index")
+    over = f.cmp("ugt", gap, f.c(255))
+    f.emit(f"memref.store {f.v(f'arith.index_cast {gap} : index to i8')}, %ogap[%k] : memref<?xi8>")
+    f.copy_value("val", "%k", "oval", "%k")
+    f.emit(f"scf.yield {col}, {f.v(f'arith.ori %bad1, {over} : i1')} : index, i1")
+    f.emit("}")
+    f.emit(f"scf.yield {inner}#1 : i1")
+    f.emit("}")
+    f.emit(f"memref.store {f.v(f'arith.extui {res}#0 : i1 to i8')}, %bad[%c0] : memref<?xi8>")
+    return f.text()
+
+
 def _structured(lay: Layout) -> str:
     """Rows ``[lo, hi)`` in groups of ``m`` columns (``groups`` per row), ``nk`` slots each at ``out[(i *
     groups + g) * nk ..]``: the group's entries and, when it has fewer, its smallest free columns with zeros
@@ -473,9 +496,27 @@ def _structured(lay: Layout) -> str:
     col0 = f.mul("%g", "%m")
     lim = f.add(col0, "%m")
     out0 = f.mul(f.add(f.mul("%i", "%groups"), "%g"), "%nk")
-    # the group's entries: [k, e)
+    # the group's entries: [k, e); first the common case of exactly nk entries (no scan)
+    kn = f.add("%k", "%nk")
+    fits = f.name()
+    f.emit(f"{fits} = scf.if {f.cmp('ule', kn, b)} -> (i1) {{")
+    last_in = f.cmp("ult", f.ld("idx", f.v(f"arith.subi {kn}, %c1 : index")), lim)
+    after = f.name()
+    f.emit(f"{after} = scf.if {f.cmp('ult', kn, b)} -> (i1) {{")
+    f.emit(f"scf.yield {f.cmp('uge', f.ld('idx', kn), lim)} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %true : i1")
+    f.emit("}")
+    f.emit(f"scf.yield {f.v(f'arith.andi {last_in}, {after} : i1')} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %false : i1")
+    f.emit("}")
     wres = f.name()
-    f.emit(f"{wres} = scf.while (%q = %k) : (index) -> index {{")
+    f.emit(f"{wres} = scf.if {fits} -> (index) {{")
+    f.emit(f"scf.yield {kn} : index")
+    f.emit("} else {")
+    scan = f.name()
+    f.emit(f"{scan} = scf.while (%q = %k) : (index) -> index {{")
     has = f.cmp("ult", "%q", b)
     cond = f.name()
     f.emit(f"{cond} = scf.if {has} -> (i1) {{")
@@ -487,6 +528,8 @@ def _structured(lay: Layout) -> str:
     f.emit("} do {")
     f.emit("^bb0(%q2: index):")
     f.emit(f"scf.yield {f.add('%q2', '%c1')} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {scan} : index")
     f.emit("}")
     cnt = f.v(f"arith.subi {wres}, %k : index")
     full = f.cmp("eq", cnt, "%nk")
@@ -544,6 +587,7 @@ def module(lay: Layout) -> str:
     funcs += [_bucket_count(lay), _bucket_scatter(lay), _bucket_sort(lay)]
     funcs += [_dia(lay, s, z) for s in "mp" for z in (True, False)] + [_shift_down(lay)]
     funcs += [_delta(lay, False, 8)] + [_delta(lay, True, g) for g in (8, 16, 32)] + [_structured(lay)]
+    funcs += [_delta_nopad(lay)]
     return "module {\n" + "\n".join(funcs) + "\n}\n"
 
 
@@ -708,12 +752,52 @@ def _from_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     return f.text()
 
 
+def _from_blocks_rows(lay: Layout, r: int, c: int) -> str:
+    """BSR -> rows in one pass: block rows ``[blo, bhi)`` written from slot ``start`` on, ``ptr[i + 1]``
+    after each row (the caller bounds the range's slots by its blocks' ``r * c``)."""
+    f = _Fn(lay, "from_blocks_rows", [("bptr", "I"), ("bidx", "I"), ("bval", "V"), ("ptr", "I"), ("oidx", "I"),
+                                      ("oval", "V"), ("blo", "x"), ("bhi", "x"), ("n", "x"), ("m", "x"),
+                                      ("start", "x")])
+    I = lay.ity
+    R, C = f.c(r), f.c(c)
+    f.open_for("br", "%blo", "%bhi", [("p0", "%start", "index")])
+    b0, b1 = _row_bounds(f, "bptr", "%br")
+    row0 = f.mul("%br", R)
+    rres = f.open_for("t", "%c0", R, [("p1", "%p0", "index")])
+    i = f.add(row0, "%t")
+    nxt = f.name()
+    f.emit(f"{nxt} = scf.if {f.cmp('ult', i, '%n')} -> (index) {{")
+    res = f.open_for("b", b0, b1, [("p", "%p1", "index")])
+    col0 = f.mul(f.ld("bidx", "%b"), C)
+    slot0 = f.mul(f.add(f.mul("%b", R), "%t"), C)
+    inner = f.open_for("j", "%c0", C, [("q", "%p", "index")])
+    col = f.add(col0, "%j")
+    slot = f.add(slot0, "%j")
+    keep = f.v(f"arith.andi {f.cmp('ult', col, '%m')}, {f.nonzero('bval', slot)} : i1")
+    f.emit(f"memref.store {f.v(f'arith.index_cast {col} : index to {I}')}, %oidx[%q] : memref<?x{I}>")
+    f.copy_value("bval", slot, "oval", "%q")
+    f.emit(f"scf.yield {f.add('%q', f.v(f'arith.select {keep}, %c1, %c0 : index'))} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {inner}#0 : index")
+    f.emit("}")
+    f.st(f"{res}#0", "ptr", f.add(i, "%c1"))
+    f.emit(f"scf.yield {res}#0 : index")
+    f.emit("} else {")
+    f.emit("scf.yield %p1 : index")
+    f.emit("}")
+    f.emit(f"scf.yield {nxt} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {rres}#0 : index")
+    f.emit("}")
+    return f.text()
+
+
 def block_module(lay: Layout, r: int, c: int) -> str:
     """The module of the block kernels for ``r x c`` blocks."""
     if r < 1 or c < 1:
         raise ValueError(f"block shape must be positive, got {r}x{c}")
     funcs = [_to_blocks(lay, r, c, False), _to_blocks(lay, r, c, True), _from_blocks(lay, r, c, False),
-             _from_blocks(lay, r, c, True)]
+             _from_blocks(lay, r, c, True), _from_blocks_rows(lay, r, c)]
     return "module {\n" + "\n".join(funcs) + "\n}\n"
 
 
