@@ -234,9 +234,22 @@ def test_delta8_with_and_without_padding(many_ranges: None) -> None:
                 np.testing.assert_array_equal(got.to_dense(), rows.astype(dtype))
 
 
-def test_nm_groups(many_ranges: None) -> None:
+@pytest.mark.parametrize("const", [True, False])
+def test_nm_groups(const: bool, many_ranges: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """n:m groups with 0, 1, 2 entries, at the row's end, and a last group cut by the shape; over 2 entries
-    in a group: refused."""
+    in a group: refused. The kernel with n and m compiled in and the general one give the same buffers."""
+    if not const:
+        monkeypatch.setattr(_kernels, "CONST_NM", frozenset())
+    b = np.zeros((5, 16))
+    b[0, [0, 3, 4, 8, 9, 15]] = [1, 2, 3, 4, 5, 7]
+    b[2, [7]] = 2
+    for fmt in (N.NM(1, 4), N.NM(4, 8), N.NM(3, 8)):
+        if fmt == N.NM(1, 4):
+            got = _assert_matches_generic(Tensor.from_dense(np.eye(5, 16) * 3, N.CSR), fmt)
+            np.testing.assert_array_equal(got.to_dense(), np.eye(5, 16) * 3)
+            continue
+        got = _assert_matches_generic(Tensor.from_dense(b, N.CSR), fmt)
+        np.testing.assert_array_equal(got.to_dense(), b)
     a = np.zeros((7, 10))
     a[0, [0, 1, 4, 9]] = [1, 2, 3, 4]
     a[1, [2, 3, 5, 8]] = 5

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from lowering.kernels.convert import Layout, block_module, compile_kernels, module
+from lowering.kernels.convert import Layout, block_module, compile_kernels, module, nm_module
 
 _INDEX = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
 #: Entries (or slots) below which a kernel runs on one thread: a chunk handed to a worker costs a few us.
@@ -37,6 +37,8 @@ SCATTER_SPAN = 1 << 14
 SPAN_SAMPLE = 4096
 #: BSR -> CSR in one pass (values read once) when this share of sampled block slots is nonzero.
 FULL_BLOCKS = 0.9
+#: n:m patterns with a kernel of their own (constants: loops unrolled); others take the general kernel.
+CONST_NM = frozenset({(1, 2), (2, 4), (4, 8), (1, 4)})
 
 
 def layout(values: np.dtype, index: np.dtype) -> Layout | None:
@@ -60,6 +62,11 @@ def supports(values: np.dtype, index: np.dtype) -> bool:
 @cache
 def _functions(lay: Layout) -> Any:
     return compile_kernels(module(lay))
+
+
+@cache
+def _nm_functions(lay: Layout, n: int, m: int) -> Any:
+    return compile_kernels(nm_module(lay, n, m))
 
 
 @cache
@@ -432,8 +439,13 @@ def structured_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, groups: i
     crd = np.empty(total, dtype=ptr.dtype)
     out = np.empty(total, dtype=val.dtype)
     bad = np.zeros((len(ranges), 1), dtype=np.int8)
-    fill = _functions(lay).function("nm_fill")
     words, out_words = _words(val, lay), _words(out, lay)
-    _run([partial(fill, ptr, idx, words, crd, out_words, bad[k], lo, hi, groups, m, n)
-          for k, (lo, hi) in enumerate(ranges)])
+    if (n, m) in CONST_NM:  # n and m compiled in: the group loops unrolled
+        fill = _nm_functions(lay, n, m).function("nm_fill_const")
+        _run([partial(fill, ptr, idx, words, crd, out_words, bad[k], lo, hi, groups)
+              for k, (lo, hi) in enumerate(ranges)])
+    else:
+        fill = _functions(lay).function("nm_fill")
+        _run([partial(fill, ptr, idx, words, crd, out_words, bad[k], lo, hi, groups, m, n)
+              for k, (lo, hi) in enumerate(ranges)])
     return None if bad.any() else (crd, out)

@@ -483,12 +483,18 @@ def _delta_nopad(lay: Layout) -> str:
     return f.text()
 
 
-def _structured(lay: Layout) -> str:
+def _structured(lay: Layout, nm: tuple[int, int] | None = None) -> str:
     """Rows ``[lo, hi)`` in groups of ``m`` columns (``groups`` per row), ``nk`` slots each at ``out[(i *
     groups + g) * nk ..]``: the group's entries and, when it has fewer, its smallest free columns with zeros
-    (coordinates increasing). A group with more than ``nk`` entries sets ``bad[0]`` (its slots are cut)."""
-    f = _Fn(lay, "nm_fill", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("ocrd", "I"), ("oval", "V"), ("bad", "B"),
-                             ("lo", "x"), ("hi", "x"), ("groups", "x"), ("m", "x"), ("nk", "x")])
+    (coordinates increasing). A group with more than ``nk`` entries sets ``bad[0]`` (its slots are cut).
+    ``nm = (n, m)``: both are constants (``nm_fill_const``: loops over them unrolled), not arguments."""
+    params = [("ptr", "I"), ("idx", "I"), ("val", "V"), ("ocrd", "I"), ("oval", "V"), ("bad", "B"), ("lo", "x"),
+              ("hi", "x"), ("groups", "x")]
+    f = _Fn(lay, "nm_fill" if nm is None else "nm_fill_const", params + ([("m", "x"), ("nk", "x")] if nm is None
+                                                                          else []))
+    if nm is not None:
+        f.emit(f"%nk = arith.constant {nm[0]} : index")
+        f.emit(f"%m = arith.constant {nm[1]} : index")
     I, V = lay.ity, lay.vty
     res = f.open_for("i", "%lo", "%hi", [("bad0", "%false", "i1")])
     a, b = _row_bounds(f, "ptr", "%i")
@@ -806,6 +812,13 @@ def _from_blocks_rows(lay: Layout, r: int, c: int) -> str:
     f.emit(f"scf.yield {rres}#0 : index")
     f.emit("}")
     return f.text()
+
+
+def nm_module(lay: Layout, n: int, m: int) -> str:
+    """The module of the n:m kernel for constant ``n`` and ``m``."""
+    if not 0 < n <= m:
+        raise ValueError(f"n:m needs 0 < n <= m, got {n}:{m}")
+    return "module {\n" + _structured(lay, (n, m)) + "\n}\n"
 
 
 def block_module(lay: Layout, r: int, c: int) -> str:
