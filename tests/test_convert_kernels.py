@@ -262,3 +262,22 @@ def test_nm_groups(const: bool, many_ranges: None, monkeypatch: pytest.MonkeyPat
     a[5, [4, 5, 6]] = 1
     with pytest.raises(ValueError):
         Tensor.from_dense(a, N.CSR).convert(N.NM(2, 4))
+
+
+def test_scratch_is_kept_and_never_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scratch buffers come back for later calls (smallest that fits), two holders never share one, and no
+    more than SCRATCH_KEEP bytes are kept."""
+    monkeypatch.setattr(_kernels, "_scratch_free", [])
+    monkeypatch.setattr(_kernels, "SCRATCH_KEEP", 1000)
+    a, b = _kernels._take_scratch(300), _kernels._take_scratch(100)
+    assert not np.shares_memory(a, b)
+    _kernels._give_scratch(a)
+    _kernels._give_scratch(b)
+    c = _kernels._take_scratch(50)
+    assert c is b and _kernels._take_scratch(50) is a
+    _kernels._give_scratch(np.empty(2000, dtype=np.uint8))  # over the limit: dropped
+    for _ in range(5):
+        _kernels._give_scratch(np.empty(400, dtype=np.uint8))
+    assert sum(x.nbytes for x in _kernels._scratch_free) <= 1000
+    view = _kernels._scratch_view(c, (2, 3), np.int64)
+    assert view.shape == (2, 3) and view.dtype == np.int64 and np.shares_memory(view, c)

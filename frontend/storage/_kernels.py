@@ -8,6 +8,7 @@ Index buffers are int32 or int64; values of every numeric dtype are moved as raw
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
@@ -72,6 +73,42 @@ def _nm_functions(lay: Layout, n: int, m: int) -> Any:
 @cache
 def _block_functions(lay: Layout, r: int, c: int) -> Any:
     return compile_kernels(block_module(lay, r, c))
+
+
+#: Bytes of scratch kept between calls (the transposes' per-range counts, the bucketed transpose's bucket
+#: columns): fresh memory costs a page fault per page on first touch, which under memory pressure costs
+#: more than the pass itself. Outputs are never taken from here.
+SCRATCH_KEEP = 1 << 26
+_scratch_lock = threading.Lock()
+_scratch_free: list[np.ndarray] = []
+
+
+def _take_scratch(nbytes: int) -> np.ndarray:
+    """A uint8 buffer of at least ``nbytes`` (a kept one when one is large enough, else new); give it back
+    with :func:`_give_scratch`. Never shared between two holders."""
+    with _scratch_lock:
+        fits = [k for k, b in enumerate(_scratch_free) if b.nbytes >= nbytes]
+        if fits:
+            return _scratch_free.pop(min(fits, key=lambda k: _scratch_free[k].nbytes))
+    return np.empty(max(nbytes, 1), dtype=np.uint8)
+
+
+def _give_scratch(buf: np.ndarray) -> None:
+    """Keeps ``buf`` for later calls while the kept total stays within ``SCRATCH_KEEP`` (largest first)."""
+    if buf.nbytes > SCRATCH_KEEP:
+        return
+    with _scratch_lock:
+        _scratch_free.append(buf)
+        _scratch_free.sort(key=lambda b: -b.nbytes)
+        while sum(b.nbytes for b in _scratch_free) > SCRATCH_KEEP:
+            _scratch_free.pop()
+
+
+def _scratch_view(buf: np.ndarray, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """The first bytes of ``buf`` as an array of ``shape`` and ``dtype``."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    return buf[:size].view(dtype).reshape(shape)
 
 
 def _words(val: np.ndarray, lay: Layout) -> np.ndarray:
@@ -160,20 +197,25 @@ def transpose_bucketed(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndar
     out_ptr[n_minor] = nnz
     out_idx = np.empty(nnz, dtype=ptr.dtype)
     out_val = np.empty(nnz, dtype=val.dtype)
-    tcol = np.empty(nnz, dtype=np.int16)  # each entry's column inside its bucket
+    held = _take_scratch(2 * nnz)
+    tcol = _scratch_view(held, (nnz,), np.int16)  # each entry's column inside its bucket
     words, out_words = _words(val, lay), _words(out_val, lay)
-    scatter = fns.function("bucket_scatter")
-    _run([partial(scatter, ptr, idx, words, cursors[k], out_idx, out_words, tcol, lo, hi, shift)
-          for k, (lo, hi) in enumerate(ranges)])
-    if n_minor:
-        branges = _bounds(bstart, len(ranges))
-        big = int(np.diff(bstart).max(initial=0))
-        srow = np.empty((len(branges), max(big, 1)), dtype=ptr.dtype)
-        sval = np.empty((len(branges), max(big, 1) * lay.lanes), dtype=out_words.dtype)
-        cur = np.empty((len(branges), 1 << shift), dtype=ptr.dtype)
-        sort = fns.function("bucket_sort")
-        _run([partial(sort, bstart, tcol, out_ptr, out_idx, out_words, srow[k], sval[k], cur[k], lo, hi, shift,
-                      n_minor) for k, (lo, hi) in enumerate(branges) if hi > lo])
+    try:
+        scatter = fns.function("bucket_scatter")
+        _run([partial(scatter, ptr, idx, words, cursors[k], out_idx, out_words, tcol, lo, hi, shift)
+              for k, (lo, hi) in enumerate(ranges)])
+        if n_minor:
+            branges = _bounds(bstart, len(ranges))
+            big = int(np.diff(bstart).max(initial=0))
+            srow = np.empty((len(branges), max(big, 1)), dtype=ptr.dtype)
+            sval = np.empty((len(branges), max(big, 1) * lay.lanes), dtype=out_words.dtype)
+            cur = np.empty((len(branges), 1 << shift), dtype=ptr.dtype)
+            sort = fns.function("bucket_sort")
+            _run([partial(sort, bstart, tcol, out_ptr, out_idx, out_words, srow[k], sval[k], cur[k], lo, hi,
+                          shift, n_minor) for k, (lo, hi) in enumerate(branges) if hi > lo])
+    finally:
+        del tcol
+        _give_scratch(held)
     return out_ptr, out_idx, out_val
 
 
@@ -188,7 +230,21 @@ def transpose(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val:
     fns = _functions(lay)
     nnz = len(idx)
     ranges = _bounds(ptr, _threads(nnz))
-    counts = np.zeros((len(ranges), n_minor), dtype=ptr.dtype)
+    held = _take_scratch(len(ranges) * n_minor * ptr.dtype.itemsize)
+    counts = _scratch_view(held, (len(ranges), n_minor), ptr.dtype)
+    counts.fill(0)
+    try:
+        return _transpose_direct(fns, lay, n_minor, ptr, idx, val, ranges, counts)
+    finally:
+        del counts
+        _give_scratch(held)
+
+
+def _transpose_direct(fns: Any, lay: Layout, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray,
+                      ranges: list[tuple[int, int]], counts: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The direct counting sort of :func:`transpose` (``counts``: zeroed, one row of columns per range)."""
+    nnz = len(idx)
     count = fns.function("transpose_count")
     _run([partial(count, ptr, idx, counts[k], lo, hi) for k, (lo, hi) in enumerate(ranges)])
     out_ptr = np.empty(n_minor + 1, dtype=ptr.dtype)
