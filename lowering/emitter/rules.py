@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from frontend.format import delta_packed
+
 from .builder import Carry, Value
 
 Inner = Callable[[Value, Value, Carry, int], Carry]
@@ -111,10 +113,25 @@ def range_(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry
 
 
 def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
-    """Entries ``pos[parent] .. pos[parent + 1]``; coordinates are a running sum of the stored gaps."""
+    """Entries ``pos[parent] .. pos[parent + 1]``; coordinates are a running sum of the stored gaps
+    (bit-packed below 8 bits, ``frontend.format.delta_packed``: decoded with a shift and a mask; such
+    levels are never gathered, see :func:`gatherable_level`)."""
     b, args = ctx.b, ctx.args[k]
     lo = b.load_index(args.pos, ctx.at(parent))
     hi = b.load_index(args.pos, ctx.at(b.add(parent, b.index(1))))
+
+    bits = ctx.level(k).bits
+
+    def gap(p: Value) -> Value:
+        """The stored gap of entry ``p``: one element, or ``bits`` bits of byte ``p * bits / 8`` when packed."""
+        if not delta_packed(bits):
+            return b.load_index(args.crd, ctx.at(p), unsigned=True)
+        bit = b.mul(p, b.index(bits))
+        byte = b.load_index(args.crd, ctx.at(b.op(f"arith.shrui {bit}, {b.index(3)} : index", "index", "i")),
+                            unsigned=True)
+        shift = b.op(f"arith.andi {bit}, {b.index(7)} : index", "index", "i")
+        field = b.op(f"arith.shrui {byte}, {shift} : index", "index", "i")
+        return b.op(f"arith.andi {field}, {b.index((1 << bits) - 1)} : index", "index", "i")
 
     def entry(p: Value, c: Carry, lanes: int) -> Carry:
         run, rest = c[0], c[1:]
@@ -134,7 +151,7 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
                 total = Value(b.index_cast(total.name, it, "index", "i"), "index")
             return [b.add(run, total)] + inner(p, coords, rest, lanes)
         # (run + gap) + step: x86 folds it into one lea (measured faster than run + (gap + step))
-        coord = b.add(b.add(run, b.load_index(args.crd, ctx.at(p), unsigned=True)), b.index(DELTA_STEP))
+        coord = b.add(b.add(run, gap(p)), b.index(DELTA_STEP))
         return [coord] + inner(p, coord, rest, 1)
 
     out = ctx.loop(k, lo, hi, [b.index(DELTA_START)] + list(carry), entry, own=1)
@@ -153,6 +170,13 @@ CONTIGUOUS = {"dense", "batch", "range"}
 #: 8-way unrolled scalar loop was faster (benchmarks/bench_emitter.py); enable it with
 #: ``register_level_rule(name, rule_for(name), gather=True, replace=True)``.
 GATHER: set[str] = set()
+
+
+def gatherable_level(level: Any) -> bool:
+    """Whether the walker may hand level ``level`` ``lanes > 1`` consecutive positions (its format is in
+    :data:`GATHER`, and it is not a bit-packed delta level, whose gaps are decoded one at a time)."""
+    value = level.format.value
+    return value in GATHER and not (value == "delta" and delta_packed(level.bits))
 
 
 def register_level_rule(level_format: str, rule: LevelRule, *, contiguous: bool = False,

@@ -18,7 +18,7 @@ from .builder import Builder, Carry, Value
 from .operand import LevelArgs, WalkedOperand
 from .padding import nonzero
 from .resolution import Resolve, diagonal_parts, known_after, last_level_strides, resolution_plan
-from .rules import CONTIGUOUS, GATHER, rule_for
+from .rules import CONTIGUOUS, gatherable_level, rule_for
 
 #: Lanes of a vectorized innermost loop (a remainder loop handles the rest).
 VECTOR_LANES = 8
@@ -272,7 +272,7 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
         if ctx.reduction is not None and ctx.unroll > 1:
             ctx.unroll_level = n - 1
             last_step = ctx.plan[-1]
-            if (ctx.level(n - 1).format.value in GATHER and skip_zeros is None
+            if (gatherable_level(ctx.level(n - 1)) and skip_zeros is None
                     and all(r.kind == "plain" and not r.guard for r in last_step)
                     and visitor.gatherable({r.dim for r in last_step})):
                 ctx.gather_level = n - 1
