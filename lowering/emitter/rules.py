@@ -127,11 +127,8 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
         if not delta_packed(bits):
             return b.load_index(args.crd, ctx.at(p), unsigned=True)
         bit = b.mul(p, b.index(bits))
-        byte = b.load_index(args.crd, ctx.at(b.op(f"arith.shrui {bit}, {b.index(3)} : index", "index", "i")),
-                            unsigned=True)
-        shift = b.op(f"arith.andi {bit}, {b.index(7)} : index", "index", "i")
-        field = b.op(f"arith.shrui {byte}, {shift} : index", "index", "i")
-        return b.op(f"arith.andi {field}, {b.index((1 << bits) - 1)} : index", "index", "i")
+        byte = b.load_index(args.crd, ctx.at(_shr(b, bit, b.index(3))), unsigned=True)
+        return _field(b, _shr(b, byte, b.op(f"arith.andi {bit}, {b.index(7)} : index", "index", "i")), bits)
 
     def entry(p: Value, c: Carry, lanes: int) -> Carry:
         run, rest = c[0], c[1:]
@@ -154,8 +151,48 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
         coord = b.add(b.add(run, gap(p)), b.index(DELTA_STEP))
         return [coord] + inner(p, coord, rest, 1)
 
-    out = ctx.loop(k, lo, hi, [b.index(DELTA_START)] + list(carry), entry, own=1)
+    init = [b.index(DELTA_START)] + list(carry)
+    if delta_packed(bits):
+        return _packed_walk(ctx, k, lo, hi, init, entry, inner)[1:]
+    out = ctx.loop(k, lo, hi, init, entry, own=1)
     return out[1:]
+
+
+def _shr(b: Any, x: Value, by: Value) -> Value:
+    return b.op(f"arith.shrui {x}, {by} : index", "index", "i")
+
+
+def _field(b: Any, x: Value, bits: int) -> Value:
+    return b.op(f"arith.andi {x}, {b.index((1 << bits) - 1)} : index", "index", "i")
+
+
+def _packed_walk(ctx: Any, k: int, lo: Value, hi: Value, init: Carry,
+                 entry: Callable[[Value, Carry, int], Carry], inner: Inner) -> Carry:
+    """Entries ``lo..hi`` of a bit-packed delta level (``8 // bits`` gaps a byte): the entries before the
+    first whole byte and after the last one one at a time (``entry``), the whole bytes in between through
+    ``ctx.loop`` (unrolled into partial sums like any walk), each byte loaded once and its gaps taken with
+    constant shifts. ``init``/the result: the running coordinate, then the visitor's carry."""
+    b, args = ctx.b, ctx.args[k]
+    bits = ctx.level(k).bits
+    per = 8 // bits
+    step = b.index(per)
+    one = b.index(1)
+    head_end = b.min(hi, b.mul(b.op(f"arith.ceildivui {lo}, {step} : index", "index", "i"), step))
+    first = b.op(f"arith.divui {head_end}, {step} : index", "index", "i")
+    last = b.max(b.op(f"arith.divui {hi}, {step} : index", "index", "i"), first)
+    c = b.for_(lo, head_end, one, init, lambda p, cc: entry(p, cc, 1))
+
+    def byte_entries(q: Value, cc: Carry, lanes: int) -> Carry:
+        byte = b.load_index(args.crd, ctx.at(q), unsigned=True)
+        base = b.mul(q, step)
+        for u in range(per):
+            g = _field(b, _shr(b, byte, b.index(u * bits)) if u else byte, bits)
+            coord = b.add(b.add(cc[0], g), b.index(DELTA_STEP))
+            cc = [coord] + inner(b.add(base, b.index(u)), coord, cc[1:], 1)
+        return cc
+
+    c = ctx.loop(k, first, last, c, byte_entries, own=1)
+    return b.for_(b.max(b.mul(last, step), head_end), hi, one, c, lambda p, cc: entry(p, cc, 1))
 
 
 _RULES: dict[str, LevelRule] = {
