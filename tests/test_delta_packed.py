@@ -110,3 +110,23 @@ def test_packed_buffers_from_the_user_are_checked():
     with pytest.raises(ValueError, match=r"out of bounds \[0, 6\)"):
         Tensor.from_buffers(NF.DELTA(4), (1, 6), pos=[None, pos], crd=[None, np.array([1, 9], np.uint8)],
                             values=np.array([1.0, 2, 3]))
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+def test_packed_delta_lowers_to_ptx(bits):
+    """The GPU path (``emitter-gpu``) walks packed gaps with the same rule: PTX that ptxas accepts."""
+    import functools
+
+    from lowering.contraction import Contraction, TensorSpec
+    from lowering.gpu.dispatch import gpu_path, lower_gpu
+    from mlir_bridge.gpu import gpu_assembly
+    from test_gpu_lowering import _ptxas
+
+    spec = functools.partial(TensorSpec, pos_width=32, crd_width=32)
+    c = Contraction(("ik", "k"), (spec(NF.DELTA(bits), (8, 6), "f32"), spec(None, (6,), "f32")), "i",
+                    TensorSpec(None, (8,), "f32"))
+    low = lower_gpu(c, "sm_90", gpu_path(c, "emitter-gpu"))
+    assert "arith.shrui" in low.text
+    ptx = gpu_assembly(low.text, low.pipeline)
+    assert ".entry" in ptx
+    _ptxas(ptx, "sm_90")
