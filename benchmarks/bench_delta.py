@@ -1,7 +1,7 @@
 """DELTA(b) SpMV against numpy's dense GEMV at equal threads (issue 19: DELTA(8) >= 1.3x dense at 50%).
 
     .venv/bin/python benchmarks/bench_delta.py [--size 8192] [--sparsity 0.5] [--bits 2 4 8] [--threads 1 2]
-                                               [--rounds 15] [--out benchmarks/results/delta_gemv.md]
+                                               [--rounds 15] [--quick] [--out benchmarks/results/delta_gemv.md]
 
 One child process per thread count (numpy's BLAS threads are fixed when numpy loads:
 ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` are set before the import). In each, a
@@ -62,9 +62,12 @@ def main() -> None:
     ap.add_argument("--bits", type=int, nargs="+", default=[2, 4, 8])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--quick", action="store_true", help="2048 x 2048, 5 rounds")
     ap.add_argument("--out", default=None, help="markdown table to write")
     ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.quick:
+        args.size, args.rounds = 2048, 5
     if args.child:
         print(json.dumps(child(args.size, args.sparsity, args.bits, args.child, args.rounds)))
         return
