@@ -130,3 +130,22 @@ def test_packed_delta_lowers_to_ptx(bits):
     ptx = gpu_assembly(low.text, low.pipeline)
     assert ".entry" in ptx
     _ptxas(ptx, "sm_90")
+
+
+@pytest.mark.parametrize("bits", [2, 8])
+def test_unrolled_delta_walk_prefetches_on_the_cpu_only(bits):
+    """Unrolled delta walks prefetch values and gaps ahead once per iteration (emitted text), not with
+    ``prefetch=False`` (the GPU path); results stay scipy's for rows longer than the prefetch distance."""
+    from lowering.contraction import Contraction, TensorSpec
+    from lowering.emitter import emit_contraction
+    from lowering.emitter.rules import DELTA_PREFETCH
+
+    a = matrix(5, 3 * DELTA_PREFETCH, 0.5, np.float64, seed=bits)
+    x = np.linspace(-1, 1, a.shape[1])
+    mm = Matmul(Tensor.from_dense(a, NF.DELTA(bits)), x, threads=1).plan()
+    np.testing.assert_allclose(np.asarray(mm.execute().to_dense()), a @ x, rtol=1e-12, atol=1e-12)
+    assert mm.mlir.count("memref.prefetch") == 2
+    c = Contraction(("ik", "k"), (TensorSpec(NF.DELTA(bits), (8, 6), "f64", 32, 32), TensorSpec(None, (6,), "f64")),
+                    "i", TensorSpec(None, (8,), "f64"))
+    assert emit_contraction(c).count("memref.prefetch") == 2
+    assert "memref.prefetch" not in emit_contraction(c, prefetch=False)
