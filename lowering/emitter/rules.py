@@ -31,6 +31,15 @@ DELTA_I32_EXTENT = 1 << 31
 #: unrolled iteration: the row's loop alone kept too few DRAM reads in flight (8192^2 f32 DELTA(8) SpMV,
 #: one thread: 18.1 ms without, 13.2 with; 512-4096 all within 2%; docs/performance.md).
 DELTA_PREFETCH = 1024
+#: Gaps a bit-packed delta walk takes from one load (whole bytes: ``max(1, DELTA_WORD_GAPS * bits // 8)``).
+#: 8192^2 / 2048^2 f32 SpMV at 50%, ms: DELTA(4) 2 gaps a load 12.7 / 0.91, 4 gaps 12.0 / 0.73, 8 gaps 22.1 / 0.77;
+#: DELTA(2) 4 gaps 12.6 / 0.79, 8 gaps 23.7 / 0.85 (dense GEMV 13.8 / 0.88).
+DELTA_WORD_GAPS = 4
+
+
+def delta_word_bytes(bits: int) -> int:
+    """Bytes of packed gaps loaded at once by a ``bits``-bit walk (:data:`DELTA_WORD_GAPS`)."""
+    return max(1, DELTA_WORD_GAPS * bits // 8)
 
 
 class LevelRule(Protocol):
@@ -162,10 +171,11 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
     return out[1:]
 
 
-def _prefetcher(ctx: Any, k: int, per: int) -> Callable[[Value], None] | None:
+def _prefetcher(ctx: Any, k: int, per: int, unit: int = 1) -> Callable[[Value], None] | None:
     """``f(iv)`` prefetching the values and gaps :data:`DELTA_PREFETCH` entries after iteration ``iv`` of a
-    delta level's loop (``per`` entries per iteration index: 8 // bits for packed bytes); None without
-    ``ctx.values`` (GPU kernels) or below the last level (the values are not this level's)."""
+    delta level's loop (``per`` entries and ``unit`` gap-buffer elements per iteration index: one and one
+    unpacked, a word of packed gaps otherwise); None without ``ctx.values`` (GPU kernels) or below the last
+    level (the values are not this level's)."""
     vals = getattr(ctx, "values", None)
     if vals is None or k != len(ctx.fmt.levels) - 1:
         return None
@@ -173,7 +183,7 @@ def _prefetcher(ctx: Any, k: int, per: int) -> Callable[[Value], None] | None:
 
     def fetch(iv: Value) -> None:
         at = b.add(b.mul(iv, b.index(per)) if per > 1 else iv, b.index(DELTA_PREFETCH))
-        g = b.add(iv, b.index(DELTA_PREFETCH // per))
+        g = b.add(b.mul(iv, b.index(unit)) if unit > 1 else iv, b.index(DELTA_PREFETCH * unit // per))
         b.emit(f"memref.prefetch {vals}[{ctx.at(at)}], read, locality<3>, data : {vals.type}")
         b.emit(f"memref.prefetch {crd}[{ctx.at(g)}], read, locality<3>, data : {crd.type}")
     return fetch
@@ -190,29 +200,42 @@ def _field(b: Any, x: Value, bits: int) -> Value:
 def _packed_walk(ctx: Any, k: int, lo: Value, hi: Value, init: Carry,
                  entry: Callable[[Value, Carry, int], Carry], inner: Inner) -> Carry:
     """Entries ``lo..hi`` of a bit-packed delta level (``8 // bits`` gaps a byte): the entries before the
-    first whole byte and after the last one one at a time (``entry``), the whole bytes in between through
-    ``ctx.loop`` (unrolled into partial sums like any walk), each byte loaded once and its gaps taken with
-    constant shifts. ``init``/the result: the running coordinate, then the visitor's carry."""
+    first whole word (:func:`delta_word_bytes` bytes) and after the last one one at a time (``entry``), the whole
+    words in between through ``ctx.loop`` (unrolled into partial sums like any walk), each word loaded once
+    (little-endian: gap ``t`` of the word in bits ``t * bits``..) and its gaps taken with constant shifts.
+    ``init``/the result: the running coordinate, then the visitor's carry."""
     b, args = ctx.b, ctx.args[k]
     bits = ctx.level(k).bits
-    per = 8 // bits
+    nbytes = delta_word_bytes(bits)
+    per = 8 * nbytes // bits
     step = b.index(per)
     one = b.index(1)
     head_end = b.min(hi, b.mul(b.op(f"arith.ceildivui {lo}, {step} : index", "index", "i"), step))
     first = b.op(f"arith.divui {head_end}, {step} : index", "index", "i")
     last = b.max(b.op(f"arith.divui {hi}, {step} : index", "index", "i"), first)
     c = b.for_(lo, head_end, one, init, lambda p, cc: entry(p, cc, 1))
+    wt = f"i{8 * nbytes}"
 
-    def byte_entries(q: Value, cc: Carry, lanes: int) -> Carry:
-        byte = b.load_index(args.crd, ctx.at(q), unsigned=True)
+    def load_word(q: Value) -> Value:
+        if nbytes == 1:
+            return b.load_index(args.crd, ctx.at(q), unsigned=True)
+        at = ctx.at(b.mul(q, b.index(nbytes)))
+        raw = b.op(f"vector.load {args.crd}[{at}] : {args.crd.type}, vector<{nbytes}xi8>", f"vector<{nbytes}xi8>", "l")
+        vec = b.op(f"vector.bitcast {raw} : vector<{nbytes}xi8> to vector<1x{wt}>", f"vector<1x{wt}>", "l")
+        word = b.op(f"vector.extract {vec}[0] : {wt} from vector<1x{wt}>", wt, "l")
+        wide = b.op(f"arith.extui {word} : {wt} to i64", "i64", "l")
+        return b.op(f"arith.index_cast {wide} : i64 to index", "index", "i")
+
+    def word_entries(q: Value, cc: Carry, lanes: int) -> Carry:
+        w = load_word(q)
         base = b.mul(q, step)
         for u in range(per):
-            g = _field(b, _shr(b, byte, b.index(u * bits)) if u else byte, bits)
+            g = _field(b, _shr(b, w, b.index(u * bits)) if u else w, bits)
             coord = b.add(b.add(cc[0], g), b.index(DELTA_STEP))
             cc = [coord] + inner(b.add(base, b.index(u)), coord, cc[1:], 1)
         return cc
 
-    c = ctx.loop(k, first, last, c, byte_entries, own=1, prefetch=_prefetcher(ctx, k, per))
+    c = ctx.loop(k, first, last, c, word_entries, own=1, prefetch=_prefetcher(ctx, k, per, nbytes))
     return b.for_(b.max(b.mul(last, step), head_end), hi, one, c, lambda p, cc: entry(p, cc, 1))
 
 
