@@ -97,10 +97,15 @@ def _add_scaled(inp: Any, p: Any, beta: Any, alpha: Any) -> torch.Tensor:
 
 
 def _addmm_like(inp: Any, m1: Any, m2: Any, beta: Any, alpha: Any, prod: Callable) -> Any:
-    """``beta * inp + alpha * (m1 @ m2)``: fused into the kernel (``c``) when no gradient is needed."""
+    """``beta * inp + alpha * (m1 @ m2)``; batched products without gradients fuse it into the kernel (``c``)."""
     both_sparse = isinstance(m1, TensorWrapper) and isinstance(m2, TensorWrapper)
     if isinstance(inp, TensorWrapper) or _needs_grad(inp, m1, m2) or both_sparse:
         return _add_scaled(inp, prod(m1, m2), beta, alpha)
+    if prod is product:  # the planned product (right kernel orientation for x @ W^T), then the sum in place
+        p = prod(m1, m2)
+        if alpha != 1:
+            p.mul_(alpha)
+        return p if beta == 0 else p.add_(inp, alpha=beta)
     out_shape = torch.broadcast_shapes(_shape_of(m1, m2), inp.shape)
     dtype = (m1 if isinstance(m1, TensorWrapper) else m2).dtype
     c = (torch.zeros(out_shape, dtype=dtype, device=inp.device) if beta == 0
