@@ -9,6 +9,7 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -44,6 +45,24 @@ def _needs_grad(*xs: Any) -> bool:
         return False
     return any((x.values if isinstance(x, TensorWrapper) else x).requires_grad for x in xs
                if isinstance(x, torch.Tensor))
+
+
+SERIAL_ADD_MAX = 1 << 20  # elements: smaller in-place sums of a product run on the calling thread
+
+
+def add_(y: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """``y += t`` (broadcast) for a product ``y`` nothing differentiates. Below :data:`SERIAL_ADD_MAX` CPU
+    float elements NumPy adds on the calling thread: torch splits such an add across its threads, and on a
+    busy machine waiting for the second thread costs milliseconds where the add itself takes microseconds."""
+    if (y.numel() < SERIAL_ADD_MAX and y.device.type == "cpu" and t.device.type == "cpu" and y.dtype == t.dtype
+            and y.dtype in (torch.float32, torch.float64) and t.layout == torch.strided):
+        yn = y.numpy()
+        try:
+            np.add(yn, t.detach().numpy(), out=yn)
+            return y
+        except ValueError:  # shapes that do not broadcast: torch's own error below
+            pass
+    return y.add_(t)
 
 
 # ----- products ----------------------------------------------------------------------------------------
@@ -105,7 +124,7 @@ def _addmm_like(inp: Any, m1: Any, m2: Any, beta: Any, alpha: Any, prod: Callabl
         p = prod(m1, m2)
         if alpha != 1:
             p.mul_(alpha)
-        return p if beta == 0 else p.add_(inp, alpha=beta)
+        return p if beta == 0 else add_(p, inp if beta == 1 else beta * inp)
     out_shape = torch.broadcast_shapes(_shape_of(m1, m2), inp.shape)
     dtype = (m1 if isinstance(m1, TensorWrapper) else m2).dtype
     c = (torch.zeros(out_shape, dtype=dtype, device=inp.device) if beta == 0
@@ -197,7 +216,7 @@ def linear(inp: Any, weight: Any, bias: Any = None) -> Any:
         return y
     if isinstance(bias, TensorWrapper):
         bias = bias.dense()
-    return y.add_(bias) if not (_needs_grad(inp, weight, bias) or y.requires_grad) else y + bias
+    return add_(y, bias) if not (_needs_grad(inp, weight, bias) or y.requires_grad) else y + bias
 
 
 # ----- views, copies, conversions ----------------------------------------------------------------------------
