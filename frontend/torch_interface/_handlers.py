@@ -50,7 +50,7 @@ def _needs_grad(*xs: Any) -> bool:
 SERIAL_ADD_MAX = 1 << 20  # elements: smaller in-place sums of a product run on the calling thread
 
 
-def add_(y: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+def add_into(y: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """``y += t`` (broadcast) for a product ``y`` nothing differentiates. Below :data:`SERIAL_ADD_MAX` CPU
     float elements NumPy adds on the calling thread: torch splits such an add across its threads, and on a
     busy machine waiting for the second thread costs milliseconds where the add itself takes microseconds."""
@@ -124,7 +124,7 @@ def _addmm_like(inp: Any, m1: Any, m2: Any, beta: Any, alpha: Any, prod: Callabl
         p = prod(m1, m2)
         if alpha != 1:
             p.mul_(alpha)
-        return p if beta == 0 else add_(p, inp if beta == 1 else beta * inp)
+        return p if beta == 0 else add_into(p, inp if beta == 1 else beta * inp)
     out_shape = torch.broadcast_shapes(_shape_of(m1, m2), inp.shape)
     dtype = (m1 if isinstance(m1, TensorWrapper) else m2).dtype
     c = (torch.zeros(out_shape, dtype=dtype, device=inp.device) if beta == 0
@@ -216,7 +216,7 @@ def linear(inp: Any, weight: Any, bias: Any = None) -> Any:
         return y
     if isinstance(bias, TensorWrapper):
         bias = bias.dense()
-    return add_(y, bias) if not (_needs_grad(inp, weight, bias) or y.requires_grad) else y + bias
+    return add_into(y, bias) if not (_needs_grad(inp, weight, bias) or y.requires_grad) else y + bias
 
 
 # ----- views, copies, conversions ----------------------------------------------------------------------------
