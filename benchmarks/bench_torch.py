@@ -130,9 +130,13 @@ def main() -> None:
     p.add_argument("--batch", type=int, nargs="+", default=[1, 32])
     p.add_argument("--sparsity", type=float, nargs="+", default=[0.5, 0.7, 0.9, 0.95])
     p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch.set_num_threads(N) first (TorchUST products follow it); default: torch's own")
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS, metavar="NAME",
                    help=f"what to time (default all; ratios are against the first given): {', '.join(VARIANTS)}")
     a = p.parse_args()
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
     print(f"# load average at start {os.getloadavg()[0]:.1f}")
     run(a.size, a.batch, a.sparsity, a.reps, a.variants)
     print(f"# load average at end {os.getloadavg()[0]:.1f}")
