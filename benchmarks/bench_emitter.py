@@ -106,7 +106,7 @@ def bench_delta(size: int, sparsities: list[float], bits_list: list[int]) -> lis
         for b in bits_list:
             fn, path = ours(convert(base, NF.DELTA(b)), x)
             err = float(np.abs(as_array(fn()).astype(np.float64) - ref).max() / max(1.0, np.abs(ref).max()))
-            assert err < 1e-4 and path == "emitter", (b, s, err, path)
+            assert err < 1e-4 and path.startswith("emitter"), (b, s, err, path)
             fns[f"delta{b}"] = fn
         row = {"sparsity": s, **best_times(fns)}
         rows.append(row)

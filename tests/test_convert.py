@@ -154,11 +154,14 @@ def test_delta_padding_layout() -> None:
     t = Tensor.from_dense(a, N.DELTA(2))
     assert t.crd(1).dtype == np.uint8
     np.testing.assert_array_equal(t.pos(1), [0, 4, 4, 7])
-    np.testing.assert_array_equal(t.crd(1), [0, 3, 3, 0, 3, 3, 3])
+    # gaps 0, 3, 3, 0 | 3, 3, 3 packed four to a byte, low bits first; the last byte's free slot is 0
+    np.testing.assert_array_equal(t.crd(1), [0 | 3 << 2 | 3 << 4 | 0 << 6, 3 | 3 << 2 | 3 << 4])
     np.testing.assert_array_equal(t.val, [5, 0, 0, 6, 0, 0, 7])
     assert t.get_value((0, 4)) == 0.0 and t.get_value((0, 5)) is None and t.get_value((2, 11)) == 7
     assert Tensor.from_dense(a, N.DELTA(8)).crd(1).tolist() == [0, 8, 11]
     assert Tensor.from_dense(a, N.DELTA(12)).crd(1).dtype == np.uint16
+    assert Tensor.from_dense(a, N.DELTA(4)).crd(1).tolist() == [0 | 8 << 4, 11]  # gaps 0, 8, 11: two a byte
+    assert Tensor.from_dense(a, N.DELTA(3)).crd(1).tolist() == [0, 7, 0, 7, 3]   # 3 bits: one gap a byte
 
 
 def test_structured_layout_and_refusal() -> None:

@@ -181,18 +181,21 @@ def test_coo_order_and_uniqueness() -> None:
 
 
 def test_delta_structured_loose_errors() -> None:
-    d8 = np.array([0, 2], dtype=np.uint8)
-    t = Tensor.from_buffers(N.DELTA(2), (1, 4), pos=[None, np.array([0, 2])], crd=[None, d8], values=np.ones(2))
-    assert t.get_value((0, 3)) == 1.0
+    packed = np.array([0 | 2 << 2], dtype=np.uint8)  # DELTA(2) gaps 0, 2 packed four to a byte
+    t = Tensor.from_buffers(N.DELTA(2), (1, 4), pos=[None, np.array([0, 2])], crd=[None, packed], values=np.ones(2))
+    assert t.get_value((0, 3)) == 1.0 and t.get_value((0, 0)) == 1.0 and t.get_value((0, 1)) is None
     with pytest.raises(TypeError, match=r"crd must be uint8, got int64"):
         Tensor.from_buffers(N.DELTA(2), (1, 4), pos=[None, np.array([0, 2])], crd=[None, np.array([0, 2])],
                             values=np.ones(2))
-    with pytest.raises(ValueError, match=r"gap 5 at crd\[1\] exceeds 3 = 2\*\*2 - 1"):
-        Tensor.from_buffers(N.DELTA(2), (1, 9), pos=[None, np.array([0, 2])], crd=[None, np.array([0, 5], np.uint8)],
+    with pytest.raises(ValueError, match=r"crd must hold 2 gaps packed 4 to a byte .* got 2 bytes"):
+        Tensor.from_buffers(N.DELTA(2), (1, 4), pos=[None, np.array([0, 2])], crd=[None, np.array([0, 2], np.uint8)],
+                            values=np.ones(2))
+    with pytest.raises(ValueError, match=r"gap 9 at crd\[1\] exceeds 7 = 2\*\*3 - 1"):
+        Tensor.from_buffers(N.DELTA(3), (1, 19), pos=[None, np.array([0, 2])], crd=[None, np.array([0, 9], np.uint8)],
                             values=np.ones(2))
     with pytest.raises(ValueError, match=r"coordinate 4 at crd\[1\] is out of bounds \[0, 4\)"):
-        Tensor.from_buffers(N.DELTA(2), (1, 4), pos=[None, np.array([0, 2])], crd=[None, np.array([1, 2], np.uint8)],
-                            values=np.ones(2))
+        Tensor.from_buffers(N.DELTA(2), (1, 4), pos=[None, np.array([0, 2])],
+                            crd=[None, np.array([1 | 2 << 2], np.uint8)], values=np.ones(2))
     nm = N.NM(2, 4)
     ok = np.array([0, 3], dtype=np.int64)
     Tensor.from_buffers(nm, (1, 4), crd={2: ok}, values=np.ones(2))

@@ -99,6 +99,17 @@ class Level:
         return f"{self.expr.render(mlir)} : {self.type_text(mlir)}"
 
 
+#: Delta bit widths whose gaps are stored bit-packed, ``8 // bits`` to a byte; wider ones keep one gap per
+#: element of the narrowest unsigned type (uint8/16/32).
+PACKED_DELTA_BITS = (1, 2, 4)
+
+
+def delta_packed(bits: int | None) -> bool:
+    """Whether a ``bits``-bit delta level stores its gaps bit-packed: gap ``t`` in byte ``t * bits // 8``,
+    bits ``t * bits % 8`` upwards (little-endian within the byte); the last byte's unused bits are 0."""
+    return bits in PACKED_DELTA_BITS
+
+
 LevelSpec = LevelFormat | tuple | Level
 
 

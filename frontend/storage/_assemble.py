@@ -14,7 +14,7 @@ import numpy as np
 
 from frontend.format import Level, LevelFormat
 
-from ._layout import delta_crd_dtype, structured_groups
+from ._layout import delta_crd_dtype, pack_gaps, structured_groups
 
 
 def _changes(c: np.ndarray) -> np.ndarray:
@@ -143,7 +143,7 @@ def _fixed_stride(par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndar
 def _delta(lv: Level, par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndarray
            ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """A delta level: gaps to the previous stored coordinate of the parent (minus one), with zero
-    padding entries inserted where a gap exceeds ``2**bits - 1``."""
+    padding entries inserted where a gap exceeds ``2**bits - 1`` (bit-packed: ``pack_gaps``)."""
     bits = lv.bits
     assert bits is not None  # a delta level always has a width
     sp, sc = par[starts], c[starts]
@@ -160,7 +160,7 @@ def _delta(lv: Level, par: np.ndarray, nparents: int, c: np.ndarray, starts: np.
     gaps = np.full(total, (1 << bits) - 1, dtype=delta_crd_dtype(bits))
     gaps[real] = gap - (npad << bits)
     p = _counts(sp, nparents, weights=width)
-    return real[np.cumsum(starts) - 1], total, p, gaps
+    return real[np.cumsum(starts) - 1], total, p, pack_gaps(gaps, bits)
 
 
 def _structured(k: int, lv: Level, e: int, par: np.ndarray, nparents: int, c: np.ndarray,

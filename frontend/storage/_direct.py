@@ -22,7 +22,7 @@ from mlir_bridge.errors import CompileError
 
 from . import _kernels
 from ._assemble import assemble_levels
-from ._layout import delta_crd_dtype, level_coordinates_of, to_host
+from ._layout import delta_crd_dtype, level_coordinates_of, pack_gaps, to_host
 from ._protocol import StoredTensor
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
@@ -292,7 +292,7 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None
     if (delta := delta_axis(fmt)) is not None:
         r = rows.oriented(delta[0])
         optr, gaps, out = _kernels.delta_rows(r.ptr, r.idx, r.val, delta[1], delta_crd_dtype(delta[1]))
-        return [None, optr], [None, gaps], out
+        return [None, optr], [None, pack_gaps(gaps, delta[1])], out
     if (nm := structured_axes(fmt)) is not None:
         r = rows.oriented(nm[0])
         _, n, m = nm

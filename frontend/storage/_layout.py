@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import Level, LevelFormat, TensorFormat, is_block
+from frontend.format import Level, LevelFormat, TensorFormat, delta_packed, is_block
 
 from ._buffers import as_torch, device_ordinal
 
@@ -30,6 +30,35 @@ def delta_crd_dtype(bits: int) -> np.dtype:
     if bits <= 16:
         return np.dtype(np.uint16)
     return np.dtype(np.uint32)
+
+
+def delta_crd_length(bits: int, entries: int) -> int:
+    """Elements of a delta level's crd buffer holding ``entries`` gaps."""
+    return -(-entries * bits // 8) if delta_packed(bits) else entries
+
+
+def pack_gaps(gaps: np.ndarray, bits: int) -> np.ndarray:
+    """``gaps`` (one per entry, each below ``2**bits``) as a delta level stores them (see :func:`delta_packed`)."""
+    if not delta_packed(bits):
+        return gaps
+    per = 8 // bits
+    flat = np.zeros(delta_crd_length(bits, len(gaps)) * per, dtype=np.uint8)
+    flat[:len(gaps)] = gaps
+    g = flat.reshape(-1, per)
+    out = g[:, 0].copy()
+    for k in range(1, per):
+        out |= g[:, k] << np.uint8(k * bits)
+    return out
+
+
+def unpack_gaps(crd: np.ndarray, bits: int) -> np.ndarray:
+    """One gap per slot of a delta level's crd buffer (``len(crd) * 8 // bits`` of them when packed: the
+    entries, then the last byte's unused slots)."""
+    if not delta_packed(bits):
+        return crd
+    per, mask = 8 // bits, np.uint8((1 << bits) - 1)
+    c = np.ascontiguousarray(crd, dtype=np.uint8).reshape(-1, 1)
+    return ((c >> (np.arange(per, dtype=np.uint8) * np.uint8(bits))) & mask).reshape(-1)
 
 
 def crd_dtype(level: Level, index_type: Any) -> np.dtype:

@@ -12,7 +12,7 @@ import numpy as np
 
 from frontend.format import LevelFormat, num_batch_levels
 
-from ._layout import structured_groups, to_host
+from ._layout import structured_groups, to_host, unpack_gaps
 from ._protocol import StoredTensor
 from ._read import Positions, delta_coordinates, ranges, segment_bounds
 
@@ -45,6 +45,8 @@ def get_value(t: StoredTensor, index: Sequence[int]) -> Any:
     for k in range(nb, fmt.num_levels):
         lv, c, e, o, f = fmt.levels[k], lvl[k], int(ext[k]), int(off[k]), fmt.levels[k].format
         crd = None if t._crd[k] is None else to_host(t._crd[k])[b]
+        if crd is not None and f is LevelFormat.DELTA:
+            crd = unpack_gaps(crd, lv.bits)  # type: ignore[arg-type]
         if lv.is_dense_like or f is LevelFormat.RANGE:
             cands = cands * e + (c - o)
         elif f is LevelFormat.SINGLETON:

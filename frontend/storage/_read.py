@@ -13,7 +13,7 @@ import numpy as np
 
 from frontend.format import Level, LevelFormat
 
-from ._layout import structured_groups
+from ._layout import structured_groups, unpack_gaps
 
 _SEGMENTED = (LevelFormat.COMPRESSED, LevelFormat.LOOSE_COMPRESSED, LevelFormat.DELTA)
 
@@ -87,13 +87,14 @@ def walk_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Sequen
             coords = [np.repeat(c, lengths) for c in coords]
             contiguous = (cur.index is None and f is not LevelFormat.LOOSE_COMPRESSED
                           and (len(lo) == 0 or int(lo[0]) == 0))
+            ck = unpack_gaps(crd[k], lv.bits) if f is LevelFormat.DELTA else crd[k]  # type: ignore[arg-type]
             if contiguous:
                 nxt = Positions(int(hi[-1]) if len(hi) else 0)
-                raw = crd[k][:nxt.count]  # type: ignore[index]
+                raw = ck[:nxt.count]  # type: ignore[index]
             else:
                 idx = ranges(lo, lengths)
                 nxt = Positions(len(idx), idx)
-                raw = crd[k][idx]  # type: ignore[index]
+                raw = ck[idx]  # type: ignore[index]
             c = delta_coordinates(raw, lengths) if f is LevelFormat.DELTA else raw.astype(np.int64, copy=False)
             coords.append(c)
             cur = nxt

@@ -19,7 +19,18 @@ from frontend.format import Level, LevelFormat, num_batch_levels
 
 from ._buffers import is_contiguous, numpy_dtype
 from ._guard import Guard, freeze, intact
-from ._layout import INDEX_TYPES, VALUE_KINDS, delta_crd_dtype, index_dtype, structured_groups, to_host, value_count
+from ._layout import (
+    INDEX_TYPES,
+    VALUE_KINDS,
+    delta_crd_dtype,
+    delta_crd_length,
+    delta_packed,
+    index_dtype,
+    structured_groups,
+    to_host,
+    unpack_gaps,
+    value_count,
+)
 from ._protocol import StoredTensor, TensorT
 from ._read import delta_coordinates, ranges
 
@@ -255,7 +266,14 @@ def _check_levels(levels: tuple[Level, ...], ext: list[int], off: list[int], nb:
                                  f"increasing, got {c[g * n:(g + 1) * n].tolist()}")
             parents, tie = need, None
             continue
-        lo, hi = _check_positions(k, lv, pos[k], parents, len(c), exact, where)
+        packed = f is LevelFormat.DELTA and delta_packed(lv.bits)
+        if packed:  # one gap per slot; the exact byte count is checked below
+            nbytes, c = len(c), unpack_gaps(c, lv.bits)  # type: ignore[arg-type]
+        lo, hi = _check_positions(k, lv, pos[k], parents, len(c), exact and not packed, where)
+        if packed and exact and delta_crd_length(lv.bits, int(hi[-1]) if len(hi) else 0) != nbytes:  # type: ignore[arg-type]
+            raise ValueError(f"{_where(k, lv)}{where}: crd must hold {int(hi[-1]) if len(hi) else 0} gaps "
+                             f"packed {8 // lv.bits} to a byte (ceil(entries * {lv.bits} / 8) bytes), "  # type: ignore[operator]
+                             f"got {nbytes} bytes")
         lengths = hi - lo
         contiguous = f is not LevelFormat.LOOSE_COMPRESSED
         idx = None if contiguous else ranges(lo, lengths)
@@ -268,7 +286,7 @@ def _check_levels(levels: tuple[Level, ...], ext: list[int], off: list[int], nb:
                                  f"{top} = 2**{lv.bits} - 1")
             cc = delta_coordinates(raw, lengths)
             _check_bounds(k, lv, cc, o, o + e, where)
-            parents, tie = len(c) if exact else int(hi[-1]) if len(hi) else 0, None
+            parents, tie = len(c) if exact and not packed else int(hi[-1]) if len(hi) else 0, None
             continue
         cc = raw.astype(np.int64)
         _check_bounds(k, lv, cc, o, o + e, where)

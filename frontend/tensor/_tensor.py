@@ -25,7 +25,10 @@ Storage layout (the contract every module relies on):
     (uint8 for b <= 8, uint16 for b <= 16, uint32 above; kernels zero-extend): each stored coordinate is
     the previous stored coordinate of its parent plus gap plus one, the first one is its gap (= its
     coordinate).  Where a gap would exceed ``2**b - 1``, zero-valued padding entries are stored every
-    ``2**b`` coordinates.  Padding restarts with every parent.
+    ``2**b`` coordinates.  Padding restarts with every parent.  For b in 1, 2, 4 the gaps are bit-packed,
+    ``8 // b`` to a uint8 byte (``frontend.format.delta_packed``): gap ``t`` (``t`` = its position) is bits
+    ``t * b % 8`` upwards of byte ``t * b // 8``; ``crd`` has ``ceil(entries * b / 8)`` bytes and the last
+    byte's unused bits are 0.
   * structured[n, m]: exactly ``n`` slots per group of ``m`` coordinates (one group per parent for
     ``j % m``, ``ceil(E / m)`` for a plain dimension); ``crd`` holds the in-group coordinate (``0..m-1``),
     strictly increasing within a group; empty slots are zero padding at the smallest free coordinates.
@@ -61,7 +64,7 @@ import numpy as np
 from frontend.format import LevelFormat, NamedFormats, TensorFormat, as_format
 from frontend.interop import _package as interop
 from frontend.storage import _convert, _lookup
-from frontend.storage._buffers import data_pointer, numpy_dtype
+from frontend.storage._buffers import data_pointer, nbytes, numpy_dtype
 from frontend.storage._layout import to_host, value_count
 from frontend.storage._validate import mark_valid, validate
 
@@ -188,6 +191,12 @@ class Tensor:
     def nse(self) -> int:
         """Number of stored values (padding and unused batch slots included)."""
         return value_count(self._val, 0)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every buffer (positions, coordinates, values): the storage a format costs, bit-packed delta
+        gaps included as stored."""
+        return sum(nbytes(b) for b in self.buffers())
 
     @property
     def is_sparse(self) -> bool:

@@ -9,9 +9,11 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ._einsum import einsum
 from ._elementwise import HANDLED
 from ._products import kernel_matmul, sparse_dense, sparse_sparse
 from ._wrapper import TensorWrapper, densified_call
@@ -44,6 +46,24 @@ def _needs_grad(*xs: Any) -> bool:
         return False
     return any((x.values if isinstance(x, TensorWrapper) else x).requires_grad for x in xs
                if isinstance(x, torch.Tensor))
+
+
+SERIAL_ADD_MAX = 1 << 20  # elements: smaller in-place sums of a product run on the calling thread
+
+
+def add_into(y: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """``y += t`` (broadcast) for a product ``y`` nothing differentiates. Below :data:`SERIAL_ADD_MAX` CPU
+    float elements NumPy adds on the calling thread: torch splits such an add across its threads, and on a
+    busy machine waiting for the second thread costs milliseconds where the add itself takes microseconds."""
+    if (y.numel() < SERIAL_ADD_MAX and y.device.type == "cpu" and t.device.type == "cpu" and y.dtype == t.dtype
+            and y.dtype in (torch.float32, torch.float64) and t.layout == torch.strided):
+        yn = y.numpy()
+        try:
+            np.add(yn, t.detach().numpy(), out=yn)
+            return y
+        except ValueError:  # shapes that do not broadcast: torch's own error below
+            pass
+    return y.add_(t)
 
 
 # ----- products ----------------------------------------------------------------------------------------
@@ -97,10 +117,15 @@ def _add_scaled(inp: Any, p: Any, beta: Any, alpha: Any) -> torch.Tensor:
 
 
 def _addmm_like(inp: Any, m1: Any, m2: Any, beta: Any, alpha: Any, prod: Callable) -> Any:
-    """``beta * inp + alpha * (m1 @ m2)``: fused into the kernel (``c``) when no gradient is needed."""
+    """``beta * inp + alpha * (m1 @ m2)``; batched products without gradients fuse it into the kernel (``c``)."""
     both_sparse = isinstance(m1, TensorWrapper) and isinstance(m2, TensorWrapper)
     if isinstance(inp, TensorWrapper) or _needs_grad(inp, m1, m2) or both_sparse:
         return _add_scaled(inp, prod(m1, m2), beta, alpha)
+    if prod is product:  # the planned product (right kernel orientation for x @ W^T), then the sum in place
+        p = prod(m1, m2)
+        if alpha != 1:
+            p.mul_(alpha)
+        return p if beta == 0 else add_into(p, inp if beta == 1 else beta * inp)
     out_shape = torch.broadcast_shapes(_shape_of(m1, m2), inp.shape)
     dtype = (m1 if isinstance(m1, TensorWrapper) else m2).dtype
     c = (torch.zeros(out_shape, dtype=dtype, device=inp.device) if beta == 0
@@ -192,7 +217,7 @@ def linear(inp: Any, weight: Any, bias: Any = None) -> Any:
         return y
     if isinstance(bias, TensorWrapper):
         bias = bias.dense()
-    return y.add_(bias) if not (_needs_grad(inp, weight, bias) or y.requires_grad) else y + bias
+    return add_into(y, bias) if not (_needs_grad(inp, weight, bias) or y.requires_grad) else y + bias
 
 
 # ----- views, copies, conversions ----------------------------------------------------------------------------
@@ -337,5 +362,6 @@ _FUNCTIONS: tuple[tuple[tuple[Any, ...], Handler], ...] = (
     ((torch.Tensor.__deepcopy__,), deepcopy),
     ((torch.div, torch.Tensor.div, torch.Tensor.__truediv__), div),
     ((torch.sum, torch.Tensor.sum), sum_),
+    ((torch.einsum,), einsum),
 ) + HANDLED
 HANDLERS: dict[Any, Handler] = {f: h for funcs, h in _FUNCTIONS for f in funcs}

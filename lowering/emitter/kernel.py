@@ -365,12 +365,13 @@ def row_parallel(c: Any) -> bool:
     return row_mode(walked, carry, wsub.index(row)) is not None
 
 
-def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True) -> str:
+def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True, prefetch: bool = True) -> str:
     """MLIR module text for ``c`` (see the module docstring).
 
     ``fuse_init``: where every output element is written once (:func:`_writes_each_output_once`), write
     its initial value, reduction and epilog in that one store; False keeps a separate initialization loop
-    (the GPU path turns that copy of ``c`` into writing ``c`` in place).
+    (the GPU path turns that copy of ``c`` into writing ``c`` in place). ``prefetch``: let level rules
+    prefetch ahead of unrolled walks (delta levels do; the GPU path passes False).
 
     ``rows=True`` (needs :func:`row_parallel`): the row-range variant ``@<name>(..., %out, %row_begin:
     index, %row_end: index)`` that computes only output rows ``[row_begin, row_end)`` into the caller's
@@ -451,7 +452,7 @@ def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True) -> str:
     skip = val if skips_padding(c, w) else None  # a semiring or prolog must not see padding zeros
     walk(b, walked, level_args, visitor,  # type: ignore[arg-type]
          rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0, 1 if skip is not None else c.lanes, skip,
-         0 if skip is not None else c.stride)
+         0 if skip is not None else c.stride, val if prefetch else None)
     if c.epilog is not None and not fused:
         def epi(idx: list[Value]) -> None:
             at = ", ".join(i.name for i in idx)

@@ -18,7 +18,7 @@ from .builder import Builder, Carry, Value
 from .operand import LevelArgs, WalkedOperand
 from .padding import nonzero
 from .resolution import Resolve, diagonal_parts, known_after, last_level_strides, resolution_plan
-from .rules import CONTIGUOUS, GATHER, rule_for
+from .rules import CONTIGUOUS, gatherable_level, rule_for
 
 #: Lanes of a vectorized innermost loop (a remainder loop handles the rest).
 VECTOR_LANES = 8
@@ -88,6 +88,8 @@ class WalkContext:
         self.rows: tuple[Value, Value] | None = None
         self.lvl: dict[int, Value] = {}
         self.dims: dict[int, Value] = {}
+        #: the operand's values buffer where rules may prefetch ahead of an unrolled walk (None: never)
+        self.values: Value | None = None
 
     def level(self, k: int) -> Any:
         return self.fmt.levels[k]
@@ -97,10 +99,12 @@ class WalkContext:
         return ", ".join([v.name for v in self.batch] + [p.name])
 
     def loop(self, k: int, lo: Value, hi: Value, carry: Carry,
-             body: Callable[[Value, Carry, int], Carry], own: int = 0) -> Carry:
+             body: Callable[[Value, Carry, int], Carry], own: int = 0,
+             prefetch: Callable[[Value], None] | None = None) -> Carry:
         """A loop over ``lo..hi`` for level ``k``: parallel, strip-mined into vectors, unrolled into
         partial sums, or plain. ``carry[:own]`` are the rule's own sequential values (e.g. a running
-        coordinate), the rest the visitor's accumulators."""
+        coordinate), the rest the visitor's accumulators. ``prefetch(iv)``: emitted once per iteration of
+        the unrolled main loop (not in plain or remainder loops)."""
         b = self.b
         if k in (self.gather_level, self.unroll_level, self.vector_level):
             span = _static_span(b, lo, hi)
@@ -109,7 +113,7 @@ class WalkContext:
         if k == self.gather_level and len(carry) == own + 1:
             return self._gathered(lo, hi, carry, body, own)
         if k == self.unroll_level and len(carry) == own + 1:
-            return self._unrolled(lo, hi, carry, body, own)
+            return self._unrolled(lo, hi, carry, body, own, prefetch)
         if k == self.vector_level and not carry:
             lanes = self.vector_lanes
             vl = b.index(lanes)
@@ -124,7 +128,7 @@ class WalkContext:
         return b.for_(lo, hi, b.index(1), carry, lambda iv, c: body(iv, c, 1))
 
     def _unrolled(self, lo: Value, hi: Value, carry: Carry, body: Callable[[Value, Carry, int], Carry],
-                  own: int) -> Carry:
+                  own: int, prefetch: Callable[[Value], None] | None = None) -> Carry:
         b = self.b
         identity, combine = self.reduction
         unroll = self.unroll
@@ -133,6 +137,8 @@ class WalkContext:
         init = list(carry) + [identity() for _ in range(unroll - 1)]
 
         def step(iv: Value, c: Carry) -> Carry:
+            if prefetch is not None:
+                prefetch(iv)
             state, accs = c[:own], c[own:]
             new = []
             for u in range(unroll):
@@ -239,15 +245,17 @@ def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | No
 
 def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor,
          rows: tuple[Value, Value] | None = None, row_dim: int = 0, lanes: int | None = None,
-         skip_zeros: Value | None = None, stride: int = 0) -> None:
+         skip_zeros: Value | None = None, stride: int = 0, values: Value | None = None) -> None:
     """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc).
 
     ``rows``: walk only the entries whose dimension ``row_dim`` lies in ``[rows[0], rows[1])`` (needs
     :func:`row_mode`; ValueError otherwise). ``lanes``: the inner loops' width (:func:`loop_widths`).
     ``skip_zeros``: the operand's values; slots storing zero are skipped (padding, :mod:`.padding`), entries
     come one at a time (the caller passes ``lanes=1``). ``stride``: ``K > 0`` walks every one of the ``K``
-    slots per parent of a fixed-stride ``loose_compressed`` level (:func:`.rules.loose_compressed`)."""
+    slots per parent of a fixed-stride ``loose_compressed`` level (:func:`.rules.loose_compressed`).
+    ``values``: the operand's values buffer, for rules that prefetch ahead (``WalkContext.values``; CPU only)."""
     ctx = WalkContext(b, operand, args, lanes, stride)
+    ctx.values = values
     n = len(ctx.fmt.levels)
     known = known_after(ctx.plan)
     carry_level = visitor.carry_level(known)
@@ -272,7 +280,7 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
         if ctx.reduction is not None and ctx.unroll > 1:
             ctx.unroll_level = n - 1
             last_step = ctx.plan[-1]
-            if (ctx.level(n - 1).format.value in GATHER and skip_zeros is None
+            if (gatherable_level(ctx.level(n - 1)) and skip_zeros is None
                     and all(r.kind == "plain" and not r.guard for r in last_step)
                     and visitor.gatherable({r.dim for r in last_step})):
                 ctx.gather_level = n - 1

@@ -36,6 +36,6 @@ def lower_emitter_gpu(c: Contraction, chip: str, gpu_format: str = "fatbin") -> 
     """The emitter's module for ``c`` (init ``"c"``, as a separate copy loop that ``output-in-place`` turns
     into writing ``c``) with the GPU pipeline for ``chip``; DIA-I SpMV/SpMM use row-parallel loops instead
     (``lowering.gpu.dia``: one thread per row, not per row tile)."""
-    text = dia.dia_rows_module(c) if dia.applies(c) else emit_contraction(c, fuse_init=False)
+    text = dia.dia_rows_module(c) if dia.applies(c) else emit_contraction(c, fuse_init=False, prefetch=False)
     return Lowered(text, GpuEmitterPipeline(gpu_chip=chip, gpu_format=gpu_format), "emitter-gpu")
 
