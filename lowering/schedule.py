@@ -28,6 +28,12 @@ LONG_ROW = 16
 #: columns each one multiplies, plus the output's rows); below it one thread: handing a chunk to another
 #: thread cost ~35 us, one thread does ~0.55 ns per unit of work, so a second thread pays from ~2 x 35 us.
 AUTO_MIN_WORK = 1 << 17
+#: From this much work on, auto threads split the rows into :data:`CHUNKS_PER_THREAD` chunks per thread,
+#: claimed dynamically (``frontend.ops._threads.run_chunks``): a thread delayed by another process or by
+#: another library's spinning OpenMP threads runs fewer chunks instead of holding up the whole call. Each
+#: chunk costs ~1-2 us (one ctypes call), under 2% of the ~0.5 ms this much work takes on one thread.
+DYNAMIC_MIN_WORK = 1 << 20
+CHUNKS_PER_THREAD = 4
 #: The fixed-stride walk (every one of an ELLPACK row's K slots, no position loads, K compiled in) from this
 #: fill (entries / slots) on: below it the padding slots it multiplies cost more than the loads it saves.
 STRIDE_FILL = 0.75
@@ -66,6 +72,7 @@ class Schedule:
     split: str
     reason: str
     stride: int = 0         # Contraction.stride: walk all K slots per row (0: bounded walk)
+    chunks: int = 0         # row chunks the threads claim dynamically (0: one per thread)
 
     def code_key(self) -> tuple:
         """The part that changes compiled code (cache keys): ``(lanes, stride)``."""
@@ -122,11 +129,26 @@ def _threads(c: Contraction, w: int, stats: OperandStats | None, cores: int,
         return 1, "1 core"
     if stats is None:
         return 1, "no stats: 1 thread"
-    work = stats.nnz * _free_extent(c, w) + stats.rows
+    work = _work(c, w, stats)
     if work < AUTO_MIN_WORK:
         return 1, f"work {work} < {AUTO_MIN_WORK}: 1 thread"
     n = max(1, min(cores, stats.rows))
     return n, f"work {work} >= {AUTO_MIN_WORK}: {n} threads"
+
+
+def _work(c: Contraction, w: int, stats: OperandStats) -> int:
+    """Stored entries times the dense columns each multiplies, plus the output's rows."""
+    return stats.nnz * _free_extent(c, w) + stats.rows
+
+
+def _chunks(c: Contraction, w: int, stats: OperandStats | None, n: int, threads: int | str | None) -> int:
+    """Row chunks for ``n`` auto threads: :data:`CHUNKS_PER_THREAD` per thread from :data:`DYNAMIC_MIN_WORK`
+    on (claimed dynamically), else one per thread (0); forced ``threads=n`` keeps exactly n chunks."""
+    if n <= 1 or stats is None or (threads is not None and threads != "auto"):
+        return 0
+    if _work(c, w, stats) < DYNAMIC_MIN_WORK:
+        return 0
+    return max(n, min(n * CHUNKS_PER_THREAD, stats.rows))
 
 
 def _stride(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str]:
@@ -157,6 +179,9 @@ def choose_schedule(c: Contraction, stats: OperandStats | None, cores: int,
     lanes, why_lanes = _lanes(c, w, stats)
     n, why_threads = _threads(c, w, stats, cores, threads)
     split = _split(c, w)
+    chunks = _chunks(c, w, stats, n, threads)
     tail = f" by {split}" if n > 1 else ""
+    if chunks:
+        tail += f", {chunks} chunks claimed dynamically"
     stride, why_stride = _stride(c, w, stats)
-    return Schedule(lanes, n, split, f"{why_stride}{why_lanes}; {why_threads}{tail}", stride)
+    return Schedule(lanes, n, split, f"{why_stride}{why_lanes}; {why_threads}{tail}", stride, chunks)

@@ -23,6 +23,8 @@ from lowering.emitter import emit_contraction, register_level_rule, row_parallel
 from lowering.pipelines import Pipeline
 from lowering.schedule import (
     AUTO_MIN_WORK,
+    CHUNKS_PER_THREAD,
+    DYNAMIC_MIN_WORK,
     LONG_ROW,
     MID_LANES,
     STRIDE_FILL,
@@ -293,6 +295,20 @@ def test_threads_auto_off_forced():
     # work = entries + rows
     assert choose_schedule(c, stats(rows=AUTO_MIN_WORK // 2 - 1, mean=1.0), 2, None).threads == 1
     assert choose_schedule(c, stats(rows=AUTO_MIN_WORK // 2, mean=1.0), 2, None).threads == 2
+
+
+def test_dynamic_chunks_from_dynamic_min_work():
+    """Auto threads split large work into CHUNKS_PER_THREAD chunks per thread (claimed dynamically); below
+    DYNAMIC_MIN_WORK, one thread, or forced threads: one chunk per thread (chunks 0)."""
+    c = spmv_contraction(m=10_000_000, n=10_000_000)
+    big = stats(rows=DYNAMIC_MIN_WORK, mean=1.0)  # work = 2 x DYNAMIC_MIN_WORK
+    got = choose_schedule(c, big, 2, None)
+    assert got.threads == 2 and got.chunks == 2 * CHUNKS_PER_THREAD and "claimed dynamically" in got.reason
+    assert choose_schedule(c, stats(rows=DYNAMIC_MIN_WORK // 2 - 1, mean=1.0), 2, None).chunks == 0
+    assert choose_schedule(c, big, 2, 2).chunks == 0 and choose_schedule(c, big, 2, 1).chunks == 0
+    assert choose_schedule(c, big, 1, None).chunks == 0
+    assert choose_schedule(c, stats(rows=DYNAMIC_MIN_WORK, mean=1.0), 2, None).code_key() == \
+        choose_schedule(c, stats(rows=DYNAMIC_MIN_WORK // 2 - 1, mean=1.0), 2, None).code_key()
 
 
 def test_split_by_entries_where_positions_exist():

@@ -205,7 +205,8 @@ class PreparedOp:
             rows = row_parallel(c) and (self.rows_wanted or self.forced_threads > 1 or schedule.threads > 1
                                         or self.pipeline is None)
             n = self.kernel_shape[0]
-            bounds = measured.bounds(n, max(1, min(schedule.threads, n)), schedule.split) if rows else (0, n)
+            chunks = schedule.chunks or schedule.threads
+            bounds = measured.bounds(n, max(1, min(chunks, n)), schedule.split) if rows else (0, n)
             got = measured.schedules[memo] = (schedule, rows, bounds)
         return got
 
@@ -220,7 +221,7 @@ class PreparedOp:
         if s is None:
             return MatmulInfo(path, None, 1, "rows", "default kernel (not one stored operand with a dense result "
                               "on the CPU, or a registered kernel): 1 thread")
-        threads = len(self.bounds) - 1 if self.row_range else 1
+        threads = min(len(self.bounds) - 1, max(s.threads, 1)) if self.row_range else 1
         return MatmulInfo(path, s.lanes, threads, s.split if threads > 1 else "rows", s.reason)
 
     # ----- reuse over other operands -----------------------------------------------------------------------------
