@@ -22,18 +22,8 @@ WIDE_LANES = 8
 #: Partial sums of reductions over long rows (hide the add latency; 8 and 16 were slower: remainders).
 MID_LANES = 4
 #: Reductions over stored entries run a scalar loop below this mean row length (the unrolled loop's
-#: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on
-#: (semirings, DELTA and other walks; plus-times over CSR-like rows follow the rules below).
+#: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on.
 LONG_ROW = 16
-#: Plus-times over a compressed level (CSR, BSR's view): :data:`PAIR_LANES` partial sums (LLVM packs them
-#: into one 2-lane FMA) by default, :data:`MID_LANES` (an x86 4-lane gather and FMA) where the row's x loads
-#: miss the cache: x larger than :data:`X_CACHE_BYTES` and columns on average at least
-#: :data:`SCATTER_COLUMNS` away from the diagonal (Poisson, uniform, power-law; not banded or tall-skinny
-#: matrices, whose x loads hit L1), or rows of :data:`GATHER_ROW` entries and more.
-PAIR_LANES = 2
-X_CACHE_BYTES = 1 << 20
-SCATTER_COLUMNS = 64
-GATHER_ROW = 128
 #: ``threads=None`` (auto) uses every core from this much work on (stored entries times the dense
 #: columns each one multiplies, plus the output's rows); below it one thread: handing a chunk to another
 #: thread cost ~35 us, one thread does ~0.55 ns per unit of work, so a second thread pays from ~2 x 35 us.
@@ -119,34 +109,9 @@ def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str
         return WIDE_LANES, f"walk over rows without positions: {WIDE_LANES} lanes along the rows"
     if stats is None:
         return 1, "no stats: scalar"
-    if _plain_compressed(c, w):
-        return _compressed_lanes(c, w, stats)
     if stats.row_mean >= LONG_ROW:
         return MID_LANES, f"rows avg {stats.row_mean:.1f} >= {LONG_ROW}: {MID_LANES} partial sums"
     return 1, f"rows avg {stats.row_mean:.1f} < {LONG_ROW}: scalar"
-
-
-def _plain_compressed(c: Contraction, w: int) -> bool:
-    """Plus-times (no semiring, no prolog on the stored operand) over CSR-like levels (dense, compressed)."""
-    fmt = c.inputs[w].fmt
-    if fmt is None or c.semiring is not None or (c.prolog is not None and w == 0):
-        return False
-    return [lv.format.value for lv in fmt.levels] == ["dense", "compressed"]
-
-
-def _compressed_lanes(c: Contraction, w: int, stats: OperandStats) -> tuple[int, str]:
-    """Partial sums of a plus-times reduction over CSR-like rows (see :data:`PAIR_LANES`)."""
-    if stats.row_mean >= GATHER_ROW:
-        return MID_LANES, f"rows avg {stats.row_mean:.1f} >= {GATHER_ROW}: {MID_LANES} partial sums"
-    x_bytes = stats.cols * _ITEM_BYTES.get(c.inputs[w].elem, 8)
-    distance = stats.bandwidth * stats.cols if stats.bandwidth == stats.bandwidth else 0.0  # nan: unknown
-    if x_bytes > X_CACHE_BYTES and distance >= SCATTER_COLUMNS:
-        return MID_LANES, (f"x {x_bytes >> 20} MiB, columns {distance:.0f} from the diagonal: "
-                           f"{MID_LANES} partial sums (gathered)")
-    return PAIR_LANES, f"rows avg {stats.row_mean:.1f}, x in cache or near the diagonal: {PAIR_LANES} partial sums"
-
-
-_ITEM_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "complex<f64>": 16, "complex<f32>": 8, "i64": 8, "i32": 4}
 
 
 def _threads(c: Contraction, w: int, stats: OperandStats | None, cores: int,

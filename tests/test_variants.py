@@ -25,15 +25,11 @@ from lowering.schedule import (
     AUTO_MIN_WORK,
     CHUNKS_PER_THREAD,
     DYNAMIC_MIN_WORK,
-    GATHER_ROW,
     LONG_ROW,
     MID_LANES,
-    PAIR_LANES,
-    SCATTER_COLUMNS,
     STRIDE_FILL,
     STRIDE_MAX,
     WIDE_LANES,
-    X_CACHE_BYTES,
     OperandStats,
     Schedule,
     choose_schedule,
@@ -43,11 +39,10 @@ from ops_util import rand
 
 BATCHED_CSR = TensorFormat.parse("(b, i, j) -> (b : batch, i : dense, j : compressed)")
 FORMATS = {"CSR": N.CSR, "BSR": N.BSR((2, 2)), "DIAI": N.DIAI, "DELTA8": N.DELTA(8)}
-#: The lanes the chooser can pick for each operation (1, PAIR_LANES or MID_LANES partial sums for reductions,
-#: WIDE_LANES vectors over 16 dense columns, scalar for 3), plus WIDE_LANES partial sums on SpMV (the emitter's
-#: other width)
-VARIANTS = {"spmv": [1, PAIR_LANES, MID_LANES, WIDE_LANES], "spmm16": [1, WIDE_LANES], "spmm3": [1],
-            "vecmat": [1, MID_LANES], "min-plus": [1, MID_LANES], "max-plus": [1, MID_LANES]}
+#: The lanes the chooser can pick for each operation (1 or MID_LANES partial sums for reductions, WIDE_LANES
+#: vectors over 16 dense columns, scalar for 3), plus WIDE_LANES partial sums on SpMV (the emitter's other width)
+VARIANTS = {"spmv": [1, MID_LANES, WIDE_LANES], "spmm16": [1, WIDE_LANES], "spmm3": [1], "vecmat": [1, MID_LANES],
+            "min-plus": [1, MID_LANES], "max-plus": [1, MID_LANES]}
 TOL = {np.float32: 3e-5, np.float64: 1e-12, np.complex128: 1e-12}
 #: (einsum subscripts of the stored operand and the dense ones, output, options)
 OPS = {
@@ -271,34 +266,12 @@ def stats(rows: int = 1000, mean: float = 5.0, cv: float = 0.2) -> OperandStats:
 
 
 def test_short_rows_scalar_long_rows_partial_sums():
-    """Semirings and non-CSR walks: scalar below LONG_ROW, MID_LANES partial sums from it on."""
-    for c in (spmv_contraction(N.DELTA(8)), dataclasses.replace(spmv_contraction(), semiring=get_semiring("min-plus"))):
-        assert choose_schedule(c, stats(mean=5.0), 1, None).lanes == 1
-        assert choose_schedule(c, stats(mean=LONG_ROW - 1), 1, None).lanes == 1
-        assert choose_schedule(c, stats(mean=LONG_ROW), 1, None).lanes == MID_LANES
-        assert choose_schedule(c, stats(mean=2048.0), 1, None).lanes == MID_LANES
-        assert choose_schedule(c, None, 1, None).lanes == 1
-
-
-def test_csr_pairs_unless_x_scattered_or_rows_long():
-    """Plus-times CSR: PAIR_LANES partial sums; MID_LANES (gathered) when x exceeds X_CACHE_BYTES and the
-    columns lie SCATTER_COLUMNS or more from the diagonal, or rows average GATHER_ROW entries."""
-    small = spmv_contraction()
-    assert choose_schedule(small, stats(mean=5.0), 1, None).lanes == PAIR_LANES  # x of 8 KB
-    assert choose_schedule(small, stats(mean=40.0), 1, None).lanes == PAIR_LANES
-    assert choose_schedule(small, stats(mean=GATHER_ROW), 1, None).lanes == MID_LANES
-    n = X_CACHE_BYTES // 8 + 1
-    big = spmv_contraction(m=n, n=n)
-
-    def spread(distance: float) -> OperandStats:
-        return dataclasses.replace(stats(rows=n, mean=7.0), bandwidth=distance / n)
-    assert choose_schedule(big, spread(SCATTER_COLUMNS), 1, None).lanes == MID_LANES  # Poisson-like
-    assert "gathered" in choose_schedule(big, spread(SCATTER_COLUMNS), 1, None).reason
-    assert choose_schedule(big, spread(SCATTER_COLUMNS - 1), 1, None).lanes == PAIR_LANES  # banded
-    assert choose_schedule(big, spread(float("nan")), 1, None).lanes == PAIR_LANES
-    narrow = spmv_contraction(m=n, n=X_CACHE_BYTES // 8)  # x of X_CACHE_BYTES: in cache (tall-skinny)
-    x_fits = dataclasses.replace(stats(rows=n, mean=7.0), cols=X_CACHE_BYTES // 8, bandwidth=0.3)
-    assert choose_schedule(narrow, x_fits, 1, None).lanes == PAIR_LANES
+    c = spmv_contraction()
+    assert choose_schedule(c, stats(mean=5.0), 1, None).lanes == 1
+    assert choose_schedule(c, stats(mean=LONG_ROW - 1), 1, None).lanes == 1
+    assert choose_schedule(c, stats(mean=LONG_ROW), 1, None).lanes == MID_LANES
+    assert choose_schedule(c, stats(mean=2048.0), 1, None).lanes == MID_LANES
+    assert choose_schedule(c, None, 1, None).lanes == 1
 
 
 def test_dense_columns_are_vectorized():
@@ -355,7 +328,7 @@ def test_not_row_parallel_runs_one_thread():
 def test_code_key_is_the_decision_only():
     a, b = stats(mean=3.0, cv=0.1), stats(mean=7.0, cv=2.0)
     c = spmv_contraction()
-    assert choose_schedule(c, a, 1, None).code_key() == choose_schedule(c, b, 1, None).code_key() == (PAIR_LANES, 0)
+    assert choose_schedule(c, a, 1, None).code_key() == choose_schedule(c, b, 1, None).code_key() == (1, 0)
     assert Schedule(8, 2, "nnz", "").code_key() == (8, 0)
     assert Schedule(1, 1, "nnz", "", 5).code_key() == (1, 5)
     assert dataclasses.replace(c, stride=5).key() != c.key()
