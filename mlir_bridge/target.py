@@ -20,7 +20,8 @@ class Target:
     """Where compiled code runs.
 
     ``device`` is where buffers passed to kernels must live (``"cpu"``); ``cpu``/``triple``
-    go to ``opt`` and ``llc`` (``"native"``/``""`` = this host: ``toolchain.host_triple()``);
+    go to ``opt`` and ``llc`` (``"native"``/``""`` = this host; ``llc`` always gets a triple, this host's
+    ``toolchain.host_triple()`` when ``triple`` is empty, so that it calls the C library's memset/memcpy);
     ``link_libs`` are MLIR runtime libraries linked with ``--as-needed`` (found with an rpath, no
     environment needed);
     ``extra_libs`` are other shared libraries linked by path (e.g. an OpenMP runtime), their
@@ -40,12 +41,15 @@ class Target:
         """Stable text for cache keys (includes the host CPU when compiling for ``native``)."""
         host = toolchain.host_fingerprint() if self.cpu == "native" or not self.triple else ""
         extra = f"{','.join(self.extra_libs)}|" if self.extra_libs else ""
-        triple = self.effective_triple()
-        return f"{self.name}|{self.device}|{triple}|{self.cpu}|O{self.opt_level}|opt={self.ir_opt}|" \
+        return f"{self.name}|{self.device}|{self.triple}|llc={self.effective_triple()}|{self.cpu}|O{self.opt_level}|" \
+               f"opt={self.ir_opt}|" \
                f"{','.join(self.link_libs)}|{extra}{host}"
 
     def effective_triple(self) -> str:
-        """The triple given to ``opt`` and ``llc``: ``triple``, or this host's (``toolchain.host_triple``)."""
+        """The triple given to ``llc``: ``triple``, or this host's (``toolchain.host_triple``). ``opt`` gets
+        ``triple`` only: with the host's, its x86 cost model turns 4 partial sums of a CSR row into
+        ``vgatherdpd`` (0.76x the time on Poisson, but 1.6x on 40-entry rows in cache: docs/performance.md),
+        so the IR-level optimizations stay target-independent and those decisions stay the emitter's."""
         return self.triple or toolchain.host_triple()
 
     def compile_env(self) -> dict[str, str]:
@@ -67,8 +71,8 @@ class Target:
             cmd = [toolchain.tool("opt"), f"-O{min(self.opt_level, 3)}", ll, "-o", opt_ll]
             if self.cpu:
                 cmd.insert(2, f"-mcpu={self.cpu}")
-            if triple:
-                cmd.insert(2, f"-mtriple={triple}")
+            if self.triple:
+                cmd.insert(2, f"-mtriple={self.triple}")
             _run("opt", cmd)
             ll = opt_ll
         llc = [toolchain.tool("llc"), f"-O{self.opt_level}", "-relocation-model=pic", "-filetype=obj"]

@@ -343,13 +343,13 @@ func.func @main(%out: memref<?xf64>) attributes {llvm.emit_c_interface} {
 
 
 def test_host_triple_reaches_opt_and_llc():
-    """Without a triple LLVM expands a zero-fill loop's ``llvm.memset`` into a byte-at-a-time loop; with the
+    """Without a triple ``llc`` expands a zero-fill loop's ``llvm.memset`` into a byte-at-a-time loop; with the
     host's triple (in the cache key too) it calls the C library's memset."""
     from mlir_bridge import toolchain
     from mlir_bridge.target import CPU
 
     triple = toolchain.host_triple()
-    assert triple and triple in CPU.fingerprint() and CPU.effective_triple() == triple
+    assert triple and f"llc={triple}" in CPU.fingerprint() and CPU.effective_triple() == triple
     mod = mb.compile_module(ZERO_FILL, Pipeline())
     out = np.full(1000, np.nan)
     mod.function("main")(out)
