@@ -22,8 +22,9 @@ WIDE_LANES = 8
 #: Partial sums of reductions over long rows (hide the add latency; 8 and 16 were slower: remainders).
 MID_LANES = 4
 #: Reductions over stored entries run a scalar loop below this mean row length (the unrolled loop's
-#: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on.
-LONG_ROW = 16
+#: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on
+#: (12: 4x4-block rows of 16 entries, whose mean can fall a hair under 16, run 0.38-0.46x the scalar time).
+LONG_ROW = 12
 #: ``threads=None`` (auto) uses every core from this much work on (stored entries times the dense
 #: columns each one multiplies, plus the output's rows); below it one thread: handing a chunk to another
 #: thread cost ~35 us, one thread does ~0.55 ns per unit of work, so a second thread pays from ~2 x 35 us.
@@ -39,7 +40,7 @@ CHUNKS_PER_THREAD = 4
 STRIDE_FILL = 0.75
 #: ... and up to this many slots per row (K is part of the compiled code: one kernel per K; short rows unroll
 #: fully; at K = 33 it gained nothing over the bounded walk: benchmarks/bench_ell.py).
-STRIDE_MAX = LONG_ROW
+STRIDE_MAX = 16
 #: ... and with at most this many dense columns (SpMV: 0.86-0.88x of CSR's time at K = 5 and 9; SpMM with 16
 #: columns measured no gain, 0.92-1.10x: the walk's loads are hidden behind the columns' FMAs).
 STRIDE_MAX_COLUMNS = 1
