@@ -25,6 +25,14 @@ MID_LANES = 4
 #: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on
 #: (12: 4x4-block rows of 16 entries, whose mean can fall a hair under 16, run 0.38-0.46x the scalar time).
 LONG_ROW = 12
+#: Plus-times CSR rows shorter than :data:`LONG_ROW` take the gathered walk (``Contraction.gather``:
+#: :data:`MID_LANES` x loads gathered at once) on stencil-like matrices: x larger than
+#: :data:`X_CACHE_BYTES`, columns on average :data:`STENCIL_COLUMNS` or more from the diagonal (x loads
+#: leave the row's cache lines) but within :data:`STENCIL_BANDWIDTH` of the columns (a few far diagonals,
+#: as 2-D/3-D Poisson: 0.79-0.83x the scalar time; uniform random columns measured 1.34x).
+X_CACHE_BYTES = 1 << 20
+STENCIL_COLUMNS = 64
+STENCIL_BANDWIDTH = 0.01
 #: ``threads=None`` (auto) uses every core from this much work on (stored entries times the dense
 #: columns each one multiplies, plus the output's rows); below it one thread: handing a chunk to another
 #: thread cost ~35 us, one thread does ~0.55 ns per unit of work, so a second thread pays from ~2 x 35 us.
@@ -74,10 +82,11 @@ class Schedule:
     reason: str
     stride: int = 0         # Contraction.stride: walk all K slots per row (0: bounded walk)
     chunks: int = 0         # row chunks the threads claim dynamically (0: one per thread)
+    gather: bool = False    # Contraction.gather: the gathered walk over the rows' entries
 
     def code_key(self) -> tuple:
-        """The part that changes compiled code (cache keys): ``(lanes, stride)``."""
-        return (self.lanes, self.stride)
+        """The part that changes compiled code (cache keys): ``(lanes, stride, gather)``."""
+        return (self.lanes, self.stride, self.gather)
 
 
 def _free_extent(c: Contraction, w: int) -> int:
@@ -113,6 +122,24 @@ def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str
     if stats.row_mean >= LONG_ROW:
         return MID_LANES, f"rows avg {stats.row_mean:.1f} >= {LONG_ROW}: {MID_LANES} partial sums"
     return 1, f"rows avg {stats.row_mean:.1f} < {LONG_ROW}: scalar"
+
+
+def _gather(c: Contraction, w: int, stats: OperandStats | None) -> tuple[bool, str]:
+    """``(True, why)`` for the gathered walk (see :data:`STENCIL_COLUMNS`): plus-times over CSR-like levels
+    (dense, compressed), scalar-length rows, a stencil-like spread of columns and x out of cache."""
+    fmt = c.inputs[w].fmt
+    if (stats is None or fmt is None or c.semiring is not None or c.prolog is not None or _free_extent(c, w) > 1
+            or [lv.format.value for lv in fmt.levels] != ["dense", "compressed"] or stats.row_mean >= LONG_ROW
+            or not stats.bandwidth == stats.bandwidth or c.inputs[w].elem not in _ITEM_BYTES):
+        return False, ""
+    x_bytes = stats.cols * _ITEM_BYTES[c.inputs[w].elem]
+    distance = stats.bandwidth * stats.cols
+    if x_bytes > X_CACHE_BYTES and distance >= STENCIL_COLUMNS and stats.bandwidth <= STENCIL_BANDWIDTH:
+        return True, f"x {x_bytes >> 20} MiB, columns {distance:.0f} from the diagonal (stencil-like): gathered; "
+    return False, ""
+
+
+_ITEM_BYTES = {"f64": 8, "f32": 4}
 
 
 def _threads(c: Contraction, w: int, stats: OperandStats | None, cores: int,
@@ -185,4 +212,8 @@ def choose_schedule(c: Contraction, stats: OperandStats | None, cores: int,
     if chunks:
         tail += f", {chunks} chunks claimed dynamically"
     stride, why_stride = _stride(c, w, stats)
-    return Schedule(lanes, n, split, f"{why_stride}{why_lanes}; {why_threads}{tail}", stride, chunks)
+    gather, why_gather = _gather(c, w, stats)
+    if gather:
+        lanes, why_lanes = MID_LANES, f"{MID_LANES} lanes"
+    return Schedule(lanes, n, split, f"{why_stride}{why_gather}{why_lanes}; {why_threads}{tail}", stride, chunks,
+                    gather)

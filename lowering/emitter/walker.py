@@ -240,7 +240,7 @@ def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | No
 def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor,
          rows: tuple[Value, Value] | None = None, row_dim: int = 0, lanes: int | None = None,
          skip_zeros: Value | None = None, stride: int = 0,
-         fill: Callable[[tuple[Value, Value] | None], None] | None = None) -> None:
+         fill: Callable[[tuple[Value, Value] | None], None] | None = None, gather: bool = False) -> None:
     """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc).
 
     ``rows``: walk only the entries whose dimension ``row_dim`` lies in ``[rows[0], rows[1])`` (needs
@@ -250,7 +250,9 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
     slots per parent of a fixed-stride ``loose_compressed`` level (:func:`.rules.loose_compressed`).
     ``fill(rows)``: emits the output's initialization over output rows ``rows`` (None: all); called once
     before the walk, or, when the walk is tiled by the output rows (DIA-I's range level, ``rows`` given),
-    once per tile at its start, so that the tile's output rows are written while they sit in cache."""
+    once per tile at its start, so that the tile's output rows are written while they sit in cache.
+    ``gather``: a reduction over an innermost ``compressed`` level is walked with gathers (as if the level's
+    format were in :data:`.rules.GATHER`)."""
     ctx = WalkContext(b, operand, args, lanes, stride)
     n = len(ctx.fmt.levels)
     known = known_after(ctx.plan)
@@ -276,7 +278,8 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
         if ctx.reduction is not None and ctx.unroll > 1:
             ctx.unroll_level = n - 1
             last_step = ctx.plan[-1]
-            if (ctx.level(n - 1).format.value in GATHER and skip_zeros is None
+            last_format = ctx.level(n - 1).format.value
+            if ((last_format in GATHER or (gather and last_format == "compressed")) and skip_zeros is None
                     and all(r.kind == "plain" and not r.guard for r in last_step)
                     and visitor.gatherable({r.dim for r in last_step})):
                 ctx.gather_level = n - 1
