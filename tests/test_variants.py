@@ -451,3 +451,15 @@ def test_matmul_gathers_on_a_poisson_matrix():
         np.testing.assert_allclose(mm.execute(), t @ x, rtol=1e-12)
     band = sp.diags([1.0, 2.0, 3.0], [-1, 0, 1], shape=(g * g, g * g), format="csr")
     assert "gathered" not in F.Matmul(band, x).info.reason
+
+
+def test_spmm_work_counts_vector_operations():
+    """SpMM work is entries x ceil(columns / WIDE_LANES) (+ rows): a bar-sized SpMM x16 stays on one thread,
+    x64 of the same matrix (4x the vector operations) goes to two; fewer columns than WIDE_LANES count each."""
+    rows, mean = 600, 39.0  # pyamg bar: 23k entries
+    s = stats(rows=rows, mean=mean)
+    assert choose_schedule(spmv_contraction(m=rows, n=rows, cols=16), s, 2, None).threads == 1
+    assert choose_schedule(spmv_contraction(m=rows, n=rows, cols=64), s, 2, None).threads == 2
+    few = stats(rows=rows, mean=AUTO_MIN_WORK / rows / 3)
+    assert choose_schedule(spmv_contraction(m=rows, n=rows, cols=3), few, 2, None).threads == 2
+    assert choose_schedule(spmv_contraction(m=rows, n=rows, cols=2), few, 2, None).threads == 1
