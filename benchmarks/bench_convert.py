@@ -170,6 +170,9 @@ def main(n: int, per_row: int, repeats: int = REPEATS, suite: bool = False) -> N
 
 
 if __name__ == "__main__":
+    if "-h" in sys.argv or "--help" in sys.argv:
+        print(__doc__)
+        sys.exit(0)
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     main(int(args[0]) if args else 1_000_000, int(args[1]) if len(args) > 1 else 10,
          int(args[2]) if len(args) > 2 else REPEATS, "--suite" in sys.argv)

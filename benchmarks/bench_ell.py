@@ -34,6 +34,111 @@ def banded(n: int, half: int, seed: int = 0) -> sp.csr_matrix:
     return sp.diags([rng.random(n - abs(k)) + 0.1 for k in offs], offs, shape=(n, n)).tocsr()
 
 
+LANES = 8
+
+
+def across_rows_module(elem: str, layout: str, k: int) -> str:
+    """SpMV over ELL vectorized across rows (8 rows per vector, one slot at a time): ``layout="slot"`` reads
+    slot-major buffers (slot ``s`` of row ``r`` at ``s * n + r``: contiguous vector loads), ``"row"`` the
+    row-major buffers ELL stores (at ``r * K + s``: stride-K gathers). Padding slots hold value 0 and a
+    valid column. A measurement of the alternatives, not a kernel the project runs."""
+    L, K, build_layout = LANES, k, layout  # noqa: N806 - the names of the MLIR text
+    vt, it, mt = f"vector<{L}x{elem}>", f"vector<{L}xi64>", f"vector<{L}xi1>"
+    if build_layout == "slot":   # crd/val [K, n]: slot s of row r at s*n + r
+        body = f"""
+      %b = arith.muli %s, %n : index
+      %o = arith.addi %b, %r : index
+      %c = vector.load %crd[%o] : memref<?xi64>, {it}
+      %v = vector.load %val[%o] : memref<?x{elem}>, {vt}
+      %xv = vector.gather %x[%c0][%c], %all, %zv : memref<?x{elem}>, {it}, {mt}, {vt} into {vt}
+"""
+    else:                  # row-major: slot s of row r at r*K + s; lanes r..r+7 at stride K
+        body = f"""
+      %b = arith.muli %r, %cK : index
+      %o = arith.addi %b, %s : index
+      %c = vector.gather %crd[%o][%lane], %all, %zi : memref<?xi64>, {it}, {mt}, {it} into {it}
+      %v = vector.gather %val[%o][%lane], %all, %zv : memref<?x{elem}>, {it}, {mt}, {vt} into {vt}
+      %xv = vector.gather %x[%c0][%c], %all, %zv : memref<?x{elem}>, {it}, {mt}, {vt} into {vt}
+"""
+    return f"""
+func.func @ell(%crd: memref<?xi64>, %val: memref<?x{elem}>, %x: memref<?x{elem}>, %y: memref<?x{elem}>,
+               %r0: index, %r1: index) attributes {{llvm.emit_c_interface}} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cL = arith.constant {L} : index
+  %cK = arith.constant {K} : index
+  %n = memref.dim %y, %c0 : memref<?x{elem}>
+  %all = arith.constant dense<true> : {mt}
+  %zv = arith.constant dense<0.0> : {vt}
+  %zi = arith.constant dense<0> : {it}
+  %lane0 = arith.constant dense<[0,1,2,3,4,5,6,7]> : {it}
+  %lanek = arith.constant dense<{K}> : {it}
+  %lane = arith.muli %lane0, %lanek : {it}
+  %span = arith.subi %r1, %r0 : index
+  %full = arith.divui %span, %cL : index
+  %fl = arith.muli %full, %cL : index
+  %rv = arith.addi %r0, %fl : index
+  scf.for %r = %r0 to %rv step %cL {{
+    %acc = scf.for %s = %c0 to %cK step %c1 iter_args(%a = %zv) -> ({vt}) {{
+{body}
+      %f = vector.fma %v, %xv, %a : {vt}
+      scf.yield %f : {vt}
+    }}
+    vector.store %acc, %y[%r] : memref<?x{elem}>, {vt}
+  }}
+  %z = arith.constant 0.0 : {elem}
+  scf.for %r = %rv to %r1 step %c1 {{
+    %acc = scf.for %s = %c0 to %cK step %c1 iter_args(%a = %z) -> ({elem}) {{
+      %o = {"arith.muli %s, %n : index" if build_layout == "slot" else "arith.muli %r, %cK : index"}
+      %o2 = arith.addi %o, {"%r" if build_layout == "slot" else "%s"} : index
+      %ci = memref.load %crd[%o2] : memref<?xi64>
+      %c = arith.index_cast %ci : i64 to index
+      %v = memref.load %val[%o2] : memref<?x{elem}>
+      %xv = memref.load %x[%c] : memref<?x{elem}>
+      %m = arith.mulf %v, %xv : {elem}
+      %t = arith.addf %a, %m : {elem}
+      scf.yield %t : {elem}
+    }}
+    memref.store %acc, %y[%r] : memref<?x{elem}>
+  }}
+  return
+}}
+"""
+
+
+def ell_buffers(a: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row-major ``(n, K)`` columns and values of ``a`` with padding slots given value 0 and a valid column."""
+    n = a.shape[0]
+    lens = np.diff(a.indptr)
+    slot = np.arange(a.nnz) - np.repeat(a.indptr[:-1], lens)
+    rows = np.repeat(np.arange(n), lens)
+    crd = np.repeat(np.arange(n, dtype=np.int64)[:, None] % a.shape[1], k, axis=1)
+    val = np.zeros((n, k), a.dtype)
+    crd[rows, slot], val[rows, slot] = a.indices, a.data
+    return crd, val
+
+
+def across_rows(a: sp.csr_matrix, x: np.ndarray) -> dict[str, Callable[[], Any]]:
+    """The two across-rows SpMV variants (slot-major and row-major gathers) on ``a``, as calls."""
+    from frontend.ops._elementwise_kernels import row_kernel_for
+
+    k = int(np.diff(a.indptr).max())
+    n = a.shape[0]
+    elem = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}[a.dtype]
+    crd, val = ell_buffers(a, k)
+    out: dict[str, Callable[[], Any]] = {}
+    for layout in ("slot", "row"):
+        fn = row_kernel_for(("bench_ell_rows", layout, elem, k),
+                            lambda layout=layout: across_rows_module(elem, layout, k)).function("ell")
+        c = np.ascontiguousarray(crd.T).reshape(-1) if layout == "slot" else crd.reshape(-1)
+        v = np.ascontiguousarray(val.T).reshape(-1) if layout == "slot" else val.reshape(-1)
+        y = np.empty(n, a.dtype)
+        fn(c, v, x, y, 0, n)
+        np.testing.assert_allclose(y, a @ x, rtol=1e-4)
+        out[f"rows {layout}"] = lambda fn=fn, c=c, v=v, y=y: fn(c, v, x, y, 0, n)
+    return out
+
+
 def plans(a: sp.csr_matrix, x: np.ndarray) -> dict[str, Any]:
     """Planned single-threaded Matmuls: CSR, ELL (fixed stride as chosen) and ELL forced to the bounded walk."""
     out = {"CSR": F.Matmul(Tensor.from_package(a), x, threads=1),
@@ -66,7 +171,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--inner", type=int, default=20)
+    ap.add_argument("--across-rows", action="store_true",
+                    help="SpMV only: also time ELL vectorized across rows (slot-major loads, row-major gathers)")
     args = ap.parse_args()
+    if args.across_rows:
+        across_rows_table(args)
+        return
     mats = {"poisson 2-D 300^2": poisson2d(300), "banded 9 diag 90k": banded(90000, 4),
             "banded 33 diag 30k": banded(30000, 16)}
     print("| matrix | op | CSR ms | ELL stride / CSR | ELL bounded / CSR | stride chosen |")
@@ -84,6 +194,23 @@ def main() -> None:
             t = best({k: m.execute for k, m in ps.items()}, args.rounds, args.inner)
             print(f"| {name} | {op} | {t['CSR'] * 1e3:.3f} | {t['ELL stride'] / t['CSR']:.2f} | "
                   f"{t['ELL bounded'] / t['CSR']:.2f} | {ps['ELL stride'].info.reason.split(':')[0]} |")
+
+
+def across_rows_table(args: argparse.Namespace) -> None:
+    """SpMV, f64 and f32: CSR, the fixed-stride ELL kernel and the two across-rows variants (time / CSR's)."""
+    mats = {"poisson 2-D 300^2": poisson2d(300), "banded 9 diag 90k": banded(90000, 4),
+            "banded 33 diag 30k": banded(30000, 16)}
+    print("| matrix | dtype | CSR ms | ELL stride / CSR | rows slot-major / CSR | rows row-major gathers / CSR |")
+    print("|---|---|---|---|---|---|")
+    for name, a64 in mats.items():
+        for dt in (np.float64, np.float32):
+            a = a64.astype(dt)
+            x = np.random.default_rng(1).random(a.shape[1]).astype(dt)
+            ps = plans(a, x)
+            fns = {"CSR": ps["CSR"].execute, "ELL stride": ps["ELL stride"].execute, **across_rows(a, x)}
+            t = best(fns, args.rounds, args.inner)
+            print(f"| {name} | {np.dtype(dt).name} | {t['CSR'] * 1e3:.3f} | {t['ELL stride'] / t['CSR']:.2f} | "
+                  f"{t['rows slot'] / t['CSR']:.2f} | {t['rows row'] / t['CSR']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

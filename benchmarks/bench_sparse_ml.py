@@ -2,7 +2,9 @@
 
 * ``gcn``: a 2-layer GCN ``A relu(A X W1) W2`` on a power-law graph (A row-normalised, CSR).
 * ``moe``: mixture-of-experts combine with one-hot sparse gates, ``einsum("bnd,bn->bd", E, G)``
-  (ours: ``frontend.einsum`` with G in CSR; forward only: ``frontend.einsum`` has no autograd).
+  (ours: ``torch.einsum`` on a CSR TorchUST G, i.e. ``frontend.einsum``; its backward gives E's gradient and
+  G's stored values' gradient, sampled at G's entries; torch.sparse: ``bmm`` of the gates as a sparse COO
+  ``b x 1 x n`` tensor).
 * ``attention``: one sparse-attention head, ``softmax(mask(Q K^T)) V`` at a given density (ours, forward:
   the SDDMM ``einsum("ij,ik,jk->ij")`` over the mask, ``frontend.ops.softmax`` over the stored values, SpMM,
   all compiled kernels; forward+backward: ``torch_interface.attention.sparse_attention`` (the fused head)
@@ -103,19 +105,34 @@ def moe(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     e = torch.randn(b, n, d, generator=g)
     choice = torch.randint(0, n, (b,), generator=g)
     gates = torch.zeros(b, n).index_put_((torch.arange(b), choice), torch.rand(b, generator=g))
-    g_ours = Tensor.from_package(gates.to_sparse_csr())
+    g_ours = TorchUST.from_torch(gates.to_sparse_csr())
     g3 = gates.reshape(b, 1, n).to_sparse()
-    e_np = e.numpy()
+
+    def torch_sparse(ev: torch.Tensor, gs: torch.Tensor) -> torch.Tensor:  # batched sparse COO x dense
+        return torch.bmm(gs, ev).squeeze(1)
 
     fns = {
-        "ours": lambda: F.einsum("bnd,bn->bd", e_np, g_ours),
+        "ours": lambda: torch.einsum("bnd,bn->bd", e, g_ours),        # frontend.einsum through the handler
         "dense": lambda: torch.einsum("bnd,bn->bd", e, gates),
-        "torch.sparse": lambda: torch.bmm(g3, e).squeeze(1),              # batched sparse COO x dense
+        "torch.sparse": lambda: torch_sparse(e, g3),
     }
-    ref = torch.einsum("bnd,bn->bd", e, gates).numpy()
-    np.testing.assert_allclose(arr(fns["ours"]()), ref, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(fns["torch.sparse"]().numpy(), ref, rtol=1e-5, atol=1e-5)
-    return {"forward": best_ms(fns, args.reps)}
+    ref = torch.einsum("bnd,bn->bd", e, gates)
+    for f in fns.values():
+        torch.testing.assert_close(f(), ref, rtol=1e-5, atol=1e-5)
+    out = {}
+    with torch.no_grad():
+        out["forward"] = best_ms(fns, args.reps)
+    eg = e.clone().requires_grad_(True)
+    gd = gates.clone().requires_grad_(True)
+    g_ours.values.requires_grad_(True)
+    gs = g3.clone().requires_grad_(True)
+    grads = {
+        "ours": fwd_bwd(lambda: torch.einsum("bnd,bn->bd", eg, g_ours), [eg, g_ours.values]),
+        "dense": fwd_bwd(lambda: torch.einsum("bnd,bn->bd", eg, gd), [eg, gd]),
+        "torch.sparse": fwd_bwd(lambda: torch_sparse(eg, gs), [eg, gs]),
+    }
+    out["forward+backward"] = best_ms(grads, args.reps)
+    return out
 
 
 def attention(args: argparse.Namespace) -> dict[str, dict[str, float]]:

@@ -140,3 +140,144 @@ def test_generic_path_without_a_toolchain(monkeypatch: pytest.MonkeyPatch) -> No
     finally:
         _kernels._functions.cache_clear()
         _kernels._block_functions.cache_clear()
+
+
+@pytest.fixture
+def bucketed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every transpose through the bucketed kernels, with buckets of a few entries."""
+    monkeypatch.setattr(_kernels, "SCATTER_COLUMNS", 0)
+    monkeypatch.setattr(_kernels, "SCATTER_SPAN", -1)
+    monkeypatch.setattr(_kernels, "BUCKET_ENTRIES", 2)
+
+
+@pytest.mark.parametrize("src", ["CSR", "CSC", "COO"])
+def test_bucketed_transpose_matches_generic(src: str, many_ranges: None, bucketed: None) -> None:
+    for k, a in enumerate(CASES + [np.zeros((0, 5)), np.zeros((4, 0)), np.ones((1, 1)), np.zeros((1, 1))]):
+        dtype = [np.float64, np.complex64, np.int16, np.float32, np.uint8][k % 5]
+        it = [np.int64, np.int32][k % 2]
+        s = _with_explicit_zeros(a.astype(dtype), FORMATS_2D[src], it)
+        for dst in ("CSR", "CSC"):
+            got = _assert_matches_generic(s, FORMATS_2D[dst])
+            np.testing.assert_array_equal(got.to_dense(), a.astype(dtype))
+
+
+@pytest.mark.parametrize("shift", [0, 1, 3, 16])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_bucketed_transpose_matches_scipy(shift: int, threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any bucket width, one or several ranges: scipy's tocsc buffer for buffer (stable, rows increasing)."""
+    from frontend.ops import _threads
+    monkeypatch.setattr(_kernels, "PARALLEL_WORK", 1 if threads > 1 else 1 << 40)
+    monkeypatch.setattr(_threads, "cpu_count", lambda: threads)
+    rng = np.random.default_rng(shift)
+    for shape, density in (((50, 70), 0.1), ((70, 50), 0.3), ((1, 1), 1.0), ((3, 200), 0.5), ((0, 4), 0.0),
+                           ((6, 0), 0.0)):
+        a = sp.random_array(shape, density=density, rng=rng, format="csr")
+        if shape[0] > 4:
+            a = sp.csr_array(a.multiply((np.arange(shape[0]) % 4 != 1)[:, None]))  # empty rows
+        for dtype, it in ((np.float64, np.int32), (np.float32, np.int64), (np.complex128, np.int32),
+                          (np.int8, np.int64)):
+            m = sp.csr_array(a.astype(dtype))
+            ptr, idx = m.indptr.astype(it), m.indices.astype(it)
+            got = _kernels.transpose_bucketed(shape[0], shape[1], ptr, idx, m.data, shift)
+            ref = m.tocsc()
+            np.testing.assert_array_equal(got[0], ref.indptr)
+            np.testing.assert_array_equal(got[1], ref.indices)
+            np.testing.assert_array_equal(got[2], ref.data)
+            assert got[0].dtype == it and got[2].dtype == dtype
+
+
+def test_transpose_choice() -> None:
+    """The bucketed kernels for scattered columns (rows spanning many of many columns), direct otherwise."""
+    n = 1 << 17
+    rng = np.random.default_rng(0)
+    far = sp.random_array((n, n), density=4 / n, rng=rng, format="csr")
+    band = sp.csr_array(sp.diags([np.ones(n - 3), np.ones(n), np.ones(n - 5)], [-3, 0, 5]))
+    assert _kernels.scattered(far.indptr, far.indices, n)
+    assert not _kernels.scattered(band.indptr, band.indices, n)
+    assert not _kernels.scattered(far.indptr[:101], far.indices[:far.indptr[100]], n)  # little work
+
+
+@pytest.mark.parametrize("src", ["BSR2x3", "BSR2x2"])
+def test_one_pass_blocks_match_generic(src: str, many_ranges: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BSR -> CSR in one pass (every block taken as full: zeros dropped, ranges moved together)."""
+    monkeypatch.setattr(_kernels, "FULL_BLOCKS", 0.0)
+    blocky = np.kron(_random((9, 6), 0.5, 6), np.ones((2, 3)))[:17, :16]  # full blocks, cut at the edges
+    for k, a in enumerate(CASES + [blocky, np.zeros((0, 4)), np.ones((1, 1)), np.zeros((3, 3))]):
+        dtype = [np.float64, np.float32, np.complex128, np.int32, np.int8][k % 5]
+        s = Tensor.from_dense(a.astype(dtype), FORMATS_2D[src], index_type=[np.int32, np.int64][k % 2])
+        for dst in ("CSR", "CSC", "COO"):
+            for dz in (False, True):
+                got = _assert_matches_generic(s, FORMATS_2D[dst], drop_zeros=dz)
+                np.testing.assert_array_equal(got.to_dense(), a.astype(dtype))
+
+
+def test_full_blocks_choice() -> None:
+    full = np.arange(1.0, 33.0)
+    assert _kernels.full_blocks(full, 32)
+    assert not _kernels.full_blocks(full * (np.arange(32) % 4 == 0), 32)
+    assert not _kernels.full_blocks(full[:0], 0)
+
+
+def test_delta8_with_and_without_padding(many_ranges: None) -> None:
+    """DELTA(8) in one pass (every gap below 256) or two (a gap of 256 or more: padding entries), in
+    ranges where only some rows need padding; DELTA(2) always two passes."""
+    a = np.zeros((9, 1100))
+    a[0, [0, 255, 511, 1099]] = [1, 2, 3, 4]  # gaps 0, 254, 255, 587
+    a[1, [256, 257]] = 5  # first gap 256
+    a[4, ::97] = 6
+    a[7, [3, 9, 10]] = -1
+    for rows in (a, a[2:, :300], a[4:5], a[5:6], a[:, :1]):
+        for dtype in (np.float64, np.complex64, np.int16):
+            s = Tensor.from_dense(rows.astype(dtype), N.CSR)
+            for fmt in (N.DELTA(8), N.DELTA(2)):
+                got = _assert_matches_generic(s, fmt)
+                np.testing.assert_array_equal(got.to_dense(), rows.astype(dtype))
+
+
+@pytest.mark.parametrize("const", [True, False])
+def test_nm_groups(const: bool, many_ranges: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n:m groups with 0, 1, 2 entries, at the row's end, and a last group cut by the shape; over 2 entries
+    in a group: refused. The kernel with n and m compiled in and the general one give the same buffers."""
+    if not const:
+        monkeypatch.setattr(_kernels, "CONST_NM", frozenset())
+    b = np.zeros((5, 16))
+    b[0, [0, 3, 4, 8, 9, 15]] = [1, 2, 3, 4, 5, 7]
+    b[2, [7]] = 2
+    for fmt in (N.NM(1, 4), N.NM(4, 8), N.NM(3, 8)):
+        if fmt == N.NM(1, 4):
+            got = _assert_matches_generic(Tensor.from_dense(np.eye(5, 16) * 3, N.CSR), fmt)
+            np.testing.assert_array_equal(got.to_dense(), np.eye(5, 16) * 3)
+            continue
+        got = _assert_matches_generic(Tensor.from_dense(b, N.CSR), fmt)
+        np.testing.assert_array_equal(got.to_dense(), b)
+    a = np.zeros((7, 10))
+    a[0, [0, 1, 4, 9]] = [1, 2, 3, 4]
+    a[1, [2, 3, 5, 8]] = 5
+    a[3, [1, 6, 7]] = -2
+    a[6, [9]] = 7
+    for dtype in (np.float64, np.float32, np.int8, np.complex128):
+        s = Tensor.from_dense(a.astype(dtype), N.CSR)
+        got = _assert_matches_generic(s, N.NM(2, 4))
+        np.testing.assert_array_equal(got.to_dense(), a.astype(dtype))
+    a[5, [4, 5, 6]] = 1
+    with pytest.raises(ValueError):
+        Tensor.from_dense(a, N.CSR).convert(N.NM(2, 4))
+
+
+def test_scratch_is_kept_and_never_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scratch buffers come back for later calls (smallest that fits), two holders never share one, and no
+    more than SCRATCH_KEEP bytes are kept."""
+    monkeypatch.setattr(_kernels, "_scratch_free", [])
+    monkeypatch.setattr(_kernels, "SCRATCH_KEEP", 1000)
+    a, b = _kernels._take_scratch(300), _kernels._take_scratch(100)
+    assert not np.shares_memory(a, b)
+    _kernels._give_scratch(a)
+    _kernels._give_scratch(b)
+    c = _kernels._take_scratch(50)
+    assert c is b and _kernels._take_scratch(50) is a
+    _kernels._give_scratch(np.empty(2000, dtype=np.uint8))  # over the limit: dropped
+    for _ in range(5):
+        _kernels._give_scratch(np.empty(400, dtype=np.uint8))
+    assert sum(x.nbytes for x in _kernels._scratch_free) <= 1000
+    view = _kernels._scratch_view(c, (2, 3), np.int64)
+    assert view.shape == (2, 3) and view.dtype == np.int64 and np.shares_memory(view, c)

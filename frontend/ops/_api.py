@@ -17,7 +17,7 @@ from typing import Any
 
 from frontend.format import TensorFormat
 
-from . import _elementwise
+from . import _elementwise, _sddmm
 from ._cpu import MISS, CpuMatmul, forget_templates, run_cached
 from ._elementwise_kernels import clear_elementwise_kernels
 from ._kernel_cache import clear_kernels, kernel_count
@@ -208,22 +208,29 @@ class Matmul:
 # ----- einsum ----------------------------------------------------------------------------------------------
 def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | str | None = None, semiring: Any = None,
            prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
-           pipeline: Any = None, device: Any = None) -> Any:
+           pipeline: Any = None, device: Any = None, threads: int | str | None = None) -> Any:
     """A contraction or element-wise product on any formats as one ``linalg.generic``.
 
     ``"ik,kj->ij"``, ``"ij,ij->ij"`` (sampled products keep the sparse operand's pattern), ``"bij,bjk->bik"``,
     ``"ijk,k->ij"``, ``"ij->ji"`` (transposition, e.g. into another ``out_format``). The result is sparse
     when several operands are all sparse, or when a sparse operand is indexed by exactly the output
     letters (sampled products such as SDDMM ``"ij,ik,kj->ij"``); else dense. ``out_format`` overrides it.
-    CUDA operands or ``device="cuda"`` run on the GPU (dense result).
+    CUDA operands or ``device="cuda"`` run on the GPU (dense result). SDDMM (``"ij,ik,kj->ij"`` or
+    ``"ij,ik,jk->ij"`` with a CSR/CSC/COO first operand and NumPy factors of its value type) runs on its own
+    threaded kernel (:mod:`frontend.ops._sddmm`); ``threads`` as for :func:`matmul`.
     """
+    if semiring is None and prolog is None and epilog is None and target == "cpu" and pipeline is None \
+            and device is None:
+        got = _sddmm.run(subscripts, operands, out_format, threads)
+        if got is not None:
+            return got
     owner = delegate(operands)
     if owner is not None:  # a distributed operand (frontend.distributed)
         return owner.__ust_function__("einsum", (subscripts, *operands), dict(
             out_format=out_format, semiring=semiring, prolog=prolog, epilog=epilog, target=target, pipeline=pipeline,
             device=device))
     options = MatmulOptions(semiring=semiring, out_format=out_format, prolog=prolog, epilog=epilog, target=target,
-                            pipeline=pipeline, device=device)
+                            pipeline=pipeline, device=device, threads=threads)
     return _backend_for(operands, options).for_einsum(subscripts, operands, options).execute_once()
 
 
@@ -247,6 +254,11 @@ def print_mlir(*args: Any, stage: str | None = None, file: Any = None, subscript
             print_stages(kernel.stages(), stage, file)
         return
     if subscripts is not None:
+        got = _sddmm.plan(subscripts, args, kwargs.get("out_format")) if set(kwargs) <= {"out_format"} else None
+        if got is not None:  # the SDDMM kernel einsum runs for these operands
+            print(f"// {_sddmm.PATH}", file=file)
+            print_stages(_sddmm.kernel_for(got[1], _sddmm.elem_of(got[2]), True).stages(), stage, file)
+            return
         options = MatmulOptions(out_format=kwargs.pop("out_format", None), semiring=kwargs.pop("semiring", None),
                                 prolog=kwargs.pop("prolog", None), epilog=kwargs.pop("epilog", None),
                                 target=kwargs.pop("target", "cpu"))

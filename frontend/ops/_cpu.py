@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from frontend.interop._view_cache import shared_view
+from frontend.storage._buffers import data_pointer
 from frontend.storage._validate import recheck
 from frontend.tensor._tensor import Tensor
 from lowering.dispatch import lower, path_of, registry_state
@@ -113,6 +114,7 @@ class CpuMatmul(MatmulPlan):
         self._bound: Any = None
         self._direct = False  # whether the prepared call's result is the dense result itself (set by plan)
         self._into: tuple[PreparedOp, Any] | None = None  # row-range op and call for execute(out=); made once
+        self._dense_slots: tuple[Any, dict[int, int]] | None = None  # (prepared call, operand -> argument)
         self._checks: tuple[Tensor, ...] = ()  # sparse tensors the prepared call reads: rechecked per execute
         self._frozen: tuple[Any, ...] = ()  # their frozen NumPy index buffers (flattened guards, see _guard_checks)
         self._versions: tuple[tuple[Any, int], ...] = ()  # their torch index buffers and versions
@@ -248,6 +250,37 @@ class CpuMatmul(MatmulPlan):
             self._guard_checks(op)
         return self
 
+    def rebind_dense(self, index: int, array: Any) -> None:
+        """Point dense operand ``index`` (operand order) at ``array``, a C-contiguous NumPy/torch array of the
+        same shape and dtype, without preparing again: only the prepared call's descriptor changes (a few
+        microseconds; :meth:`reset_operands` prepares the whole operation again). For plans whose kernel reads
+        that operand in place and whose result is the kernel's own (no ``c``, conversion or reshape);
+        ValueError otherwise (then use :meth:`reset_operands`)."""
+        bound = self._bound if self._bound is not None else self.plan()._bound
+        old = self._objs[index]
+        if not self._direct or isinstance(old, Tensor) or not hasattr(old, "shape"):
+            raise ValueError(f"operand {index}: rebind_dense needs a dense array operand of a plan whose "
+                             "result is the kernel's own; use reset_operands")
+        if tuple(array.shape) != tuple(old.shape) or str(array.dtype) != str(old.dtype):
+            raise ValueError(f"operand {index}: rebind_dense needs shape {tuple(old.shape)} and dtype "
+                             f"{old.dtype}, got {tuple(array.shape)} and {array.dtype}")
+        held = self._dense_slots
+        if held is None or held[0] is not bound:  # this prepared call's argument position of each dense operand
+            op = self._live()
+            args = op.kernel_for().flatten(op.tensors, op.extra)
+            slots = {}
+            for k, obj in enumerate(self._objs):
+                if obj is not None and not isinstance(obj, Tensor) and hasattr(obj, "shape"):
+                    where = [i for i, a in enumerate(args) if _same_buffer(a, obj)]
+                    if len(where) == 1:
+                        slots[k] = where[0]
+            held = self._dense_slots = (bound, slots)
+        slot = held[1].get(index)
+        if slot is None:
+            raise ValueError(f"operand {index}: the kernel reads a copy of it; use reset_operands")
+        bound.rebind(slot, array)
+        self._objs[index] = array
+
     def release(self) -> None:
         self._op, self._bound, self._into, self._objs = None, None, None, [None] * len(self._objs)
 
@@ -302,3 +335,9 @@ class CpuMatmul(MatmulPlan):
         op = self._live()
         lowered = op.kernel.lowered if op.kernel is not None else lower(op.describe(), op.target, op.pipeline)
         return lower_stages(lowered.text, lowered.pipeline)
+
+
+def _same_buffer(arg: Any, obj: Any) -> bool:
+    """Whether a flattened kernel argument is ``obj``'s own memory (same first element and shape)."""
+    return (hasattr(arg, "shape") and tuple(arg.shape) == tuple(obj.shape)
+            and data_pointer(arg) == data_pointer(obj))

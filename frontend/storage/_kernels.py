@@ -8,13 +8,14 @@ Index buffers are int32 or int64; values of every numeric dtype are moved as raw
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
 
 import numpy as np
 
-from lowering.kernels.convert import Layout, block_module, compile_kernels, module
+from lowering.kernels.convert import Layout, block_module, compile_kernels, module, nm_module
 
 _INDEX = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
 #: Entries (or slots) below which a kernel runs on one thread: a chunk handed to a worker costs a few us.
@@ -26,6 +27,19 @@ EXPAND_SHARE = 64
 #: output on two cores): one thread below ~8M slots (2-D Poisson 1000^2, 5M slots: 17.6 ms on one thread,
 #: 24 ms on two, scipy 19 ms).
 DIA_SHARE = 64
+#: Bucketed transpose: entries per bucket (its counting sort stays in L2) and most buckets (write streams).
+BUCKET_ENTRIES = 1 << 14
+MAX_BUCKETS = 1 << 11
+#: The direct counting sort while its column cursors stay in L2 (``SCATTER_COLUMNS``) or rows span few
+#: columns (``SCATTER_SPAN``: banded, 2-D Poisson's 2000), the bucketed one otherwise (uniform 1M^2 10M:
+#: 0.5x scipy against 0.8x direct; benchmarks/bench_convert.py --suite).
+SCATTER_COLUMNS = 1 << 16
+SCATTER_SPAN = 1 << 14
+SPAN_SAMPLE = 4096
+#: BSR -> CSR in one pass (values read once) when this share of sampled block slots is nonzero.
+FULL_BLOCKS = 0.9
+#: n:m patterns with a kernel of their own (constants: loops unrolled); others take the general kernel.
+CONST_NM = frozenset({(1, 2), (2, 4), (4, 8), (1, 4)})
 
 
 def layout(values: np.dtype, index: np.dtype) -> Layout | None:
@@ -52,8 +66,49 @@ def _functions(lay: Layout) -> Any:
 
 
 @cache
+def _nm_functions(lay: Layout, n: int, m: int) -> Any:
+    return compile_kernels(nm_module(lay, n, m))
+
+
+@cache
 def _block_functions(lay: Layout, r: int, c: int) -> Any:
     return compile_kernels(block_module(lay, r, c))
+
+
+#: Bytes of scratch kept between calls (the transposes' per-range counts, the bucketed transpose's bucket
+#: columns): fresh memory costs a page fault per page on first touch, which under memory pressure costs
+#: more than the pass itself. Outputs are never taken from here.
+SCRATCH_KEEP = 1 << 26
+_scratch_lock = threading.Lock()
+_scratch_free: list[np.ndarray] = []
+
+
+def _take_scratch(nbytes: int) -> np.ndarray:
+    """A uint8 buffer of at least ``nbytes`` (a kept one when one is large enough, else new); give it back
+    with :func:`_give_scratch`. Never shared between two holders."""
+    with _scratch_lock:
+        fits = [k for k, b in enumerate(_scratch_free) if b.nbytes >= nbytes]
+        if fits:
+            return _scratch_free.pop(min(fits, key=lambda k: _scratch_free[k].nbytes))
+    return np.empty(max(nbytes, 1), dtype=np.uint8)
+
+
+def _give_scratch(buf: np.ndarray) -> None:
+    """Keeps ``buf`` for later calls while the kept total stays within ``SCRATCH_KEEP`` (largest first)."""
+    if buf.nbytes > SCRATCH_KEEP:
+        return
+    with _scratch_lock:
+        _scratch_free.append(buf)
+        _scratch_free.sort(key=lambda b: -b.nbytes)
+        while sum(b.nbytes for b in _scratch_free) > SCRATCH_KEEP:
+            _scratch_free.pop()
+
+
+def _scratch_view(buf: np.ndarray, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """The first bytes of ``buf`` as an array of ``shape`` and ``dtype``."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    return buf[:size].view(dtype).reshape(shape)
 
 
 def _words(val: np.ndarray, lay: Layout) -> np.ndarray:
@@ -94,16 +149,102 @@ def _prefix_sums(ptr: np.ndarray) -> np.ndarray:
     return ptr
 
 
+def _bucket_shift(n_minor: int, nnz: int) -> int:
+    """log2 of the columns per bucket of the bucketed transpose: about ``BUCKET_ENTRIES`` entries per bucket
+    (its sort stays in the cache), at most ``MAX_BUCKETS`` buckets (one write stream each in pass 1)."""
+    buckets = min(MAX_BUCKETS, max(1, nnz // BUCKET_ENTRIES))
+    return min(16, max(0, (max(n_minor - 1, 1) // buckets).bit_length()))
+
+
+def scattered(ptr: np.ndarray, idx: np.ndarray, n_minor: int) -> bool:
+    """Whether a transpose's scatter would miss the cache: more than ``SCATTER_COLUMNS`` columns whose
+    cursors the direct counting sort keeps, and rows spanning more than ``SCATTER_SPAN`` columns on average
+    (one write stream per column in flight; over ``SPAN_SAMPLE`` evenly spaced rows)."""
+    n = len(ptr) - 1
+    if n_minor <= SCATTER_COLUMNS or n == 0 or len(idx) < PARALLEL_WORK:
+        return False
+    rows = np.linspace(0, n - 1, min(n, SPAN_SAMPLE)).astype(np.int64)
+    a, b = ptr[rows].astype(np.int64), ptr[rows + 1].astype(np.int64)
+    full = b > a
+    if not full.any():
+        return False
+    span = idx[b[full] - 1].astype(np.int64) - idx[a[full]]
+    return float(span.mean()) > SCATTER_SPAN
+
+
+def transpose_bucketed(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray,
+                       shift: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`transpose` in two cache-friendly passes: entries scattered by column bucket (``2**shift``
+    columns) into a scratch copy, then every bucket sorted by column inside the cache. Row ranges run the
+    first pass in parallel, bucket ranges the second."""
+    lay = layout(val.dtype, ptr.dtype)
+    assert lay is not None and idx.dtype == ptr.dtype
+    fns = _functions(lay)
+    nnz = len(idx)
+    shift = _bucket_shift(n_minor, nnz) if shift is None else shift
+    nb = max(1, -(-n_minor // (1 << shift)))
+    ranges = _bounds(ptr, _threads(nnz))
+    counts = np.zeros((len(ranges), nb), dtype=ptr.dtype)
+    count = fns.function("bucket_count")
+    _run([partial(count, ptr, idx, counts[k], lo, hi, shift) for k, (lo, hi) in enumerate(ranges)])
+    flat = counts.T.reshape(-1)  # bucket-major, range-minor: each range's first slot in each bucket
+    starts = np.empty(len(flat) + 1, dtype=np.int64)
+    starts[0] = 0
+    np.cumsum(flat, out=starts[1:])
+    cursors = starts[:-1].reshape(nb, len(ranges)).T.astype(ptr.dtype, order="C")  # a copy: pass 1 moves them
+    bstart = starts[::len(ranges)].astype(ptr.dtype)  # nb + 1 bucket starts
+    out_ptr = np.empty(n_minor + 1, dtype=ptr.dtype)
+    out_ptr[n_minor] = nnz
+    out_idx = np.empty(nnz, dtype=ptr.dtype)
+    out_val = np.empty(nnz, dtype=val.dtype)
+    held = _take_scratch(2 * nnz)
+    tcol = _scratch_view(held, (nnz,), np.int16)  # each entry's column inside its bucket
+    words, out_words = _words(val, lay), _words(out_val, lay)
+    try:
+        scatter = fns.function("bucket_scatter")
+        _run([partial(scatter, ptr, idx, words, cursors[k], out_idx, out_words, tcol, lo, hi, shift)
+              for k, (lo, hi) in enumerate(ranges)])
+        if n_minor:
+            branges = _bounds(bstart, len(ranges))
+            big = int(np.diff(bstart).max(initial=0))
+            srow = np.empty((len(branges), max(big, 1)), dtype=ptr.dtype)
+            sval = np.empty((len(branges), max(big, 1) * lay.lanes), dtype=out_words.dtype)
+            cur = np.empty((len(branges), 1 << shift), dtype=ptr.dtype)
+            sort = fns.function("bucket_sort")
+            _run([partial(sort, bstart, tcol, out_ptr, out_idx, out_words, srow[k], sval[k], cur[k], lo, hi,
+                          shift, n_minor) for k, (lo, hi) in enumerate(branges) if hi > lo])
+    finally:
+        del tcol
+        _give_scratch(held)
+    return out_ptr, out_idx, out_val
+
+
 def transpose(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entries grouped by major coordinate regrouped by minor coordinate (stable: majors stay increasing).
     Each range of rows counts its columns, then scatters from its own offsets (so ranges run in parallel)."""
+    if scattered(ptr, idx, n_minor):
+        return transpose_bucketed(n_major, n_minor, ptr, idx, val)
     lay = layout(val.dtype, ptr.dtype)
     assert lay is not None and idx.dtype == ptr.dtype
     fns = _functions(lay)
     nnz = len(idx)
     ranges = _bounds(ptr, _threads(nnz))
-    counts = np.zeros((len(ranges), n_minor), dtype=ptr.dtype)
+    held = _take_scratch(len(ranges) * n_minor * ptr.dtype.itemsize)
+    counts = _scratch_view(held, (len(ranges), n_minor), ptr.dtype)
+    counts.fill(0)
+    try:
+        return _transpose_direct(fns, lay, n_minor, ptr, idx, val, ranges, counts)
+    finally:
+        del counts
+        _give_scratch(held)
+
+
+def _transpose_direct(fns: Any, lay: Layout, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray,
+                      ranges: list[tuple[int, int]], counts: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The direct counting sort of :func:`transpose` (``counts``: zeroed, one row of columns per range)."""
+    nnz = len(idx)
     count = fns.function("transpose_count")
     _run([partial(count, ptr, idx, counts[k], lo, hi) for k, (lo, hi) in enumerate(ranges)])
     out_ptr = np.empty(n_minor + 1, dtype=ptr.dtype)
@@ -179,20 +320,9 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     fn = fns.function(f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}")
     _run([partial(fn, offsets, words, ptr, out_idx, out_words, int(cuts[j]), int(cuts[j + 1]), nd, m, ext_z,
                   int(starts[j])) for j in range(k) if cuts[j + 1] > cuts[j]])
-    end = 0
-    for j in range(k):  # close the gaps the dropped zeros left between ranges
-        lo, hi = int(cuts[j]), int(cuts[j + 1])
-        if hi == lo:
-            continue
-        first, last = int(starts[j]), int(ptr[hi])
-        if first != end:
-            fns.function("shift_down")(out_idx, out_words, first, end, last - first)
-            ptr[lo + 1:hi + 1] -= first - end
-        end += last - first
-    if end < bound:  # a prefix view when little was dropped, else exact-size copies
-        out_idx, out_val = out_idx[:end], out_val[:end]
-        if bound - end > end // 8:
-            out_idx, out_val = out_idx.copy(), out_val.copy()
+    # close the gaps the dropped zeros left between ranges
+    end = _close_gaps(fns, ptr, out_idx, out_words, [int(x) for x in cuts], [int(x) for x in starts[:k]])
+    out_idx, out_val = _trimmed(out_idx, out_val, end)
     return ptr, out_idx, out_val
 
 
@@ -222,6 +352,65 @@ def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, 
     return bptr, bidx, bval
 
 
+def full_blocks(bval: np.ndarray, slots: int) -> bool:
+    """Whether the blocks look full (at least ``FULL_BLOCKS`` of ``SPAN_SAMPLE`` evenly spaced slots nonzero):
+    then BSR -> CSR writes every slot in one pass into a buffer as large as the blocks (reading the values
+    once, not twice)."""
+    if slots == 0:
+        return False
+    flat = np.asarray(bval).reshape(-1)[:slots]
+    sample = flat[np.linspace(0, slots - 1, min(slots, SPAN_SAMPLE)).astype(np.int64)]
+    return bool(np.count_nonzero(sample) >= FULL_BLOCKS * len(sample))
+
+
+def _close_gaps(fns: Any, ptr: np.ndarray, idx: np.ndarray, words: np.ndarray, cuts: list[int],
+                starts: list[int]) -> int:
+    """Moves the rows of every range (rows ``cuts[j] .. cuts[j + 1]``, written from slot ``starts[j]``) down
+    to follow the range before; returns the entries. ``ptr`` is shifted with them."""
+    end = 0
+    for j in range(len(cuts) - 1):
+        lo, hi = cuts[j], cuts[j + 1]
+        if hi == lo:
+            continue
+        first, last = starts[j], int(ptr[hi])
+        if first != end:
+            fns.function("shift_down")(idx, words, first, end, last - first)
+            ptr[lo + 1:hi + 1] -= first - end
+        end += last - first
+    return end
+
+
+def _trimmed(idx: np.ndarray, val: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``end`` entries: a prefix view when little was dropped, else exact-size copies."""
+    bound = len(idx)
+    if end < bound:
+        idx, val = idx[:end], val[:end]
+        if bound - end > end // 8:
+            idx, val = idx.copy(), val.copy()
+    return idx, val
+
+
+def _from_full_blocks(fns: Any, lay: Layout, n: int, m: int, r: int, rc: int, bptr: np.ndarray, bidx: np.ndarray,
+                      words: np.ndarray, dtype: np.dtype, ranges: list[tuple[int, int]]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BSR -> rows in one pass: each range of block rows from its first block's first slot (``rc`` slots a
+    block bound what it writes), then the ranges moved together."""
+    bound = len(bidx) * rc
+    ptr = np.empty(n + 1, dtype=bptr.dtype)
+    ptr[0] = 0
+    idx = np.empty(bound, dtype=bptr.dtype)
+    val = np.empty(bound, dtype=dtype)
+    out_words = _words(val, lay)
+    starts = [int(bptr[lo]) * rc for lo, _ in ranges]
+    fill = fns.function("from_blocks_rows")
+    _run([partial(fill, bptr, bidx, words, ptr, idx, out_words, lo, hi, n, m, starts[k])
+          for k, (lo, hi) in enumerate(ranges) if hi > lo])
+    cuts = [min(lo * r, n) for lo, _ in ranges] + [min(ranges[-1][1] * r, n)]
+    end = _close_gaps(_functions(lay), ptr, idx, out_words, cuts, starts)
+    idx, val = _trimmed(idx, val, end)
+    return ptr, idx, val
+
+
 def from_blocks(n: int, m: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarray, bval: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows ``(ptr, idx, val)`` of an ``n x m`` matrix stored in sorted ``r x c`` blocks: the nonzero slots
@@ -232,6 +421,8 @@ def from_blocks(n: int, m: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarr
     assert (len(bptr) - 1) * r >= n, "every row in a block row"
     ranges = _bounds(bptr, _threads(len(bidx) * r * c))
     words = _words(bval, lay)
+    if full_blocks(bval, len(bidx) * r * c):
+        return _from_full_blocks(fns, lay, n, m, r, r * c, bptr, bidx, words, bval.dtype, ranges)
     ptr = np.empty(n + 1, dtype=bptr.dtype)
     count = fns.function("from_blocks_count")
     _run([partial(count, bptr, bidx, words, ptr, lo, hi, n, m) for lo, hi in ranges])
@@ -245,6 +436,25 @@ def from_blocks(n: int, m: int, r: int, c: int, bptr: np.ndarray, bidx: np.ndarr
     return ptr, idx, val
 
 
+def _delta8_one_pass(fns: Any, lay: Layout, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray,
+                     ranges: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """DELTA(8) in one pass when no gap needs padding entries (the positions are ``ptr``'s); None otherwise
+    (nothing returned is kept: the caller runs the two passes)."""
+    nnz = len(idx)
+    if len(ptr) == 0 or int(ptr[0]) != 0 or int(ptr[-1]) != nnz:
+        return None
+    gaps = np.empty(nnz, dtype=np.uint8)
+    out = np.empty(nnz, dtype=val.dtype)
+    bad = np.zeros((len(ranges), 1), dtype=np.int8)
+    words, out_words = _words(val, lay), _words(out, lay)
+    fill = fns.function("delta8_nopad")
+    _run([partial(fill, ptr, idx, words, gaps.view(np.int8), out_words, bad[k], lo, hi)
+          for k, (lo, hi) in enumerate(ranges)])
+    if bad.any():
+        return None
+    return ptr.copy(), gaps, out
+
+
 def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap_dtype: np.dtype
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(pos, gaps, values)`` of sorted rows in a ``bits``-bit delta level: each column as the gap to the
@@ -254,6 +464,10 @@ def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap
     gap_dtype = np.dtype(gap_dtype)
     fns = _functions(lay)
     ranges = _bounds(ptr, _threads(len(idx)))
+    if bits == 8 and gap_dtype.itemsize == 1:
+        got = _delta8_one_pass(fns, lay, ptr, idx, val, ranges)
+        if got is not None:
+            return got
     optr = np.empty(len(ptr), dtype=ptr.dtype)
     count = fns.function("delta_count")
     _run([partial(count, ptr, idx, optr, lo, hi, bits) for lo, hi in ranges])
@@ -281,8 +495,13 @@ def structured_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, groups: i
     crd = np.empty(total, dtype=ptr.dtype)
     out = np.empty(total, dtype=val.dtype)
     bad = np.zeros((len(ranges), 1), dtype=np.int8)
-    fill = _functions(lay).function("nm_fill")
     words, out_words = _words(val, lay), _words(out, lay)
-    _run([partial(fill, ptr, idx, words, crd, out_words, bad[k], lo, hi, groups, m, n)
-          for k, (lo, hi) in enumerate(ranges)])
+    if (n, m) in CONST_NM:  # n and m compiled in: the group loops unrolled
+        fill = _nm_functions(lay, n, m).function("nm_fill_const")
+        _run([partial(fill, ptr, idx, words, crd, out_words, bad[k], lo, hi, groups)
+              for k, (lo, hi) in enumerate(ranges)])
+    else:
+        fill = _functions(lay).function("nm_fill")
+        _run([partial(fill, ptr, idx, words, crd, out_words, bad[k], lo, hi, groups, m, n)
+              for k, (lo, hi) in enumerate(ranges)])
     return None if bad.any() else (crd, out)

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ._einsum import einsum
 from ._elementwise import HANDLED
 from ._products import kernel_matmul, sparse_dense, sparse_sparse
 from ._wrapper import TensorWrapper, densified_call
@@ -337,5 +338,6 @@ _FUNCTIONS: tuple[tuple[tuple[Any, ...], Handler], ...] = (
     ((torch.Tensor.__deepcopy__,), deepcopy),
     ((torch.div, torch.Tensor.div, torch.Tensor.__truediv__), div),
     ((torch.sum, torch.Tensor.sum), sum_),
+    ((torch.einsum,), einsum),
 ) + HANDLED
 HANDLERS: dict[Any, Handler] = {f: h for funcs, h in _FUNCTIONS for f in funcs}

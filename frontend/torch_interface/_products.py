@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from frontend.format import NamedFormats
-from frontend.ops import _api as ops
+from frontend.ops import _api as ops, _sddmm as sampled_kernel
 from frontend.tensor._tensor import Tensor
 
 from . import _storage as torch_storage
@@ -152,10 +152,16 @@ def sddmm(s: TensorWrapper, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
     One sampled kernel (``einsum("ij,ik,jk->ij")`` over S's pattern) computes only the stored entries; it
     writes them in S's format where the kernels can (CSR, COO, CSC, ...), else into a dense output
-    from which the stored entries are gathered (block, delta and other padded formats)."""
+    from which the stored entries are gathered (block, delta and other padded formats). CSR, CSC and COO
+    patterns with CPU float factors of one dtype run on the threaded SDDMM kernel (:mod:`frontend.ops._sddmm`)."""
     pattern = s.pattern()
-    key = pattern.tensor_format.structure_key()
     xs, ys = dense_arg(x), dense_arg(y)
+    if xs.device.type == "cpu" and ys.device.type == "cpu" and xs.dtype == ys.dtype \
+            and xs.dtype in (torch.float32, torch.float64) and xs.dim() == 2 and ys.dim() == 2:
+        got = sampled_kernel.pattern_values(pattern, xs.numpy(), ys.numpy())
+        if got is not None:
+            return torch.from_numpy(got).reshape(s.values.shape).to(s.values.device)
+    key = pattern.tensor_format.structure_key()
     if key not in _DENSE_SAMPLED:
         try:
             out = ops.einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=pattern.tensor_format)

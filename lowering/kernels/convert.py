@@ -210,6 +210,99 @@ def _transpose_fill(lay: Layout) -> str:
     return f.text()
 
 
+def _bucket_count(lay: Layout) -> str:
+    """``cnt[idx[k] >> shift] += 1`` for the entries of rows ``[lo, hi)`` (a few thousand buckets: in L1)."""
+    f = _Fn(lay, "bucket_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("lo", "x"), ("hi", "x"),
+                                  ("shift", "x")])
+    I = lay.ity
+    one = f.v(f"arith.constant 1 : {I}")
+    a, b = f.ld("ptr", "%lo"), f.ld("ptr", "%hi")
+    f.open_for("k", a, b)
+    j = f.v(f"arith.shrui {f.ld('idx', '%k')}, %shift : index")
+    n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
+    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
+    f.emit("}")
+    return f.text()
+
+
+def _bucket_scatter(lay: Layout) -> str:
+    """Pass 1 of the bucketed transpose: every entry of rows ``[lo, hi)`` goes to slot ``p = cur[column >>
+    shift]++`` (one write stream per bucket): its row to ``oidx[p]``, its value to ``oval[p]``, its column
+    inside the bucket to ``tcol[p]`` (16 bits)."""
+    f = _Fn(lay, "bucket_scatter", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("cur", "I"), ("oidx", "I"),
+                                    ("oval", "V"), ("tcol", "G"), ("lo", "x"), ("hi", "x"), ("shift", "x")],
+            gap="i16")
+    I = lay.ity
+    mask = f.v("arith.subi " + f.v("arith.shli %c1, %shift : index") + ", %c1 : index")
+    f.open_for("i", "%lo", "%hi")
+    ii = f.v(f"arith.index_cast %i : index to {I}")
+    a, b = _row_bounds(f, "ptr", "%i")
+    f.open_for("k", a, b)
+    j = f.ld("idx", "%k")
+    bk = f.v(f"arith.shrui {j}, %shift : index")
+    p = f.ld("cur", bk)
+    f.st(f.add(p, "%c1"), "cur", bk)
+    f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
+    low = f.v(f"arith.index_cast {f.v(f'arith.andi {j}, {mask} : index')} : index to i16")
+    f.emit(f"memref.store {low}, %tcol[{p}] : memref<?xi16>")
+    f.copy_value("val", "%k", "oval", p)
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
+def _bucket_sort(lay: Layout) -> str:
+    """Pass 2: buckets ``[blo, bhi)`` (``bstart``: their first slots; ``width = 1 << shift`` columns each, the
+    last cut at ``m``) sorted by column in place: each bucket's rows and values are copied to the scratch
+    ``srow``/``sval`` (as long as the largest bucket: in the cache) and written back in column order by a
+    counting sort (``cur``: ``width`` words of scratch); the column pointers ``optr[j]`` of their columns are
+    set."""
+    f = _Fn(lay, "bucket_sort", [("bstart", "I"), ("tcol", "G"), ("optr", "I"), ("oidx", "I"), ("oval", "V"),
+                                 ("srow", "I"), ("sval", "V"), ("cur", "I"), ("blo", "x"), ("bhi", "x"),
+                                 ("shift", "x"), ("m", "x")], gap="i16")
+    I = lay.ity
+    one = f.v(f"arith.constant 1 : {I}")
+    zero = f.v(f"arith.constant 0 : {I}")
+    width = f.v("arith.shli %c1, %shift : index")
+    f.open_for("b", "%blo", "%bhi")
+    s, e = _row_bounds(f, "bstart", "%b")
+    j0 = f.v("arith.shli %b, %shift : index")
+    cols = f.v(f"arith.minui {width}, {f.v(f'arith.subi %m, {j0} : index')} : index")
+    f.open_for("z", "%c0", cols)
+    f.emit(f"memref.store {zero}, %cur[%z] : memref<?x{I}>")
+    f.emit("}")
+
+    def local(at: str) -> str:
+        w = f.v(f"memref.load %tcol[{at}] : memref<?xi16>")
+        return f.v(f"arith.index_cast {f.v(f'arith.extui {w} : i16 to i64')} : i64 to index")
+
+    f.open_for("p", s, e)
+    c = local("%p")
+    n = f.v(f"memref.load %cur[{c}] : memref<?x{I}>")
+    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cur[{c}] : memref<?x{I}>")
+    q0 = f.v("arith.subi %p, " + s + " : index")
+    f.emit(f"memref.store {f.v(f'memref.load %oidx[%p] : memref<?x{I}>')}, %srow[{q0}] : memref<?x{I}>")
+    f.copy_value("oval", "%p", "sval", q0)
+    f.emit("}")
+    s_i = f.v(f"arith.index_cast {s} : index to {I}")
+    f.open_for("c2", "%c0", cols, [("run", s_i, I)])
+    t = f.v(f"memref.load %cur[%c2] : memref<?x{I}>")
+    f.emit(f"memref.store %run, %cur[%c2] : memref<?x{I}>")
+    f.emit(f"memref.store %run, %optr[{f.add(j0, '%c2')}] : memref<?x{I}>")
+    f.emit(f"scf.yield {f.v(f'arith.addi %run, {t} : {I}')} : {I}")
+    f.emit("}")
+    f.open_for("p2", s, e)
+    c3 = local("%p2")
+    q = f.ld("cur", c3)
+    f.st(f.add(q, "%c1"), "cur", c3)
+    q1 = f.v("arith.subi %p2, " + s + " : index")
+    f.emit(f"memref.store {f.v(f'memref.load %srow[{q1}] : memref<?x{I}>')}, %oidx[{q}] : memref<?x{I}>")
+    f.copy_value("sval", q1, "oval", q)
+    f.emit("}")
+    f.emit("}")
+    return f.text()
+
+
 def _expand(lay: Layout) -> str:
     f = _Fn(lay, "expand", [("ptr", "I"), ("out", "I"), ("lo", "x"), ("hi", "x")])
     I = lay.ity
@@ -367,12 +460,41 @@ def _delta(lay: Layout, fill: bool, gbits: int) -> str:
     return f.text()
 
 
-def _structured(lay: Layout) -> str:
+def _delta_nopad(lay: Layout) -> str:
+    """DELTA(8) in one pass for rows ``[lo, hi)`` whose gaps all fit in 8 bits: gap ``k`` to ``ogap[k]``,
+    value to ``oval[k]`` (the positions stay the source's); ``bad[0] = 1`` where a gap does not fit (the
+    caller then takes the two-pass kernels)."""
+    f = _Fn(lay, "delta8_nopad", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("ogap", "G"), ("oval", "V"),
+                                  ("bad", "B"), ("lo", "x"), ("hi", "x")])
+    res = f.open_for("i", "%lo", "%hi", [("bad0", "%false", "i1")])
+    a, b = _row_bounds(f, "ptr", "%i")
+    big = f.v("arith.subi %c0, %c1 : index")
+    inner = f.open_for("k", a, b, [("prev", big, "index"), ("bad1", "%bad0", "i1")])
+    col = f.ld("idx", "%k")
+    gap = f.v(f"arith.subi {f.v(f'arith.subi {col}, %prev : index')}, %c1 : index")
+    over = f.cmp("ugt", gap, f.c(255))
+    f.emit(f"memref.store {f.v(f'arith.index_cast {gap} : index to i8')}, %ogap[%k] : memref<?xi8>")
+    f.copy_value("val", "%k", "oval", "%k")
+    f.emit(f"scf.yield {col}, {f.v(f'arith.ori %bad1, {over} : i1')} : index, i1")
+    f.emit("}")
+    f.emit(f"scf.yield {inner}#1 : i1")
+    f.emit("}")
+    f.emit(f"memref.store {f.v(f'arith.extui {res}#0 : i1 to i8')}, %bad[%c0] : memref<?xi8>")
+    return f.text()
+
+
+def _structured(lay: Layout, nm: tuple[int, int] | None = None) -> str:
     """Rows ``[lo, hi)`` in groups of ``m`` columns (``groups`` per row), ``nk`` slots each at ``out[(i *
     groups + g) * nk ..]``: the group's entries and, when it has fewer, its smallest free columns with zeros
-    (coordinates increasing). A group with more than ``nk`` entries sets ``bad[0]`` (its slots are cut)."""
-    f = _Fn(lay, "nm_fill", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("ocrd", "I"), ("oval", "V"), ("bad", "B"),
-                             ("lo", "x"), ("hi", "x"), ("groups", "x"), ("m", "x"), ("nk", "x")])
+    (coordinates increasing). A group with more than ``nk`` entries sets ``bad[0]`` (its slots are cut).
+    ``nm = (n, m)``: both are constants (``nm_fill_const``: loops over them unrolled), not arguments."""
+    params = [("ptr", "I"), ("idx", "I"), ("val", "V"), ("ocrd", "I"), ("oval", "V"), ("bad", "B"), ("lo", "x"),
+              ("hi", "x"), ("groups", "x")]
+    f = _Fn(lay, "nm_fill" if nm is None else "nm_fill_const", params + ([("m", "x"), ("nk", "x")] if nm is None
+                                                                          else []))
+    if nm is not None:
+        f.emit(f"%nk = arith.constant {nm[0]} : index")
+        f.emit(f"%m = arith.constant {nm[1]} : index")
     I, V = lay.ity, lay.vty
     res = f.open_for("i", "%lo", "%hi", [("bad0", "%false", "i1")])
     a, b = _row_bounds(f, "ptr", "%i")
@@ -380,9 +502,27 @@ def _structured(lay: Layout) -> str:
     col0 = f.mul("%g", "%m")
     lim = f.add(col0, "%m")
     out0 = f.mul(f.add(f.mul("%i", "%groups"), "%g"), "%nk")
-    # the group's entries: [k, e)
+    # the group's entries: [k, e); first the common case of exactly nk entries (no scan)
+    kn = f.add("%k", "%nk")
+    fits = f.name()
+    f.emit(f"{fits} = scf.if {f.cmp('ule', kn, b)} -> (i1) {{")
+    last_in = f.cmp("ult", f.ld("idx", f.v(f"arith.subi {kn}, %c1 : index")), lim)
+    after = f.name()
+    f.emit(f"{after} = scf.if {f.cmp('ult', kn, b)} -> (i1) {{")
+    f.emit(f"scf.yield {f.cmp('uge', f.ld('idx', kn), lim)} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %true : i1")
+    f.emit("}")
+    f.emit(f"scf.yield {f.v(f'arith.andi {last_in}, {after} : i1')} : i1")
+    f.emit("} else {")
+    f.emit("scf.yield %false : i1")
+    f.emit("}")
     wres = f.name()
-    f.emit(f"{wres} = scf.while (%q = %k) : (index) -> index {{")
+    f.emit(f"{wres} = scf.if {fits} -> (index) {{")
+    f.emit(f"scf.yield {kn} : index")
+    f.emit("} else {")
+    scan = f.name()
+    f.emit(f"{scan} = scf.while (%q = %k) : (index) -> index {{")
     has = f.cmp("ult", "%q", b)
     cond = f.name()
     f.emit(f"{cond} = scf.if {has} -> (i1) {{")
@@ -394,6 +534,8 @@ def _structured(lay: Layout) -> str:
     f.emit("} do {")
     f.emit("^bb0(%q2: index):")
     f.emit(f"scf.yield {f.add('%q2', '%c1')} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {scan} : index")
     f.emit("}")
     cnt = f.v(f"arith.subi {wres}, %k : index")
     full = f.cmp("eq", cnt, "%nk")
@@ -448,8 +590,10 @@ def _structured(lay: Layout) -> str:
 def module(lay: Layout) -> str:
     """The module of the layout-independent kernels (transpose, expand, COO pointers, diagonals)."""
     funcs = [_transpose_count(lay), _transpose_offsets(lay), _transpose_fill(lay), _expand(lay), _coo_ptr(lay)]
+    funcs += [_bucket_count(lay), _bucket_scatter(lay), _bucket_sort(lay)]
     funcs += [_dia(lay, s, z) for s in "mp" for z in (True, False)] + [_shift_down(lay)]
     funcs += [_delta(lay, False, 8)] + [_delta(lay, True, g) for g in (8, 16, 32)] + [_structured(lay)]
+    funcs += [_delta_nopad(lay)]
     return "module {\n" + "\n".join(funcs) + "\n}\n"
 
 
@@ -614,12 +758,75 @@ def _from_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     return f.text()
 
 
+def _from_blocks_rows(lay: Layout, r: int, c: int) -> str:
+    """BSR -> rows in one pass: block rows ``[blo, bhi)`` written from slot ``start`` on, ``ptr[i + 1]``
+    after each row (the caller bounds the range's slots by its blocks' ``r * c``)."""
+    f = _Fn(lay, "from_blocks_rows", [("bptr", "I"), ("bidx", "I"), ("bval", "V"), ("ptr", "I"), ("oidx", "I"),
+                                      ("oval", "V"), ("blo", "x"), ("bhi", "x"), ("n", "x"), ("m", "x"),
+                                      ("start", "x")])
+    I = lay.ity
+    R, C = f.c(r), f.c(c)
+    f.open_for("br", "%blo", "%bhi", [("p0", "%start", "index")])
+    b0, b1 = _row_bounds(f, "bptr", "%br")
+    row0 = f.mul("%br", R)
+    rres = f.open_for("t", "%c0", R, [("p1", "%p0", "index")])
+    i = f.add(row0, "%t")
+    nxt = f.name()
+    f.emit(f"{nxt} = scf.if {f.cmp('ult', i, '%n')} -> (index) {{")
+    res = f.open_for("b", b0, b1, [("p", "%p1", "index")])
+    col0 = f.mul(f.ld("bidx", "%b"), C)
+    slot0 = f.mul(f.add(f.mul("%b", R), "%t"), C)
+    # a block row slice of c nonzeros inside the shape is a plain copy; else one slot at a time, compacted
+    every = f.cmp("ule", f.add(col0, C), "%m")
+    for j in range(c):
+        every = f.v(f"arith.andi {every}, {f.nonzero('bval', f.add(slot0, f.c(j)))} : i1")
+    done = f.name()
+    f.emit(f"{done} = scf.if {every} -> (index) {{")
+    f.open_for("jc", "%c0", C)
+    at = f.add("%p", "%jc")
+    cj = f.v(f"arith.index_cast {f.add(col0, '%jc')} : index to {I}")
+    f.emit(f"memref.store {cj}, %oidx[{at}] : memref<?x{I}>")
+    f.copy_value("bval", f.add(slot0, "%jc"), "oval", at)
+    f.emit("}")
+    f.emit(f"scf.yield {f.add('%p', C)} : index")
+    f.emit("} else {")
+    inner = f.open_for("j", "%c0", C, [("q", "%p", "index")])
+    col = f.add(col0, "%j")
+    slot = f.add(slot0, "%j")
+    keep = f.v(f"arith.andi {f.cmp('ult', col, '%m')}, {f.nonzero('bval', slot)} : i1")
+    f.emit(f"memref.store {f.v(f'arith.index_cast {col} : index to {I}')}, %oidx[%q] : memref<?x{I}>")
+    f.copy_value("bval", slot, "oval", "%q")
+    f.emit(f"scf.yield {f.add('%q', f.v(f'arith.select {keep}, %c1, %c0 : index'))} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {inner}#0 : index")
+    f.emit("}")
+    f.emit(f"scf.yield {done} : index")
+    f.emit("}")
+    f.st(f"{res}#0", "ptr", f.add(i, "%c1"))
+    f.emit(f"scf.yield {res}#0 : index")
+    f.emit("} else {")
+    f.emit("scf.yield %p1 : index")
+    f.emit("}")
+    f.emit(f"scf.yield {nxt} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {rres}#0 : index")
+    f.emit("}")
+    return f.text()
+
+
+def nm_module(lay: Layout, n: int, m: int) -> str:
+    """The module of the n:m kernel for constant ``n`` and ``m``."""
+    if not 0 < n <= m:
+        raise ValueError(f"n:m needs 0 < n <= m, got {n}:{m}")
+    return "module {\n" + _structured(lay, (n, m)) + "\n}\n"
+
+
 def block_module(lay: Layout, r: int, c: int) -> str:
     """The module of the block kernels for ``r x c`` blocks."""
     if r < 1 or c < 1:
         raise ValueError(f"block shape must be positive, got {r}x{c}")
     funcs = [_to_blocks(lay, r, c, False), _to_blocks(lay, r, c, True), _from_blocks(lay, r, c, False),
-             _from_blocks(lay, r, c, True)]
+             _from_blocks(lay, r, c, True), _from_blocks_rows(lay, r, c)]
     return "module {\n" + "\n".join(funcs) + "\n}\n"
 
 
