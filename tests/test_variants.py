@@ -449,6 +449,10 @@ def test_matmul_gathers_on_a_poisson_matrix():
         mm = F.Matmul(t, x, threads=threads).plan()
         assert "gathered" in mm.info.reason and mm.info.lanes == MID_LANES
         np.testing.assert_allclose(mm.execute(), t @ x, rtol=1e-12)
+    y = np.random.default_rng(3).random(g * g)
+    scaled = F.Matmul(t, x, c=y.copy(), alpha=2.0, beta=0.5).plan()
+    assert "gathered" in scaled.info.reason
+    np.testing.assert_allclose(np.asarray(scaled.execute()), 2.0 * (t @ x) + 0.5 * y, rtol=1e-12)
     band = sp.diags([1.0, 2.0, 3.0], [-1, 0, 1], shape=(g * g, g * g), format="csr")
     assert "gathered" not in F.Matmul(band, x).info.reason
 
