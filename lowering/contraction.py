@@ -86,6 +86,10 @@ class Contraction:
     #: operand's ``loose_compressed`` level under dense levels (ELLPACK: ``lo = parent * K``, no position
     #: loads, a trip count known at compile time; padding slots hold 0 at coordinate 0); 0 = bounded walk
     stride: int = 0
+    #: gathered walk (``lowering.schedule``): a reduction over the walked operand's innermost ``compressed``
+    #: level takes ``lanes`` entries at a time, the dense operand gathered by their coordinates into a vector
+    #: accumulator (``vector.gather``), scalar remainder; False = partial sums (or the global ``rules.GATHER``)
+    gather: bool = False
 
     def __post_init__(self) -> None:
         if len(self.subscripts) != len(self.inputs) or not self.inputs:
@@ -109,7 +113,7 @@ class Contraction:
         sr = None if self.semiring is None else (self.semiring.add, self.semiring.mul, repr(self.semiring.identity))
         return ("contraction", self.subscripts, tuple(t.key() for t in self.inputs), self.output_subscripts,
                 self.output.key(), sr, self.alpha, self.init, self.prolog, self.epilog, self.name,
-                self.row_range, self.lanes, self.stride)
+                self.row_range, self.lanes, self.stride, self.gather)
 
     @property
     def loop_letters(self) -> str:

@@ -22,18 +22,34 @@ WIDE_LANES = 8
 #: Partial sums of reductions over long rows (hide the add latency; 8 and 16 were slower: remainders).
 MID_LANES = 4
 #: Reductions over stored entries run a scalar loop below this mean row length (the unrolled loop's
-#: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on.
-LONG_ROW = 16
-#: ``threads=None`` (auto) uses every core from this much work on (stored entries times the dense
-#: columns each one multiplies, plus the output's rows); below it one thread: handing a chunk to another
-#: thread cost ~35 us, one thread does ~0.55 ns per unit of work, so a second thread pays from ~2 x 35 us.
+#: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on
+#: (12: 4x4-block rows of 16 entries, whose mean can fall a hair under 16, run 0.38-0.46x the scalar time).
+LONG_ROW = 12
+#: Plus-times CSR rows shorter than :data:`LONG_ROW` take the gathered walk (``Contraction.gather``:
+#: :data:`MID_LANES` x loads gathered at once) on stencil-like matrices: x larger than
+#: :data:`X_CACHE_BYTES`, columns on average :data:`STENCIL_COLUMNS` or more from the diagonal (x loads
+#: leave the row's cache lines) but within :data:`STENCIL_BANDWIDTH` of the columns (a few far diagonals,
+#: as 2-D/3-D Poisson: 0.79-0.83x the scalar time; uniform random columns measured 1.34x).
+X_CACHE_BYTES = 1 << 20
+STENCIL_COLUMNS = 64
+STENCIL_BANDWIDTH = 0.01
+#: ``threads=None`` (auto) uses every core from this much work on (stored entries times the vector
+#: operations each one costs over the dense columns it multiplies, plus the output's rows: :func:`_work`);
+#: below it one thread: handing a chunk to another thread cost ~35 us, one thread does ~0.55 ns per unit
+#: of work, so a second thread pays from ~2 x 35 us.
 AUTO_MIN_WORK = 1 << 17
+#: From this much work on, auto threads split the rows into :data:`CHUNKS_PER_THREAD` chunks per thread,
+#: claimed dynamically (``frontend.ops._threads.run_chunks``): a thread delayed by another process or by
+#: another library's spinning OpenMP threads runs fewer chunks instead of holding up the whole call. Each
+#: chunk costs ~1-2 us (one ctypes call), under 2% of the ~0.5 ms this much work takes on one thread.
+DYNAMIC_MIN_WORK = 1 << 20
+CHUNKS_PER_THREAD = 4
 #: The fixed-stride walk (every one of an ELLPACK row's K slots, no position loads, K compiled in) from this
 #: fill (entries / slots) on: below it the padding slots it multiplies cost more than the loads it saves.
 STRIDE_FILL = 0.75
 #: ... and up to this many slots per row (K is part of the compiled code: one kernel per K; short rows unroll
 #: fully; at K = 33 it gained nothing over the bounded walk: benchmarks/bench_ell.py).
-STRIDE_MAX = LONG_ROW
+STRIDE_MAX = 16
 #: ... and with at most this many dense columns (SpMV: 0.86-0.88x of CSR's time at K = 5 and 9; SpMM with 16
 #: columns measured no gain, 0.92-1.10x: the walk's loads are hidden behind the columns' FMAs).
 STRIDE_MAX_COLUMNS = 1
@@ -66,10 +82,12 @@ class Schedule:
     split: str
     reason: str
     stride: int = 0         # Contraction.stride: walk all K slots per row (0: bounded walk)
+    chunks: int = 0         # row chunks the threads claim dynamically (0: one per thread)
+    gather: bool = False    # Contraction.gather: the gathered walk over the rows' entries
 
     def code_key(self) -> tuple:
-        """The part that changes compiled code (cache keys): ``(lanes, stride)``."""
-        return (self.lanes, self.stride)
+        """The part that changes compiled code (cache keys): ``(lanes, stride, gather)``."""
+        return (self.lanes, self.stride, self.gather)
 
 
 def _free_extent(c: Contraction, w: int) -> int:
@@ -107,6 +125,24 @@ def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str
     return 1, f"rows avg {stats.row_mean:.1f} < {LONG_ROW}: scalar"
 
 
+def _gather(c: Contraction, w: int, stats: OperandStats | None) -> tuple[bool, str]:
+    """``(True, why)`` for the gathered walk (see :data:`STENCIL_COLUMNS`): plus-times over CSR-like levels
+    (dense, compressed), scalar-length rows, a stencil-like spread of columns and x out of cache."""
+    fmt = c.inputs[w].fmt
+    if (stats is None or fmt is None or c.semiring is not None or c.prolog is not None or _free_extent(c, w) > 1
+            or [lv.format.value for lv in fmt.levels] != ["dense", "compressed"] or stats.row_mean >= LONG_ROW
+            or not stats.bandwidth == stats.bandwidth or c.inputs[w].elem not in _ITEM_BYTES):
+        return False, ""
+    x_bytes = stats.cols * _ITEM_BYTES[c.inputs[w].elem]
+    distance = stats.bandwidth * stats.cols
+    if x_bytes > X_CACHE_BYTES and distance >= STENCIL_COLUMNS and stats.bandwidth <= STENCIL_BANDWIDTH:
+        return True, f"x {x_bytes >> 20} MiB, columns {distance:.0f} from the diagonal (stencil-like): gathered; "
+    return False, ""
+
+
+_ITEM_BYTES = {"f64": 8, "f32": 4}
+
+
 def _threads(c: Contraction, w: int, stats: OperandStats | None, cores: int,
              threads: int | str | None) -> tuple[int, str]:
     if threads == 1:
@@ -122,11 +158,32 @@ def _threads(c: Contraction, w: int, stats: OperandStats | None, cores: int,
         return 1, "1 core"
     if stats is None:
         return 1, "no stats: 1 thread"
-    work = stats.nnz * _free_extent(c, w) + stats.rows
+    work = _work(c, w, stats)
     if work < AUTO_MIN_WORK:
         return 1, f"work {work} < {AUTO_MIN_WORK}: 1 thread"
     n = max(1, min(cores, stats.rows))
     return n, f"work {work} >= {AUTO_MIN_WORK}: {n} threads"
+
+
+def _work(c: Contraction, w: int, stats: OperandStats) -> int:
+    """Stored entries times the vector operations each one costs over the dense columns it multiplies
+    (``ceil(columns / WIDE_LANES)`` from :data:`WIDE_LANES` columns on, where the columns are vectorized;
+    else one per column), plus the output's rows: SpMM x16 on pyamg's bar (23k entries) took 36 us on one
+    thread, 0.77 ns per vector operation, near SpMV's 0.55 ns per entry, where counting every column
+    (374k units) put it on 2 threads and made it 1.4x slower (52 us)."""
+    free = _free_extent(c, w)
+    per_entry = -(-free // WIDE_LANES) if free >= WIDE_LANES else free
+    return stats.nnz * per_entry + stats.rows
+
+
+def _chunks(c: Contraction, w: int, stats: OperandStats | None, n: int, threads: int | str | None) -> int:
+    """Row chunks for ``n`` auto threads: :data:`CHUNKS_PER_THREAD` per thread from :data:`DYNAMIC_MIN_WORK`
+    on (claimed dynamically), else one per thread (0); forced ``threads=n`` keeps exactly n chunks."""
+    if n <= 1 or stats is None or (threads is not None and threads != "auto"):
+        return 0
+    if _work(c, w, stats) < DYNAMIC_MIN_WORK:
+        return 0
+    return max(n, min(n * CHUNKS_PER_THREAD, stats.rows))
 
 
 def _stride(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str]:
@@ -157,6 +214,13 @@ def choose_schedule(c: Contraction, stats: OperandStats | None, cores: int,
     lanes, why_lanes = _lanes(c, w, stats)
     n, why_threads = _threads(c, w, stats, cores, threads)
     split = _split(c, w)
+    chunks = _chunks(c, w, stats, n, threads)
     tail = f" by {split}" if n > 1 else ""
+    if chunks:
+        tail += f", {chunks} chunks claimed dynamically"
     stride, why_stride = _stride(c, w, stats)
-    return Schedule(lanes, n, split, f"{why_stride}{why_lanes}; {why_threads}{tail}", stride)
+    gather, why_gather = _gather(c, w, stats)
+    if gather:
+        lanes, why_lanes = MID_LANES, f"{MID_LANES} lanes"
+    return Schedule(lanes, n, split, f"{why_stride}{why_gather}{why_lanes}; {why_threads}{tail}", stride, chunks,
+                    gather)

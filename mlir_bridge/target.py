@@ -20,8 +20,10 @@ class Target:
     """Where compiled code runs.
 
     ``device`` is where buffers passed to kernels must live (``"cpu"``); ``cpu``/``triple``
-    go to ``llc`` (``"native"``/``""`` = this host); ``link_libs`` are MLIR runtime
-    libraries linked with ``--as-needed`` (found with an rpath, no environment needed);
+    go to ``opt`` and ``llc`` (``"native"``/``""`` = this host; ``llc`` always gets a triple, this host's
+    ``toolchain.host_triple()`` when ``triple`` is empty, so that it calls the C library's memset/memcpy);
+    ``link_libs`` are MLIR runtime libraries linked with ``--as-needed`` (found with an rpath, no
+    environment needed);
     ``extra_libs`` are other shared libraries linked by path (e.g. an OpenMP runtime), their
     folders added to the rpath so a fresh process finds them when it loads a cached module.
     """
@@ -39,8 +41,16 @@ class Target:
         """Stable text for cache keys (includes the host CPU when compiling for ``native``)."""
         host = toolchain.host_fingerprint() if self.cpu == "native" or not self.triple else ""
         extra = f"{','.join(self.extra_libs)}|" if self.extra_libs else ""
-        return f"{self.name}|{self.device}|{self.triple}|{self.cpu}|O{self.opt_level}|opt={self.ir_opt}|" \
+        return f"{self.name}|{self.device}|{self.triple}|llc={self.effective_triple()}|{self.cpu}|O{self.opt_level}|" \
+               f"opt={self.ir_opt}|" \
                f"{','.join(self.link_libs)}|{extra}{host}"
+
+    def effective_triple(self) -> str:
+        """The triple given to ``llc``: ``triple``, or this host's (``toolchain.host_triple``). ``opt`` gets
+        ``triple`` only: with the host's, its x86 cost model turns 4 partial sums of a CSR row into
+        ``vgatherdpd`` (0.76x the time on Poisson, but 1.6x on 40-entry rows in cache: docs/performance.md),
+        so the IR-level optimizations stay target-independent and those decisions stay the emitter's."""
+        return self.triple or toolchain.host_triple()
 
     def compile_env(self) -> dict[str, str]:
         """Environment variables the crash-isolated compile child needs (the CUDA target: the PATH that leads
@@ -55,6 +65,7 @@ class Target:
         """The object file (next to ``out``) of an LLVM-dialect module: translate, opt, llc."""
         ll, obj = out.with_suffix(".ll"), out.with_suffix(".o")
         _run("translate", [toolchain.tool("mlir-translate"), "--mlir-to-llvmir", llvm_module, "-o", ll])
+        triple = self.effective_triple()
         if self.ir_opt:  # LLVM IR optimizations (inlining, LICM, GVN, vectorizers): llc alone runs none
             opt_ll = out.with_suffix(".opt.bc")
             cmd = [toolchain.tool("opt"), f"-O{min(self.opt_level, 3)}", ll, "-o", opt_ll]
@@ -67,8 +78,8 @@ class Target:
         llc = [toolchain.tool("llc"), f"-O{self.opt_level}", "-relocation-model=pic", "-filetype=obj"]
         if self.cpu:
             llc.append(f"-mcpu={self.cpu}")
-        if self.triple:
-            llc.append(f"-mtriple={self.triple}")
+        if triple:
+            llc.append(f"-mtriple={triple}")
         _run("llc", llc + [ll, "-o", obj])
         return obj
 

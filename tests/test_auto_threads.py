@@ -138,6 +138,30 @@ def test_out_errors():
         F.matmul(a, sp.csr_array(np.eye(5)), out=np.empty((6, 5)))
 
 
+def test_dynamic_chunks_run_each_chunk_once_and_report_threads():
+    """Above DYNAMIC_MIN_WORK auto threads run CHUNKS_PER_THREAD chunks per thread, each exactly once (a
+    NaN-filled ``out`` shows any row left unwritten); ``info.threads`` counts threads, not chunks."""
+    from frontend.ops._threads import run_chunks
+    from lowering.schedule import DYNAMIC_MIN_WORK
+
+    n = DYNAMIC_MIN_WORK // 3 + 7
+    a = sp.diags([np.arange(1.0, n + 1), np.ones(n - 1), np.ones(n - 1)], [0, 1, -1], format="csr")
+    x = np.random.default_rng(3).random(n)
+    mm = F.Matmul(a, x).plan()
+    out = np.full(n, np.nan)
+    np.testing.assert_allclose(mm.execute(out=out), a @ x, rtol=1e-12)
+    if cpu_count() > 1:
+        assert mm.info.threads == cpu_count() and "claimed dynamically" in mm.info.reason
+    ran: list[int] = []
+    run_chunks([lambda k=k: ran.append(k) for k in range(11)])
+    assert sorted(ran) == list(range(11))
+
+    def boom() -> None:
+        raise RuntimeError("chunk failed")
+    with pytest.raises(RuntimeError, match="chunk failed"):
+        run_chunks([boom] + [lambda: None] * 5)
+
+
 def test_info_contents():
     a = sp.csr_array(rand((10, 8), density=0.4, seed=13))
     info = F.Matmul(a, np.ones(8)).info

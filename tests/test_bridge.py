@@ -326,3 +326,32 @@ def test_rebind_same_keeps_result_aliasing(spmv64):
     call.rebind_same(4, y2)
     assert call() is y2
     np.testing.assert_allclose(y2, a @ x)
+
+
+ZERO_FILL = """
+func.func @main(%out: memref<?xf64>) attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f64
+  %n = memref.dim %out, %c0 : memref<?xf64>
+  scf.for %i = %c0 to %n step %c1 {
+    memref.store %z, %out[%i] : memref<?xf64>
+  }
+  return
+}
+"""
+
+
+def test_host_triple_reaches_opt_and_llc():
+    """Without a triple ``llc`` expands a zero-fill loop's ``llvm.memset`` into a byte-at-a-time loop; with the
+    host's triple (in the cache key too) it calls the C library's memset."""
+    from mlir_bridge import toolchain
+    from mlir_bridge.target import CPU
+
+    triple = toolchain.host_triple()
+    assert triple and f"llc={triple}" in CPU.fingerprint() and CPU.effective_triple() == triple
+    mod = mb.compile_module(ZERO_FILL, Pipeline())
+    out = np.full(1000, np.nan)
+    mod.function("main")(out)
+    assert not out.any()
+    assert b"memset" in open(mod.path, "rb").read()

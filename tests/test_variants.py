@@ -23,11 +23,15 @@ from lowering.emitter import emit_contraction, register_level_rule, row_parallel
 from lowering.pipelines import Pipeline
 from lowering.schedule import (
     AUTO_MIN_WORK,
+    CHUNKS_PER_THREAD,
+    DYNAMIC_MIN_WORK,
     LONG_ROW,
     MID_LANES,
+    STENCIL_COLUMNS,
     STRIDE_FILL,
     STRIDE_MAX,
     WIDE_LANES,
+    X_CACHE_BYTES,
     OperandStats,
     Schedule,
     choose_schedule,
@@ -295,6 +299,71 @@ def test_threads_auto_off_forced():
     assert choose_schedule(c, stats(rows=AUTO_MIN_WORK // 2, mean=1.0), 2, None).threads == 2
 
 
+def test_dynamic_chunks_from_dynamic_min_work():
+    """Auto threads split large work into CHUNKS_PER_THREAD chunks per thread (claimed dynamically); below
+    DYNAMIC_MIN_WORK, one thread, or forced threads: one chunk per thread (chunks 0)."""
+    c = spmv_contraction(m=10_000_000, n=10_000_000)
+    big = stats(rows=DYNAMIC_MIN_WORK, mean=1.0)  # work = 2 x DYNAMIC_MIN_WORK
+    got = choose_schedule(c, big, 2, None)
+    assert got.threads == 2 and got.chunks == 2 * CHUNKS_PER_THREAD and "claimed dynamically" in got.reason
+    assert choose_schedule(c, stats(rows=DYNAMIC_MIN_WORK // 2 - 1, mean=1.0), 2, None).chunks == 0
+    assert choose_schedule(c, big, 2, 2).chunks == 0 and choose_schedule(c, big, 2, 1).chunks == 0
+    assert choose_schedule(c, big, 1, None).chunks == 0
+    assert choose_schedule(c, stats(rows=DYNAMIC_MIN_WORK, mean=1.0), 2, None).code_key() == \
+        choose_schedule(c, stats(rows=DYNAMIC_MIN_WORK // 2 - 1, mean=1.0), 2, None).code_key()
+
+
+def test_gathered_walk_on_stencil_like_rows():
+    """Short plus-times CSR rows take the gathered walk when x exceeds X_CACHE_BYTES and columns lie
+    STENCIL_COLUMNS or more from the diagonal but within STENCIL_BANDWIDTH of the columns (Poisson-like)."""
+    n = X_CACHE_BYTES // 8 + 1
+    big = spmv_contraction(m=n, n=n)
+
+    def spread(distance: float, mean: float = 7.0) -> OperandStats:
+        return dataclasses.replace(stats(rows=n, mean=mean), bandwidth=distance / n)
+    got = choose_schedule(big, spread(STENCIL_COLUMNS), 1, None)
+    assert got.gather and got.lanes == MID_LANES and "stencil-like" in got.reason
+    assert not choose_schedule(big, spread(STENCIL_COLUMNS - 1), 1, None).gather  # banded: x loads in cache
+    assert not choose_schedule(big, spread(0.33 * n), 1, None).gather  # uniform random columns
+    assert not choose_schedule(big, spread(STENCIL_COLUMNS, mean=LONG_ROW), 1, None).gather  # long rows
+    assert not choose_schedule(big, spread(float("nan")), 1, None).gather
+    small = spmv_contraction(m=1000, n=1000)
+    assert not choose_schedule(small, dataclasses.replace(stats(), bandwidth=0.005), 1, None).gather  # x fits
+    minplus = dataclasses.replace(big, semiring=get_semiring("min-plus"))
+    assert not choose_schedule(minplus, spread(STENCIL_COLUMNS), 1, None).gather
+    assert not choose_schedule(spmv_contraction(N.DELTA(8), m=n, n=n), spread(STENCIL_COLUMNS), 1, None).gather
+    assert not choose_schedule(spmv_contraction(m=n, n=n, cols=16), spread(STENCIL_COLUMNS), 1, None).gather
+
+
+@pytest.mark.parametrize("rows", [True, False], ids=["rows", "whole"])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 1), (7, 3), (10, 37), (0, 4), (40, 300)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_gathered_csr_walk_matches_numpy(shape, dtype, rows):
+    """The gathered CSR walk (Contraction.gather) against numpy: empty rows, rows shorter and longer than the
+    vector, row-range in two chunks and whole-matrix; its text gathers x."""
+    a = matrix(shape, dtype)
+    t = Tensor.from_dense(a, N.CSR, index_type=np.int32)
+    x = dense_operand("spmv", shape, dtype)
+    op = prepared(t, x, "spmv")
+    c = dataclasses.replace(op.describe(), lanes=MID_LANES, row_range=rows, gather=True)
+    assert "vector.gather" in emit_contraction(c, rows=rows)
+    got = _run_gathered(op, c, rows)
+    check(got, reference(a, x, "spmv"), dtype)
+
+
+def _run_gathered(op: PreparedOp, c: Contraction, rows: bool) -> np.ndarray:
+    fn = compile_module(emit_contraction(c, rows=rows), Pipeline()).function("main")
+    layout = ArgumentLayout(c.inputs, _value_ranks(c.inputs, [v.rank for v in fn.signature.args]))
+    args = layout.flatten(op.tensors, op.extra)
+    if not rows:
+        return fn(*args)
+    out = np.full(c.output.shape, np.nan, dtype=op.tensors[0].dtype)
+    m = c.output.shape[0]
+    fn(*args, out, 0, m // 2)
+    fn(*args, out, m // 2, m)
+    return out
+
+
 def test_split_by_entries_where_positions_exist():
     big = stats(rows=100_000, mean=10.0)
     csr = choose_schedule(spmv_contraction(m=100_000, n=100_000), big, 2, None)
@@ -312,9 +381,11 @@ def test_not_row_parallel_runs_one_thread():
 def test_code_key_is_the_decision_only():
     a, b = stats(mean=3.0, cv=0.1), stats(mean=7.0, cv=2.0)
     c = spmv_contraction()
-    assert choose_schedule(c, a, 1, None).code_key() == choose_schedule(c, b, 1, None).code_key() == (1, 0)
-    assert Schedule(8, 2, "nnz", "").code_key() == (8, 0)
-    assert Schedule(1, 1, "nnz", "", 5).code_key() == (1, 5)
+    assert choose_schedule(c, a, 1, None).code_key() == choose_schedule(c, b, 1, None).code_key() == (1, 0, False)
+    assert Schedule(8, 2, "nnz", "").code_key() == (8, 0, False)
+    assert Schedule(1, 1, "nnz", "", 5).code_key() == (1, 5, False)
+    assert Schedule(4, 1, "nnz", "", gather=True).code_key() == (4, 0, True)
+    assert dataclasses.replace(c, gather=True).key() != c.key()
     assert dataclasses.replace(c, stride=5).key() != c.key()
 
 
@@ -336,3 +407,63 @@ def test_fixed_stride_rule():
     min_plus = dataclasses.replace(c, semiring=get_semiring("min-plus").lowered("f64"))
     assert choose_schedule(min_plus, ell(), 1, None).stride == 0
     assert dataclasses.replace(c, lanes=8).key() != dataclasses.replace(c, lanes=1).key() != c.key()
+
+
+@pytest.mark.parametrize("op", ["spmv", "spmm3"])
+def test_dia_tiles_fill_their_own_rows(op):
+    """DIA-I's row-range kernel zeroes each tile's output rows at the tile's start (no separate fill pass);
+    over several tiles and chunk bounds that cut tiles, every row is written once, as numpy's."""
+    from lowering.emitter.walker import RANGE_TILE
+
+    rows = 2 * RANGE_TILE + 77
+    a = np.zeros((rows, rows - 300))
+    for off in (-40, -1, 0, 3, 500):
+        i = np.arange(max(0, -off), min(rows, rows - 300 - off))
+        a[i, i + off] = np.random.default_rng(off + 50).random(i.size) + 0.5
+    t = Tensor.from_dense(a, N.DIAI, index_type=np.int32)
+    x = dense_operand(op, a.shape, np.float64)
+    c = dataclasses.replace(prepared(t, x, op).describe(), row_range=True)
+    text = emit_contraction(c, rows=True)
+    assert text.index("scf.parallel") < text.index("memref.store")  # the fill is inside the tile loop
+    fn = compile_module(text, Pipeline()).function("main")
+    args = ArgumentLayout(c.inputs, _value_ranks(c.inputs, [v.rank for v in fn.signature.args])).flatten(
+        [t, Tensor.from_package(x)], [])
+    out = np.full(c.output.shape, np.nan)
+    for lo, hi in ((0, 1001), (1001, RANGE_TILE + 5), (RANGE_TILE + 5, rows)):
+        fn(*args, out, lo, hi)
+    check(out, a @ x, np.float64)
+
+
+def test_matmul_gathers_on_a_poisson_matrix():
+    """A 2-D Poisson matrix with x over X_CACHE_BYTES plans the gathered walk (info says so) and matches scipy
+    on one thread and on the auto threads; a banded matrix of the same size does not gather."""
+    import scipy.sparse as sp
+
+    import frontend as F
+
+    g = 400  # 160k rows: x of 1.28 MB
+    t = sp.diags([-1.0, -1.0, 4.0, -1.0, -1.0], [-g, -1, 0, 1, g], shape=(g * g, g * g), format="csr")
+    t.indices, t.indptr = t.indices.astype(np.int32), t.indptr.astype(np.int32)
+    x = np.random.default_rng(2).random(g * g)
+    for threads in (1, None):
+        mm = F.Matmul(t, x, threads=threads).plan()
+        assert "gathered" in mm.info.reason and mm.info.lanes == MID_LANES
+        np.testing.assert_allclose(mm.execute(), t @ x, rtol=1e-12)
+    y = np.random.default_rng(3).random(g * g)
+    scaled = F.Matmul(t, x, c=y.copy(), alpha=2.0, beta=0.5).plan()
+    assert "gathered" in scaled.info.reason
+    np.testing.assert_allclose(np.asarray(scaled.execute()), 2.0 * (t @ x) + 0.5 * y, rtol=1e-12)
+    band = sp.diags([1.0, 2.0, 3.0], [-1, 0, 1], shape=(g * g, g * g), format="csr")
+    assert "gathered" not in F.Matmul(band, x).info.reason
+
+
+def test_spmm_work_counts_vector_operations():
+    """SpMM work is entries x ceil(columns / WIDE_LANES) (+ rows): a bar-sized SpMM x16 stays on one thread,
+    x64 of the same matrix (4x the vector operations) goes to two; fewer columns than WIDE_LANES count each."""
+    rows, mean = 600, 39.0  # pyamg bar: 23k entries
+    s = stats(rows=rows, mean=mean)
+    assert choose_schedule(spmv_contraction(m=rows, n=rows, cols=16), s, 2, None).threads == 1
+    assert choose_schedule(spmv_contraction(m=rows, n=rows, cols=64), s, 2, None).threads == 2
+    few = stats(rows=rows, mean=AUTO_MIN_WORK / rows / 3)
+    assert choose_schedule(spmv_contraction(m=rows, n=rows, cols=3), few, 2, None).threads == 2
+    assert choose_schedule(spmv_contraction(m=rows, n=rows, cols=2), few, 2, None).threads == 1

@@ -90,7 +90,7 @@ def run_cached(a: Any, b: Any, options: MatmulOptions) -> Any:
     if template.schedule is not None:  # the variant these buffers choose (a measured schedule, remembered)
         schedule, rows, bounds = template._schedule_for(fa[1] if fa[0][0] is not None else fb[1],
                                                          template._described())
-        if schedule.code_key() != (template.lanes, template.stride) or rows != template.row_range:
+        if schedule.code_key() != (template.lanes, template.stride, template.gather) or rows != template.row_range:
             return MISS
     call = _shared_call(signature, bounds, kernel, kernel.flatten((fa[1], fb[1])))
     result = template.finish(call(None) if kernel.row_range else call())

@@ -181,6 +181,7 @@ class PreparedOp:
         self.schedule: Schedule | None = None
         self.lanes: int | None = None
         self.stride = 0
+        self.gather = False
         self.row_range, self.rows_wanted = False, rows
         self.bounds: tuple[int, ...] = (0, self.kernel_shape[0] if self.kernel_shape else 1)
         stored = [t for t in self.tensors if not row_major(t.tensor_format)]
@@ -191,7 +192,7 @@ class PreparedOp:
         self.two_pass_threads = None
         if self.out_format is not None and self.target == "cpu":  # a two-pass kernel (SpGEMM): row chunks
             self.two_pass_threads = kernel_threads(match_kernel(self._described()), self.threads_option)
-        self.key = self.base_key + ((self.lanes, self.row_range, self.two_pass_threads, self.stride),)
+        self.key = self.base_key + ((self.lanes, self.row_range, self.two_pass_threads, self.stride, self.gather),)
 
     def _schedule_for(self, stored: Tensor, c: Contraction) -> tuple[Schedule, bool, tuple[int, ...]]:
         """(schedule, row-range?, chunk bounds) over ``stored``'s buffers (remembered per buffer set and plan)."""
@@ -205,13 +206,14 @@ class PreparedOp:
             rows = row_parallel(c) and (self.rows_wanted or self.forced_threads > 1 or schedule.threads > 1
                                         or self.pipeline is None)
             n = self.kernel_shape[0]
-            bounds = measured.bounds(n, max(1, min(schedule.threads, n)), schedule.split) if rows else (0, n)
+            chunks = schedule.chunks or schedule.threads
+            bounds = measured.bounds(n, max(1, min(chunks, n)), schedule.split) if rows else (0, n)
             got = measured.schedules[memo] = (schedule, rows, bounds)
         return got
 
     def _apply(self, decision: tuple[Schedule, bool, tuple[int, ...]]) -> None:
         self.schedule, self.row_range, self.bounds = decision
-        self.lanes, self.stride = decision[0].lanes, decision[0].stride
+        self.lanes, self.stride, self.gather = decision[0].lanes, decision[0].stride, decision[0].gather
 
     def info(self) -> MatmulInfo:
         """What runs and why: path, lanes, chunks, split and the schedule's reason."""
@@ -220,7 +222,7 @@ class PreparedOp:
         if s is None:
             return MatmulInfo(path, None, 1, "rows", "default kernel (not one stored operand with a dense result "
                               "on the CPU, or a registered kernel): 1 thread")
-        threads = len(self.bounds) - 1 if self.row_range else 1
+        threads = min(len(self.bounds) - 1, max(s.threads, 1)) if self.row_range else 1
         return MatmulInfo(path, s.lanes, threads, s.split if threads > 1 else "rows", s.reason)
 
     # ----- reuse over other operands -----------------------------------------------------------------------------
@@ -247,19 +249,20 @@ class PreparedOp:
         if self.schedule is not None:
             stored = next(t for t in tensors if not row_major(t.tensor_format))
             op._apply(op._schedule_for(stored, self._described()))
-            if (op.lanes, op.stride, op.row_range) != (self.lanes, self.stride, self.row_range):
+            if (op.lanes, op.stride, op.gather, op.row_range) != (self.lanes, self.stride, self.gather,
+                                                                  self.row_range):
                 op.kernel = None
-                op.key = self.base_key + ((op.lanes, op.row_range, op.two_pass_threads, op.stride),)
+                op.key = self.base_key + ((op.lanes, op.row_range, op.two_pass_threads, op.stride, op.gather),)
         return op
 
     def _described(self) -> Contraction:
         """The contraction without a variant (what the schedule chooses for), built once per template."""
         c = self.__dict__.get("_contraction")
         if c is None:
-            lanes, rows, stride = self.lanes, self.row_range, self.stride
-            self.lanes, self.row_range, self.stride = None, False, 0
+            lanes, rows, stride, gather = self.lanes, self.row_range, self.stride, self.gather
+            self.lanes, self.row_range, self.stride, self.gather = None, False, 0, False
             c = self._contraction = self.describe()
-            self.lanes, self.row_range, self.stride = lanes, rows, stride
+            self.lanes, self.row_range, self.stride, self.gather = lanes, rows, stride, gather
         return c
 
     def adopt_variant(self, other: PreparedOp) -> None:
@@ -273,7 +276,7 @@ class PreparedOp:
             self.out_format, self.final_format = other.out_format, other.final_format
             self.base_key, self.two_pass_threads = other.base_key, other.two_pass_threads
         self.kernel, self.lanes, self.row_range, self.key = other.kernel, other.lanes, other.row_range, other.key
-        self.stride = other.stride
+        self.stride, self.gather = other.stride, other.gather
 
     def with_row_range(self) -> PreparedOp:
         """A copy running the row-range variant on one chunk per schedule (for writing into ``out=``)."""
@@ -282,7 +285,7 @@ class PreparedOp:
         stored = [t for t in op.tensors if not row_major(t.tensor_format)]
         op._apply(op._schedule_for(stored[0], self._described()))
         op.kernel = None
-        op.key = op.base_key + ((op.lanes, op.row_range, op.two_pass_threads, op.stride),)
+        op.key = op.base_key + ((op.lanes, op.row_range, op.two_pass_threads, op.stride, op.gather),)
         return op
 
     def describe(self) -> Contraction:
@@ -297,7 +300,7 @@ class PreparedOp:
             self.subscripts, specs, self.out_subs, out,
             semiring=self.semiring_regions, alpha=self.has_alpha, init=self.init,
             prolog=self.prolog_fn, epilog=self.epilog_fn, row_range=self.row_range, lanes=self.lanes,
-            stride=self.stride)
+            stride=self.stride, gather=self.gather)
 
     # ----- kernel, arguments, result ----------------------------------------------------------------------------
     def kernel_for(self) -> Kernel:
@@ -308,7 +311,7 @@ class PreparedOp:
             except CompileError as err:
                 if self.row_range:  # the row-range variant did not compile: run single-threaded
                     self.row_range, self.bounds = False, (0, self.kernel_shape[0])
-                    self.key = self.base_key + ((self.lanes, False, self.two_pass_threads, self.stride),)
+                    self.key = self.base_key + ((self.lanes, False, self.two_pass_threads, self.stride, self.gather),)
                     return self.kernel_for()
                 self.kernel = self._fallback(err)
         return self.kernel
@@ -388,7 +391,7 @@ class PreparedOp:
         self.base_key = self._structural_key()
         if self.target == "cpu":
             self.two_pass_threads = kernel_threads(match_kernel(self._described()), self.threads_option)
-        self.key = self.base_key + ((self.lanes, self.row_range, self.two_pass_threads, self.stride),)
+        self.key = self.base_key + ((self.lanes, self.row_range, self.two_pass_threads, self.stride, self.gather),)
 
     def arguments(self) -> list[Any]:
         """The kernel's arguments for the current operands."""

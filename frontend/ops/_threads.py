@@ -12,6 +12,7 @@ wait on other work, so calls cannot deadlock).
 """
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from queue import SimpleQueue
@@ -94,18 +95,33 @@ def _pool(n: int) -> list[_Worker]:
 
 
 def run_chunks(calls: list[Any]) -> None:
-    """Run ``calls[1:]`` on the pool and ``calls[0]`` here; return once all are done (re-raising the first
-    error). Handing a chunk to a worker costs one queue put and one lock release (a few microseconds)."""
-    workers = _pool(min(len(calls) - 1, max(cpu_count() - 1, 1)))
+    """Run ``calls`` on this thread and up to ``cpu_count() - 1`` pool workers; return once all are done
+    (re-raising the first error). Chunks are claimed dynamically (the next unclaimed index, atomic under the
+    GIL): with more chunks than cores, a participant that was delayed (a core busy with another process,
+    another library's spinning OpenMP threads) runs fewer of them instead of holding up the call. Handing a
+    worker its claim loop costs one queue put and one lock release (a few microseconds)."""
+    nxt = itertools.count().__next__
+    total = len(calls)
+
+    def claim() -> None:
+        k = nxt()
+        while k < total:
+            calls[k]()
+            k = nxt()
+
+    workers = _pool(min(total - 1, max(cpu_count() - 1, 1)))
     errors: list[BaseException] = []
     pending = []
-    for k, call in enumerate(calls[1:]):
+    for w in workers[:min(total - 1, len(workers))]:
         done = threading.Lock()
         done.acquire()
-        workers[k % len(workers)].tasks.put((call, done, errors))
+        w.tasks.put((claim, done, errors))
         pending.append(done)
     try:
-        calls[0]()
+        claim()
+    except BaseException as err:  # stop the others claiming more, wait for them, then re-raise
+        total = 0
+        errors.insert(0, err)
     finally:
         for done in pending:  # the output stays in use until every chunk is done
             done.acquire()

@@ -445,14 +445,16 @@ def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True, prefetc
 
     visitor = _Visitor(b, c, w, ins, val, out, alpha, ar)  # type: ignore[arg-type]
     fused = fuse_init and _writes_each_output_once(c, w, walked, visitor)
+    fill = None
     if fused:
         visitor.fused = (initial, lambda v: v if c.epilog is None else ar.apply(c.epilog, v))
     else:
-        _for_each(b, shape, init, rng)
+        def fill(rows_: tuple[Value, Value] | None) -> None:
+            _for_each(b, shape, init, rows_)
     skip = val if skips_padding(c, w) else None  # a semiring or prolog must not see padding zeros
     walk(b, walked, level_args, visitor,  # type: ignore[arg-type]
          rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0, 1 if skip is not None else c.lanes, skip,
-         0 if skip is not None else c.stride, val if prefetch else None)
+         0 if skip is not None else c.stride, val if prefetch else None, fill, c.gather)
     if c.epilog is not None and not fused:
         def epi(idx: list[Value]) -> None:
             at = ", ".join(i.name for i in idx)

@@ -245,7 +245,8 @@ def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | No
 
 def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor,
          rows: tuple[Value, Value] | None = None, row_dim: int = 0, lanes: int | None = None,
-         skip_zeros: Value | None = None, stride: int = 0, values: Value | None = None) -> None:
+         skip_zeros: Value | None = None, stride: int = 0, values: Value | None = None,
+         fill: Callable[[tuple[Value, Value] | None], None] | None = None, gather: bool = False) -> None:
     """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc).
 
     ``rows``: walk only the entries whose dimension ``row_dim`` lies in ``[rows[0], rows[1])`` (needs
@@ -253,7 +254,12 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
     ``skip_zeros``: the operand's values; slots storing zero are skipped (padding, :mod:`.padding`), entries
     come one at a time (the caller passes ``lanes=1``). ``stride``: ``K > 0`` walks every one of the ``K``
     slots per parent of a fixed-stride ``loose_compressed`` level (:func:`.rules.loose_compressed`).
-    ``values``: the operand's values buffer, for rules that prefetch ahead (``WalkContext.values``; CPU only)."""
+    ``values``: the operand's values buffer, for rules that prefetch ahead (``WalkContext.values``; CPU only).
+    ``fill(rows)``: emits the output's initialization over output rows ``rows`` (None: all); called once
+    before the walk, or, when the walk is tiled by the output rows (DIA-I's range level, ``rows`` given),
+    once per tile at its start, so that the tile's output rows are written while they sit in cache.
+    ``gather``: a reduction over an innermost ``compressed`` level is walked with gathers (as if the level's
+    format were in :data:`.rules.GATHER`)."""
     ctx = WalkContext(b, operand, args, lanes, stride)
     ctx.values = values
     n = len(ctx.fmt.levels)
@@ -280,7 +286,8 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
         if ctx.reduction is not None and ctx.unroll > 1:
             ctx.unroll_level = n - 1
             last_step = ctx.plan[-1]
-            if (gatherable_level(ctx.level(n - 1)) and skip_zeros is None
+            last_format = ctx.level(n - 1).format.value
+            if ((gatherable_level(ctx.level(n - 1)) or (gather and last_format == "compressed")) and skip_zeros is None
                     and all(r.kind == "plain" and not r.guard for r in last_step)
                     and visitor.gatherable({r.dim for r in last_step})):
                 ctx.gather_level = n - 1
@@ -321,22 +328,31 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
             cond = b.op(f"arith.andi {cond}, {g} : i1", "i1", "b")
         return b.if_(cond, carry, inner)
 
-    if n >= 2 and ctx.level(n - 1).format.value == "range" and carry_level == NO_CARRY and not ctx.num_batch:
-        _tiled(ctx, n - 1, visitor, lambda: level(0, b.index(0), []), rows if ctx.rows is None else None)
+    tiled = n >= 2 and ctx.level(n - 1).format.value == "range" and carry_level == NO_CARRY and not ctx.num_batch
+    per_tile = tiled and rows is not None and ctx.rows is None  # row_mode "tiled": tiles are output rows
+    if fill is not None and not per_tile:
+        fill(rows)
+    if tiled:
+        _tiled(ctx, n - 1, visitor, lambda: level(0, b.index(0), []), rows if ctx.rows is None else None,
+               fill if per_tile else None)
     else:
         level(0, b.index(0), [])
 
 
 def _tiled(ctx: WalkContext, k: int, visitor: Visitor, walk_all: Callable[[], Carry],
-           rows: tuple[Value, Value] | None = None) -> None:
+           rows: tuple[Value, Value] | None = None,
+           fill: Callable[[tuple[Value, Value] | None], None] | None = None) -> None:
     """Walk everything once per tile of range level ``k``'s coordinates (outermost, parallel when the
-    range dimension indexes the output); only the coordinates in ``rows`` when given."""
+    range dimension indexes the output); only the coordinates in ``rows`` when given; ``fill(tile)`` first
+    in each tile when given (the tile's output rows, initialized while in cache)."""
     b = ctx.b
     lo, hi = rows if rows is not None else (b.index(0), b.index(ctx.extents[k]))
     x = list(ctx.fmt.dimensions).index(ctx.level(k).expr)
 
     def tile(t: Value) -> None:
         ctx.tile = (t, b.min(b.add(t, b.index(RANGE_TILE)), hi))
+        if fill is not None:
+            fill(ctx.tile)
         walk_all()
 
     if x in visitor.parallel_dims() and ctx.parallel_level is None:
