@@ -263,6 +263,10 @@ def _array(vals: tuple, pos: int, rank: int, dtype: np.dtype, typestr: str, item
             owner = owners[alloc] = _Malloced(alloc)
     if 0 in shape:
         return np.empty(shape, dtype)
+    if rank == 1 and strides[0] == 1 and owner is not None:  # the common case, ~0.5 us faster than the interface
+        raw = (ctypes.c_char * (shape[0] * itemsize)).from_address(data)
+        raw.owner = owner  # kept alive by the array's base
+        return np.frombuffer(raw, dtype)
     iface = {"data": (data, False), "shape": shape, "typestr": typestr, "version": 3,
              "strides": tuple(s * itemsize for s in strides) if rank != 1 else (strides[0] * itemsize,)}
     arr = np.asarray(_View(owner, iface))

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 import frontend as F
 from frontend.ops._two_pass import PARALLEL_MIN_PRODUCTS, TwoPassFunction, _balanced
+from lowering.kernels import spgemm as spgemm_kernel
 
 DTYPES = [np.float32, np.float64, np.complex128]
 
@@ -130,3 +131,33 @@ def test_prepared_calls_rebind():
     check(mm.execute(), a2, b)
     for x in (a, a2, a):
         check(F.matmul(x, b), x, b)
+
+
+@pytest.mark.parametrize("kind", ["csr", "csc"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("chunks", [None, 3])
+def test_prefetching_variant(kind, dtype, chunks):
+    """A right operand of PREFETCH_MIN_BYTES or more turns on the look-ahead prefetches (short-wide A @ A.T
+    shape: long rows of A over B's scattered rows); the look-ahead clamps at the end of every chunk of rows.
+    Empty rows of A; the whole function and two passes in chunks, against scipy."""
+    rows_b = 160_000  # one entry a row: B's columns and values pass the threshold for every dtype here
+    per = np.dtype(np.int32).itemsize + np.dtype(dtype).itemsize
+    assert rows_b * per >= spgemm_kernel.PREFETCH_MIN_BYTES > 0
+    rng = np.random.default_rng(12)
+    b = sp.csr_array((rng.standard_normal(rows_b).astype(dtype), rng.integers(0, 40, rows_b).astype(np.int32),
+                      np.arange(rows_b + 1, dtype=np.int32)), shape=(rows_b, 40))
+    a = sparse("csr", (30, rows_b), 0.0004, 13, dtype)  # ~64 entries a row: longer than the look-ahead
+    a = sp.csr_array(sp.diags_array(np.where(np.arange(30) % 7 == 3, 0.0, 1.0)) @ a)  # empty rows
+    a.eliminate_zeros()
+    a.sort_indices()
+    a.indptr, a.indices = a.indptr.astype(np.int32), a.indices.astype(np.int32)
+    if kind == "csc":  # the same product transposed: C^T = B^T A^T on CSC operands
+        a, b = sp.csc_array(b.T), sp.csc_array(a.T)
+        a.indptr, a.indices, b.indptr, b.indices = (x.astype(np.int32) for x in (a.indptr, a.indices, b.indptr,
+                                                                                  b.indices))
+    check(F.matmul(a, b, threads=chunks), a, b)
+    mm = F.Matmul(a, b, threads=1).plan()
+    fn = mm.backend.prepared.kernel.function
+    args = tuple(mm.backend.prepared.kernel.flatten(mm.backend.prepared.tensors, mm.backend.prepared.extra))
+    pos, crd, val = fn.run(args, chunks)
+    check(type(a)((val, crd, pos), shape=(a.shape[0], b.shape[1])), a, b)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, index_width, mlir_type
+from frontend.interop._scipy import canonical_compressed
 from frontend.interop._view_cache import shared_view
 from frontend.storage._buffers import as_torch, numpy_dtype, package_of_type as buffer_package_of_type
 from frontend.storage._layout import to_host
@@ -241,8 +242,7 @@ def to_caller_package(result: Any, package: str | None) -> Any:
                 return result
         kind = _SCIPY_COMPRESSED.get(result.tensor_format) if package in ("scipy", "numpy") else None
         if kind is not None:  # kernel-built CSR/CSC: straight into scipy (the buffers are valid by construction)
-            import scipy.sparse as sps
-            return getattr(sps, kind)((result.val, result.crd(1), result.pos(1)), shape=result.shape)
+            return _compressed_to_scipy(kind, result)
         try:
             return result.to_package("scipy" if package == "numpy" else package)
         except TypeError:
@@ -252,6 +252,16 @@ def to_caller_package(result: Any, package: str | None) -> Any:
     if package == "torch":
         return as_torch(result) if result.ndim else as_torch(np.ascontiguousarray(result.reshape(1))).reshape(())
     return result if result.ndim else result[()]
+
+
+def _compressed_to_scipy(kind: str, t: Tensor) -> Any:
+    """A kernel-built CSR/CSC ``t`` as scipy's ``kind``: without the constructor's checks (a few microseconds of
+    a small SpGEMM) when its buffers are exactly sized, through the constructor otherwise."""
+    val, crd, pos = t.val, t.crd(1), t.pos(1)
+    if pos.ndim == 1 and pos.shape[0] and crd.shape[0] == val.shape[0] == int(pos[-1]):
+        return canonical_compressed(kind, val, crd, pos, t.shape)
+    import scipy.sparse as sps
+    return getattr(sps, kind)((val, crd, pos), shape=t.shape)
 
 
 def operand_key(t: Tensor) -> tuple:

@@ -36,8 +36,21 @@ from ..mlir_text import MlirText
 from ..scalar_fn import arith_ops
 from .registry import op_name
 
+#: Entries of ``a`` ahead of the current one whose row of ``b`` is prefetched (the row's position twice as
+#: far ahead): short-wide A @ A.T (1000 x 500k, 4k entries a row; b's 4M entries out of cache) measured
+#: SEE_DOCS; in-cache pyamg products within noise (docs/performance.md).
+PREFETCH_AHEAD = 16
+#: ... when ``b``'s columns and values take this many bytes or more (in-cache pyamg products ran 3-5% slower
+#: with the prefetches).
+PREFETCH_MIN_BYTES = 1 << 20
 #: The i64 constants every function of the kernel uses (name -> value).
 _I64 = {"z64": 0, "o64": 1}
+
+
+def _type_bytes(ty: str) -> int:
+    """Bytes of an element type (``i32``: 4, ``f64``: 8, ``complex<f64>``: 16; ``index``: 8)."""
+    digits = "".join(ch for ch in ty if ch.isdigit())
+    return max(1, int(digits) // 8) * (2 if ty.startswith("complex") else 1) if digits else 8
 
 
 class _Text(MlirText):
@@ -152,7 +165,8 @@ class _Kernel:
 
     def _constants(self) -> list[str]:
         values = {"c0": 0, "c1": 1, "c6": 6, "c12": 12, "c63": 63, "m": self.m, "m1": self.m + 1, "n": self.n,
-                  "words": self.words, "groups": self.groups}
+                  "words": self.words, "groups": self.groups, f"pf{PREFETCH_AHEAD}": PREFETCH_AHEAD,
+                  f"pf{2 * PREFETCH_AHEAD}": 2 * PREFETCH_AHEAD}
         lines = [f"  %{k} = arith.constant {v} : index" for k, v in values.items()]
         lines += [f"  %{k} = arith.constant {v} : i64" for k, v in _I64.items()]
         return lines
@@ -194,6 +208,41 @@ class _Kernel:
                   f"%c_val: memref<?x{self.elem}>, %row_begin: index, %row_end: index")
         return self._function(f"{self.name}_fill", params, "", t)
 
+    # ----- prefetching ------------------------------------------------------------------------------------
+    def _a_end(self, t: _Text, hi: str) -> tuple[str, str]:
+        """The last stored entry of ``a`` in rows ``[.., hi)`` (the prefetches' clamp), as an index, and the i1
+        that says whether to prefetch: ``b`` stores :data:`PREFETCH_MIN_BYTES` or more."""
+        end = t.load_index("%a_pos", hi, self.ap)
+        entries = t.assign("memref.dim %b_crd, %c0 : memref<?x" + self.bc + ">")
+        per = _type_bytes(self.bc) + _type_bytes(self.elem)
+        least = t.assign(f"arith.constant {max(1, PREFETCH_MIN_BYTES // per)} : index")
+        return t.assign(f"arith.subi {end}, %c1 : index"), t.cmpi("uge", entries, least, "index")
+
+    def _prefetch(self, t: _Text, p: str, clamp: tuple[str, str], values: bool) -> None:
+        """Prefetch ahead of ``a``'s entry ``p`` (``clamp``: from :meth:`_a_end`): the position of the row of ``b`` that
+        entry ``p + 2 D`` reaches and the first columns (and ``values``) of the row entry ``p + D`` reaches
+        (``D`` = :data:`PREFETCH_AHEAD`). Those rows are scattered over ``b`` where ``a``'s columns are; the
+        inner loop's unpredictable trip count otherwise serializes their cache misses."""
+        if not PREFETCH_AHEAD:
+            return
+        last, use = clamp
+        t.emit(f"scf.if {use} {{")
+        with t.nested():
+            self._prefetch_ahead(t, p, last, values)
+        t.emit("}")
+
+    def _prefetch_ahead(self, t: _Text, p: str, last: str, values: bool) -> None:
+        for ahead, what in ((2 * PREFETCH_AHEAD, "pos"), (PREFETCH_AHEAD, "row")):
+            q = t.assign(f"arith.minui {t.assign(f'arith.addi {p}, %pf{ahead} : index')}, {last} : index")
+            k = t.load_index("%a_crd", q, self.ac)
+            if what == "pos":
+                t.emit(f"memref.prefetch %b_pos[{k}], read, locality<3>, data : memref<?x{self.bp}>")
+                continue
+            start = t.load_index("%b_pos", k, self.bp)
+            t.emit(f"memref.prefetch %b_crd[{start}], read, locality<3>, data : memref<?x{self.bc}>")
+            if values:
+                t.emit(f"memref.prefetch %b_val[{start}], read, locality<3>, data : memref<?x{self.elem}>")
+
     # ----- passes ----------------------------------------------------------------------------------------
     def _count_rows(self, t: _Text, lo: str, hi: str, cpos: str) -> None:
         """``cpos[i + 1]`` = the number of columns row ``i`` reaches, for ``i`` in ``[lo, hi)``."""
@@ -201,6 +250,7 @@ class _Kernel:
         mark = t.assign(f"memref.alloc(%n) : memref<?x{mk}>", "mark")
         none = t.assign(f"arith.constant -1 : {mk}")
         t.fill(mark, "%n", none, mk)
+        clamp = self._a_end(t, hi)
         i = t.fresh("i")
         t.emit(f"scf.for {i} = {lo} to {hi} step %c1 {{")
         with t.nested():
@@ -210,6 +260,7 @@ class _Kernel:
             total = t.fresh("rc")
             t.emit(f"{total} = scf.for {p} = {alo} to {ahi} step %c1 iter_args({u0} = %c0) -> (index) {{")
             with t.nested():
+                self._prefetch(t, p, clamp, values=False)
                 blo, bhi, _ = t.row_range("%b_pos", t.load_index("%a_crd", p, ac), bp)
                 q, u1 = t.fresh("q"), t.fresh("u")
                 inner = t.fresh("rc")
@@ -238,6 +289,7 @@ class _Kernel:
         t.fill("%summary", "%groups", "%z64", "i64")
         t.emit("%wn = arith.shli %words, %c6 : index")
         t.emit(f"%work = memref.alloc(%wn) : memref<?x{e}>")
+        clamp = self._a_end(t, hi)
         i = t.fresh("i")
         t.emit(f"scf.for {i} = {lo} to {hi} step %c1 {{")
         with t.nested():
@@ -248,6 +300,7 @@ class _Kernel:
             t.emit(f"{span}:2 = scf.for {p} = {alo} to {ahi} step %c1 iter_args({lo0} = %n, {hi0} = %c0) "
                    "-> (index, index) {")
             with t.nested():
+                self._prefetch(t, p, clamp, values=True)
                 k = t.load_index("%a_crd", p, ac)
                 av = t.assign(f"memref.load %a_val[{p}] : memref<?x{e}>")
                 blo, bhi, _ = t.row_range("%b_pos", k, bp)
@@ -284,7 +337,7 @@ class _Kernel:
             start = t.load_index(cpos, i, cp)
             g0 = t.assign(f"arith.shrui {span}#0, %c12 : index")
             g1 = t.assign(f"arith.addi {t.assign(f'arith.shrui {span}#1, %c12 : index')}, %c1 : index")
-            g, o0 = t.fresh("g"), t.fresh("o")
+            g, o0 = t.fresh("g"), t.fresh("off")
             done = t.fresh("end")
             t.emit(f"{done} = scf.for {g} = {g0} to {g1} step %c1 iter_args({o0} = {start}) -> (index) {{")
             with t.nested():
