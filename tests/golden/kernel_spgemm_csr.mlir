@@ -13,6 +13,8 @@ func.func @main(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memref<?xf
   %n = arith.constant 4 : index
   %words = arith.constant 1 : index
   %groups = arith.constant 1 : index
+  %pf16 = arith.constant 16 : index
+  %pf32 = arith.constant 32 : index
   %z64 = arith.constant 0 : i64
   %o64 = arith.constant 1 : i64
   %cpos = memref.alloc(%m1) : memref<?xi32>
@@ -21,47 +23,67 @@ func.func @main(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memref<?xf
   scf.for %z = %c0 to %n step %c1 {
     memref.store %v2, %mark1[%z] : memref<?xi32>
   }
-  scf.for %i3 = %c0 to %m step %c1 {
-    %v4 = arith.index_cast %i3 : index to i32
-    %v5 = arith.addi %i3, %c1 : index
-    %v6 = memref.load %a_pos[%i3] : memref<?xi32>
-    %v7 = arith.index_cast %v6 : i32 to index
-    %v8 = memref.load %a_pos[%v5] : memref<?xi32>
-    %v9 = arith.index_cast %v8 : i32 to index
-    %rc12 = scf.for %p10 = %v7 to %v9 step %c1 iter_args(%u11 = %c0) -> (index) {
-      %v13 = memref.load %a_crd[%p10] : memref<?xi32>
-      %v14 = arith.index_cast %v13 : i32 to index
-      %v15 = arith.addi %v14, %c1 : index
-      %v16 = memref.load %b_pos[%v14] : memref<?xi32>
-      %v17 = arith.index_cast %v16 : i32 to index
-      %v18 = memref.load %b_pos[%v15] : memref<?xi32>
-      %v19 = arith.index_cast %v18 : i32 to index
-      %rc22 = scf.for %q20 = %v17 to %v19 step %c1 iter_args(%u21 = %u11) -> (index) {
-        %v23 = memref.load %b_crd[%q20] : memref<?xi32>
-        %v24 = arith.index_cast %v23 : i32 to index
-        %v25 = memref.load %mark1[%v24] : memref<?xi32>
-        %b26 = arith.cmpi ne, %v25, %v4 : i32
-        %v27 = arith.select %b26, %c1, %c0 : index
-        memref.store %v4, %mark1[%v24] : memref<?xi32>
-        %v28 = arith.addi %u21, %v27 : index
-        scf.yield %v28 : index
+  %v3 = memref.load %a_pos[%m] : memref<?xi32>
+  %v4 = arith.index_cast %v3 : i32 to index
+  %v5 = memref.dim %b_crd, %c0 : memref<?xi32>
+  %v6 = arith.constant 87381 : index
+  %v7 = arith.subi %v4, %c1 : index
+  %b8 = arith.cmpi uge, %v5, %v6 : index
+  scf.for %i9 = %c0 to %m step %c1 {
+    %v10 = arith.index_cast %i9 : index to i32
+    %v11 = arith.addi %i9, %c1 : index
+    %v12 = memref.load %a_pos[%i9] : memref<?xi32>
+    %v13 = arith.index_cast %v12 : i32 to index
+    %v14 = memref.load %a_pos[%v11] : memref<?xi32>
+    %v15 = arith.index_cast %v14 : i32 to index
+    %rc18 = scf.for %p16 = %v13 to %v15 step %c1 iter_args(%u17 = %c0) -> (index) {
+      scf.if %b8 {
+        %v19 = arith.addi %p16, %pf32 : index
+        %v20 = arith.minui %v19, %v7 : index
+        %v21 = memref.load %a_crd[%v20] : memref<?xi32>
+        %v22 = arith.index_cast %v21 : i32 to index
+        memref.prefetch %b_pos[%v22], read, locality<3>, data : memref<?xi32>
+        %v23 = arith.addi %p16, %pf16 : index
+        %v24 = arith.minui %v23, %v7 : index
+        %v25 = memref.load %a_crd[%v24] : memref<?xi32>
+        %v26 = arith.index_cast %v25 : i32 to index
+        %v27 = memref.load %b_pos[%v26] : memref<?xi32>
+        %v28 = arith.index_cast %v27 : i32 to index
+        memref.prefetch %b_crd[%v28], read, locality<3>, data : memref<?xi32>
       }
-      scf.yield %rc22 : index
+      %v29 = memref.load %a_crd[%p16] : memref<?xi32>
+      %v30 = arith.index_cast %v29 : i32 to index
+      %v31 = arith.addi %v30, %c1 : index
+      %v32 = memref.load %b_pos[%v30] : memref<?xi32>
+      %v33 = arith.index_cast %v32 : i32 to index
+      %v34 = memref.load %b_pos[%v31] : memref<?xi32>
+      %v35 = arith.index_cast %v34 : i32 to index
+      %rc38 = scf.for %q36 = %v33 to %v35 step %c1 iter_args(%u37 = %u17) -> (index) {
+        %v39 = memref.load %b_crd[%q36] : memref<?xi32>
+        %v40 = arith.index_cast %v39 : i32 to index
+        %v41 = memref.load %mark1[%v40] : memref<?xi32>
+        %b42 = arith.cmpi ne, %v41, %v10 : i32
+        %v43 = arith.select %b42, %c1, %c0 : index
+        memref.store %v10, %mark1[%v40] : memref<?xi32>
+        %v44 = arith.addi %u37, %v43 : index
+        scf.yield %v44 : index
+      }
+      scf.yield %rc38 : index
     }
-    %v29 = arith.index_cast %rc12 : index to i32
-    memref.store %v29, %cpos[%v5] : memref<?xi32>
+    %v45 = arith.index_cast %rc18 : index to i32
+    memref.store %v45, %cpos[%v11] : memref<?xi32>
   }
   memref.dealloc %mark1 : memref<?xi32>
-  %v30 = arith.index_cast %c0 : index to i32
-  memref.store %v30, %cpos[%c0] : memref<?xi32>
+  %v46 = arith.index_cast %c0 : index to i32
+  memref.store %v46, %cpos[%c0] : memref<?xi32>
   %nnz = scf.for %i = %c0 to %m step %c1 iter_args(%s = %c0) -> (index) {
-    %v31 = arith.addi %i, %c1 : index
-    %v32 = memref.load %cpos[%v31] : memref<?xi32>
-    %v33 = arith.index_cast %v32 : i32 to index
-    %v34 = arith.addi %s, %v33 : index
-    %v35 = arith.index_cast %v34 : index to i32
-    memref.store %v35, %cpos[%v31] : memref<?xi32>
-    scf.yield %v34 : index
+    %v47 = arith.addi %i, %c1 : index
+    %v48 = memref.load %cpos[%v47] : memref<?xi32>
+    %v49 = arith.index_cast %v48 : i32 to index
+    %v50 = arith.addi %s, %v49 : index
+    %v51 = arith.index_cast %v50 : index to i32
+    memref.store %v51, %cpos[%v47] : memref<?xi32>
+    scf.yield %v50 : index
   }
   %ccrd = memref.alloc(%nnz) : memref<?xi32>
   %cval = memref.alloc(%nnz) : memref<?xf64>
@@ -75,97 +97,118 @@ func.func @main(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memref<?xf
   }
   %wn = arith.shli %words, %c6 : index
   %work = memref.alloc(%wn) : memref<?xf64>
-  scf.for %i36 = %c0 to %m step %c1 {
-    %v37 = arith.addi %i36, %c1 : index
-    %v38 = memref.load %a_pos[%i36] : memref<?xi32>
-    %v39 = arith.index_cast %v38 : i32 to index
-    %v40 = memref.load %a_pos[%v37] : memref<?xi32>
-    %v41 = arith.index_cast %v40 : i32 to index
-    %span45:2 = scf.for %p42 = %v39 to %v41 step %c1 iter_args(%jl43 = %n, %jh44 = %c0) -> (index, index) {
-      %v46 = memref.load %a_crd[%p42] : memref<?xi32>
-      %v47 = arith.index_cast %v46 : i32 to index
-      %v48 = memref.load %a_val[%p42] : memref<?xf64>
-      %v49 = arith.addi %v47, %c1 : index
-      %v50 = memref.load %b_pos[%v47] : memref<?xi32>
-      %v51 = arith.index_cast %v50 : i32 to index
-      %v52 = memref.load %b_pos[%v49] : memref<?xi32>
-      %v53 = arith.index_cast %v52 : i32 to index
-      %span57:2 = scf.for %q54 = %v51 to %v53 step %c1 iter_args(%jl55 = %jl43, %jh56 = %jh44) -> (index, index) {
-        %v58 = memref.load %b_crd[%q54] : memref<?xi32>
-        %v59 = arith.index_cast %v58 : i32 to index
-        %v60 = memref.load %b_val[%q54] : memref<?xf64>
-        %v61 = arith.mulf %v48, %v60 : f64
-        %v62 = arith.shrui %v59, %c6 : index
-        %v63 = arith.andi %v59, %c63 : index
-        %v64 = arith.index_cast %v63 : index to i64
-        %v65 = arith.shli %o64, %v64 : i64
-        %v66 = memref.load %bits[%v62] : memref<?xi64>
-        %v67 = arith.andi %v66, %v65 : i64
-        %v68 = arith.cmpi eq, %v67, %z64 : i64
-        scf.if %v68 {
-          memref.store %v61, %work[%v59] : memref<?xf64>
-          %v69 = arith.ori %v66, %v65 : i64
-          memref.store %v69, %bits[%v62] : memref<?xi64>
-          %v70 = arith.shrui %v62, %c6 : index
-          %v71 = arith.andi %v62, %c63 : index
-          %v72 = arith.index_cast %v71 : index to i64
-          %v73 = arith.shli %o64, %v72 : i64
-          %v74 = memref.load %summary[%v70] : memref<?xi64>
-          %v75 = arith.ori %v74, %v73 : i64
-          memref.store %v75, %summary[%v70] : memref<?xi64>
+  %v52 = memref.load %a_pos[%m] : memref<?xi32>
+  %v53 = arith.index_cast %v52 : i32 to index
+  %v54 = memref.dim %b_crd, %c0 : memref<?xi32>
+  %v55 = arith.constant 87381 : index
+  %v56 = arith.subi %v53, %c1 : index
+  %b57 = arith.cmpi uge, %v54, %v55 : index
+  scf.for %i58 = %c0 to %m step %c1 {
+    %v59 = arith.addi %i58, %c1 : index
+    %v60 = memref.load %a_pos[%i58] : memref<?xi32>
+    %v61 = arith.index_cast %v60 : i32 to index
+    %v62 = memref.load %a_pos[%v59] : memref<?xi32>
+    %v63 = arith.index_cast %v62 : i32 to index
+    %span67:2 = scf.for %p64 = %v61 to %v63 step %c1 iter_args(%jl65 = %n, %jh66 = %c0) -> (index, index) {
+      scf.if %b57 {
+        %v68 = arith.addi %p64, %pf32 : index
+        %v69 = arith.minui %v68, %v56 : index
+        %v70 = memref.load %a_crd[%v69] : memref<?xi32>
+        %v71 = arith.index_cast %v70 : i32 to index
+        memref.prefetch %b_pos[%v71], read, locality<3>, data : memref<?xi32>
+        %v72 = arith.addi %p64, %pf16 : index
+        %v73 = arith.minui %v72, %v56 : index
+        %v74 = memref.load %a_crd[%v73] : memref<?xi32>
+        %v75 = arith.index_cast %v74 : i32 to index
+        %v76 = memref.load %b_pos[%v75] : memref<?xi32>
+        %v77 = arith.index_cast %v76 : i32 to index
+        memref.prefetch %b_crd[%v77], read, locality<3>, data : memref<?xi32>
+        memref.prefetch %b_val[%v77], read, locality<3>, data : memref<?xf64>
+      }
+      %v78 = memref.load %a_crd[%p64] : memref<?xi32>
+      %v79 = arith.index_cast %v78 : i32 to index
+      %v80 = memref.load %a_val[%p64] : memref<?xf64>
+      %v81 = arith.addi %v79, %c1 : index
+      %v82 = memref.load %b_pos[%v79] : memref<?xi32>
+      %v83 = arith.index_cast %v82 : i32 to index
+      %v84 = memref.load %b_pos[%v81] : memref<?xi32>
+      %v85 = arith.index_cast %v84 : i32 to index
+      %span89:2 = scf.for %q86 = %v83 to %v85 step %c1 iter_args(%jl87 = %jl65, %jh88 = %jh66) -> (index, index) {
+        %v90 = memref.load %b_crd[%q86] : memref<?xi32>
+        %v91 = arith.index_cast %v90 : i32 to index
+        %v92 = memref.load %b_val[%q86] : memref<?xf64>
+        %v93 = arith.mulf %v80, %v92 : f64
+        %v94 = arith.shrui %v91, %c6 : index
+        %v95 = arith.andi %v91, %c63 : index
+        %v96 = arith.index_cast %v95 : index to i64
+        %v97 = arith.shli %o64, %v96 : i64
+        %v98 = memref.load %bits[%v94] : memref<?xi64>
+        %v99 = arith.andi %v98, %v97 : i64
+        %v100 = arith.cmpi eq, %v99, %z64 : i64
+        scf.if %v100 {
+          memref.store %v93, %work[%v91] : memref<?xf64>
+          %v101 = arith.ori %v98, %v97 : i64
+          memref.store %v101, %bits[%v94] : memref<?xi64>
+          %v102 = arith.shrui %v94, %c6 : index
+          %v103 = arith.andi %v94, %c63 : index
+          %v104 = arith.index_cast %v103 : index to i64
+          %v105 = arith.shli %o64, %v104 : i64
+          %v106 = memref.load %summary[%v102] : memref<?xi64>
+          %v107 = arith.ori %v106, %v105 : i64
+          memref.store %v107, %summary[%v102] : memref<?xi64>
         } else {
-          %v76 = memref.load %work[%v59] : memref<?xf64>
-          %v77 = arith.addf %v76, %v61 : f64
-          memref.store %v77, %work[%v59] : memref<?xf64>
+          %v108 = memref.load %work[%v91] : memref<?xf64>
+          %v109 = arith.addf %v108, %v93 : f64
+          memref.store %v109, %work[%v91] : memref<?xf64>
         }
-        %v78 = arith.minui %jl55, %v59 : index
-        %v79 = arith.maxui %jh56, %v59 : index
-        scf.yield %v78, %v79 : index, index
+        %v110 = arith.minui %jl87, %v91 : index
+        %v111 = arith.maxui %jh88, %v91 : index
+        scf.yield %v110, %v111 : index, index
       }
-      scf.yield %span57#0, %span57#1 : index, index
+      scf.yield %span89#0, %span89#1 : index, index
     }
-    %v80 = memref.load %cpos[%i36] : memref<?xi32>
-    %v81 = arith.index_cast %v80 : i32 to index
-    %v82 = arith.shrui %span45#0, %c12 : index
-    %v83 = arith.shrui %span45#1, %c12 : index
-    %v84 = arith.addi %v83, %c1 : index
-    %end87 = scf.for %g85 = %v82 to %v84 step %c1 iter_args(%o86 = %v81) -> (index) {
-      %v88 = memref.load %summary[%g85] : memref<?xi64>
-      %ws89:2 = scf.while (%wx90 = %v88, %wo91 = %o86) : (i64, index) -> (i64, index) {
-        %b94 = arith.cmpi ne, %wx90, %z64 : i64
-        scf.condition(%b94) %wx90, %wo91 : i64, index
+    %v112 = memref.load %cpos[%i58] : memref<?xi32>
+    %v113 = arith.index_cast %v112 : i32 to index
+    %v114 = arith.shrui %span67#0, %c12 : index
+    %v115 = arith.shrui %span67#1, %c12 : index
+    %v116 = arith.addi %v115, %c1 : index
+    %end119 = scf.for %g117 = %v114 to %v116 step %c1 iter_args(%off118 = %v113) -> (index) {
+      %v120 = memref.load %summary[%g117] : memref<?xi64>
+      %ws121:2 = scf.while (%wx122 = %v120, %wo123 = %off118) : (i64, index) -> (i64, index) {
+        %b126 = arith.cmpi ne, %wx122, %z64 : i64
+        scf.condition(%b126) %wx122, %wo123 : i64, index
       } do {
-      ^bb0(%wx92: i64, %wo93: index):
-        %v95 = math.cttz %wx92 : i64
-        %v96 = arith.index_cast %v95 : i64 to index
-        %v97 = arith.subi %wx92, %o64 : i64
-        %v98 = arith.andi %wx92, %v97 : i64
-        %v99 = arith.shli %g85, %c6 : index
-        %v100 = arith.addi %v99, %v96 : index
-        %v101 = arith.shli %v100, %c6 : index
-        %v102 = memref.load %bits[%v100] : memref<?xi64>
-        %ws103:2 = scf.while (%wx104 = %v102, %wo105 = %wo93) : (i64, index) -> (i64, index) {
-          %b108 = arith.cmpi ne, %wx104, %z64 : i64
-          scf.condition(%b108) %wx104, %wo105 : i64, index
+      ^bb0(%wx124: i64, %wo125: index):
+        %v127 = math.cttz %wx124 : i64
+        %v128 = arith.index_cast %v127 : i64 to index
+        %v129 = arith.subi %wx124, %o64 : i64
+        %v130 = arith.andi %wx124, %v129 : i64
+        %v131 = arith.shli %g117, %c6 : index
+        %v132 = arith.addi %v131, %v128 : index
+        %v133 = arith.shli %v132, %c6 : index
+        %v134 = memref.load %bits[%v132] : memref<?xi64>
+        %ws135:2 = scf.while (%wx136 = %v134, %wo137 = %wo125) : (i64, index) -> (i64, index) {
+          %b140 = arith.cmpi ne, %wx136, %z64 : i64
+          scf.condition(%b140) %wx136, %wo137 : i64, index
         } do {
-        ^bb0(%wx106: i64, %wo107: index):
-          %v109 = math.cttz %wx106 : i64
-          %v110 = arith.index_cast %v109 : i64 to index
-          %v111 = arith.subi %wx106, %o64 : i64
-          %v112 = arith.andi %wx106, %v111 : i64
-          %v113 = arith.addi %v101, %v110 : index
-          %v114 = arith.index_cast %v113 : index to i32
-          memref.store %v114, %ccrd[%wo107] : memref<?xi32>
-          %v115 = memref.load %work[%v113] : memref<?xf64>
-          memref.store %v115, %cval[%wo107] : memref<?xf64>
-          %v116 = arith.addi %wo107, %c1 : index
-          scf.yield %v112, %v116 : i64, index
+        ^bb0(%wx138: i64, %wo139: index):
+          %v141 = math.cttz %wx138 : i64
+          %v142 = arith.index_cast %v141 : i64 to index
+          %v143 = arith.subi %wx138, %o64 : i64
+          %v144 = arith.andi %wx138, %v143 : i64
+          %v145 = arith.addi %v133, %v142 : index
+          %v146 = arith.index_cast %v145 : index to i32
+          memref.store %v146, %ccrd[%wo139] : memref<?xi32>
+          %v147 = memref.load %work[%v145] : memref<?xf64>
+          memref.store %v147, %cval[%wo139] : memref<?xf64>
+          %v148 = arith.addi %wo139, %c1 : index
+          scf.yield %v144, %v148 : i64, index
         }
-        memref.store %z64, %bits[%v100] : memref<?xi64>
-        scf.yield %v98, %ws103#1 : i64, index
+        memref.store %z64, %bits[%v132] : memref<?xi64>
+        scf.yield %v130, %ws135#1 : i64, index
       }
-      memref.store %z64, %summary[%g85] : memref<?xi64>
-      scf.yield %ws89#1 : index
+      memref.store %z64, %summary[%g117] : memref<?xi64>
+      scf.yield %ws121#1 : index
     }
   }
   memref.dealloc %bits : memref<?xi64>
@@ -185,6 +228,8 @@ func.func @main_count(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memr
   %n = arith.constant 4 : index
   %words = arith.constant 1 : index
   %groups = arith.constant 1 : index
+  %pf16 = arith.constant 16 : index
+  %pf32 = arith.constant 32 : index
   %z64 = arith.constant 0 : i64
   %o64 = arith.constant 1 : i64
   %mark1 = memref.alloc(%n) : memref<?xi32>
@@ -192,35 +237,55 @@ func.func @main_count(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memr
   scf.for %z = %c0 to %n step %c1 {
     memref.store %v2, %mark1[%z] : memref<?xi32>
   }
-  scf.for %i3 = %row_begin to %row_end step %c1 {
-    %v4 = arith.index_cast %i3 : index to i32
-    %v5 = arith.addi %i3, %c1 : index
-    %v6 = memref.load %a_pos[%i3] : memref<?xi32>
-    %v7 = arith.index_cast %v6 : i32 to index
-    %v8 = memref.load %a_pos[%v5] : memref<?xi32>
-    %v9 = arith.index_cast %v8 : i32 to index
-    %rc12 = scf.for %p10 = %v7 to %v9 step %c1 iter_args(%u11 = %c0) -> (index) {
-      %v13 = memref.load %a_crd[%p10] : memref<?xi32>
-      %v14 = arith.index_cast %v13 : i32 to index
-      %v15 = arith.addi %v14, %c1 : index
-      %v16 = memref.load %b_pos[%v14] : memref<?xi32>
-      %v17 = arith.index_cast %v16 : i32 to index
-      %v18 = memref.load %b_pos[%v15] : memref<?xi32>
-      %v19 = arith.index_cast %v18 : i32 to index
-      %rc22 = scf.for %q20 = %v17 to %v19 step %c1 iter_args(%u21 = %u11) -> (index) {
-        %v23 = memref.load %b_crd[%q20] : memref<?xi32>
-        %v24 = arith.index_cast %v23 : i32 to index
-        %v25 = memref.load %mark1[%v24] : memref<?xi32>
-        %b26 = arith.cmpi ne, %v25, %v4 : i32
-        %v27 = arith.select %b26, %c1, %c0 : index
-        memref.store %v4, %mark1[%v24] : memref<?xi32>
-        %v28 = arith.addi %u21, %v27 : index
-        scf.yield %v28 : index
+  %v3 = memref.load %a_pos[%row_end] : memref<?xi32>
+  %v4 = arith.index_cast %v3 : i32 to index
+  %v5 = memref.dim %b_crd, %c0 : memref<?xi32>
+  %v6 = arith.constant 87381 : index
+  %v7 = arith.subi %v4, %c1 : index
+  %b8 = arith.cmpi uge, %v5, %v6 : index
+  scf.for %i9 = %row_begin to %row_end step %c1 {
+    %v10 = arith.index_cast %i9 : index to i32
+    %v11 = arith.addi %i9, %c1 : index
+    %v12 = memref.load %a_pos[%i9] : memref<?xi32>
+    %v13 = arith.index_cast %v12 : i32 to index
+    %v14 = memref.load %a_pos[%v11] : memref<?xi32>
+    %v15 = arith.index_cast %v14 : i32 to index
+    %rc18 = scf.for %p16 = %v13 to %v15 step %c1 iter_args(%u17 = %c0) -> (index) {
+      scf.if %b8 {
+        %v19 = arith.addi %p16, %pf32 : index
+        %v20 = arith.minui %v19, %v7 : index
+        %v21 = memref.load %a_crd[%v20] : memref<?xi32>
+        %v22 = arith.index_cast %v21 : i32 to index
+        memref.prefetch %b_pos[%v22], read, locality<3>, data : memref<?xi32>
+        %v23 = arith.addi %p16, %pf16 : index
+        %v24 = arith.minui %v23, %v7 : index
+        %v25 = memref.load %a_crd[%v24] : memref<?xi32>
+        %v26 = arith.index_cast %v25 : i32 to index
+        %v27 = memref.load %b_pos[%v26] : memref<?xi32>
+        %v28 = arith.index_cast %v27 : i32 to index
+        memref.prefetch %b_crd[%v28], read, locality<3>, data : memref<?xi32>
       }
-      scf.yield %rc22 : index
+      %v29 = memref.load %a_crd[%p16] : memref<?xi32>
+      %v30 = arith.index_cast %v29 : i32 to index
+      %v31 = arith.addi %v30, %c1 : index
+      %v32 = memref.load %b_pos[%v30] : memref<?xi32>
+      %v33 = arith.index_cast %v32 : i32 to index
+      %v34 = memref.load %b_pos[%v31] : memref<?xi32>
+      %v35 = arith.index_cast %v34 : i32 to index
+      %rc38 = scf.for %q36 = %v33 to %v35 step %c1 iter_args(%u37 = %u17) -> (index) {
+        %v39 = memref.load %b_crd[%q36] : memref<?xi32>
+        %v40 = arith.index_cast %v39 : i32 to index
+        %v41 = memref.load %mark1[%v40] : memref<?xi32>
+        %b42 = arith.cmpi ne, %v41, %v10 : i32
+        %v43 = arith.select %b42, %c1, %c0 : index
+        memref.store %v10, %mark1[%v40] : memref<?xi32>
+        %v44 = arith.addi %u37, %v43 : index
+        scf.yield %v44 : index
+      }
+      scf.yield %rc38 : index
     }
-    %v29 = arith.index_cast %rc12 : index to i32
-    memref.store %v29, %c_pos[%v5] : memref<?xi32>
+    %v45 = arith.index_cast %rc18 : index to i32
+    memref.store %v45, %c_pos[%v11] : memref<?xi32>
   }
   memref.dealloc %mark1 : memref<?xi32>
   return
@@ -237,6 +302,8 @@ func.func @main_fill(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memre
   %n = arith.constant 4 : index
   %words = arith.constant 1 : index
   %groups = arith.constant 1 : index
+  %pf16 = arith.constant 16 : index
+  %pf32 = arith.constant 32 : index
   %z64 = arith.constant 0 : i64
   %o64 = arith.constant 1 : i64
   %bits = memref.alloc(%words) : memref<?xi64>
@@ -249,97 +316,118 @@ func.func @main_fill(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memre
   }
   %wn = arith.shli %words, %c6 : index
   %work = memref.alloc(%wn) : memref<?xf64>
-  scf.for %i1 = %row_begin to %row_end step %c1 {
-    %v2 = arith.addi %i1, %c1 : index
-    %v3 = memref.load %a_pos[%i1] : memref<?xi32>
-    %v4 = arith.index_cast %v3 : i32 to index
-    %v5 = memref.load %a_pos[%v2] : memref<?xi32>
-    %v6 = arith.index_cast %v5 : i32 to index
-    %span10:2 = scf.for %p7 = %v4 to %v6 step %c1 iter_args(%jl8 = %n, %jh9 = %c0) -> (index, index) {
-      %v11 = memref.load %a_crd[%p7] : memref<?xi32>
-      %v12 = arith.index_cast %v11 : i32 to index
-      %v13 = memref.load %a_val[%p7] : memref<?xf64>
-      %v14 = arith.addi %v12, %c1 : index
-      %v15 = memref.load %b_pos[%v12] : memref<?xi32>
-      %v16 = arith.index_cast %v15 : i32 to index
-      %v17 = memref.load %b_pos[%v14] : memref<?xi32>
-      %v18 = arith.index_cast %v17 : i32 to index
-      %span22:2 = scf.for %q19 = %v16 to %v18 step %c1 iter_args(%jl20 = %jl8, %jh21 = %jh9) -> (index, index) {
-        %v23 = memref.load %b_crd[%q19] : memref<?xi32>
+  %v1 = memref.load %a_pos[%row_end] : memref<?xi32>
+  %v2 = arith.index_cast %v1 : i32 to index
+  %v3 = memref.dim %b_crd, %c0 : memref<?xi32>
+  %v4 = arith.constant 87381 : index
+  %v5 = arith.subi %v2, %c1 : index
+  %b6 = arith.cmpi uge, %v3, %v4 : index
+  scf.for %i7 = %row_begin to %row_end step %c1 {
+    %v8 = arith.addi %i7, %c1 : index
+    %v9 = memref.load %a_pos[%i7] : memref<?xi32>
+    %v10 = arith.index_cast %v9 : i32 to index
+    %v11 = memref.load %a_pos[%v8] : memref<?xi32>
+    %v12 = arith.index_cast %v11 : i32 to index
+    %span16:2 = scf.for %p13 = %v10 to %v12 step %c1 iter_args(%jl14 = %n, %jh15 = %c0) -> (index, index) {
+      scf.if %b6 {
+        %v17 = arith.addi %p13, %pf32 : index
+        %v18 = arith.minui %v17, %v5 : index
+        %v19 = memref.load %a_crd[%v18] : memref<?xi32>
+        %v20 = arith.index_cast %v19 : i32 to index
+        memref.prefetch %b_pos[%v20], read, locality<3>, data : memref<?xi32>
+        %v21 = arith.addi %p13, %pf16 : index
+        %v22 = arith.minui %v21, %v5 : index
+        %v23 = memref.load %a_crd[%v22] : memref<?xi32>
         %v24 = arith.index_cast %v23 : i32 to index
-        %v25 = memref.load %b_val[%q19] : memref<?xf64>
-        %v26 = arith.mulf %v13, %v25 : f64
-        %v27 = arith.shrui %v24, %c6 : index
-        %v28 = arith.andi %v24, %c63 : index
-        %v29 = arith.index_cast %v28 : index to i64
-        %v30 = arith.shli %o64, %v29 : i64
-        %v31 = memref.load %bits[%v27] : memref<?xi64>
-        %v32 = arith.andi %v31, %v30 : i64
-        %v33 = arith.cmpi eq, %v32, %z64 : i64
-        scf.if %v33 {
-          memref.store %v26, %work[%v24] : memref<?xf64>
-          %v34 = arith.ori %v31, %v30 : i64
-          memref.store %v34, %bits[%v27] : memref<?xi64>
-          %v35 = arith.shrui %v27, %c6 : index
-          %v36 = arith.andi %v27, %c63 : index
-          %v37 = arith.index_cast %v36 : index to i64
-          %v38 = arith.shli %o64, %v37 : i64
-          %v39 = memref.load %summary[%v35] : memref<?xi64>
-          %v40 = arith.ori %v39, %v38 : i64
-          memref.store %v40, %summary[%v35] : memref<?xi64>
+        %v25 = memref.load %b_pos[%v24] : memref<?xi32>
+        %v26 = arith.index_cast %v25 : i32 to index
+        memref.prefetch %b_crd[%v26], read, locality<3>, data : memref<?xi32>
+        memref.prefetch %b_val[%v26], read, locality<3>, data : memref<?xf64>
+      }
+      %v27 = memref.load %a_crd[%p13] : memref<?xi32>
+      %v28 = arith.index_cast %v27 : i32 to index
+      %v29 = memref.load %a_val[%p13] : memref<?xf64>
+      %v30 = arith.addi %v28, %c1 : index
+      %v31 = memref.load %b_pos[%v28] : memref<?xi32>
+      %v32 = arith.index_cast %v31 : i32 to index
+      %v33 = memref.load %b_pos[%v30] : memref<?xi32>
+      %v34 = arith.index_cast %v33 : i32 to index
+      %span38:2 = scf.for %q35 = %v32 to %v34 step %c1 iter_args(%jl36 = %jl14, %jh37 = %jh15) -> (index, index) {
+        %v39 = memref.load %b_crd[%q35] : memref<?xi32>
+        %v40 = arith.index_cast %v39 : i32 to index
+        %v41 = memref.load %b_val[%q35] : memref<?xf64>
+        %v42 = arith.mulf %v29, %v41 : f64
+        %v43 = arith.shrui %v40, %c6 : index
+        %v44 = arith.andi %v40, %c63 : index
+        %v45 = arith.index_cast %v44 : index to i64
+        %v46 = arith.shli %o64, %v45 : i64
+        %v47 = memref.load %bits[%v43] : memref<?xi64>
+        %v48 = arith.andi %v47, %v46 : i64
+        %v49 = arith.cmpi eq, %v48, %z64 : i64
+        scf.if %v49 {
+          memref.store %v42, %work[%v40] : memref<?xf64>
+          %v50 = arith.ori %v47, %v46 : i64
+          memref.store %v50, %bits[%v43] : memref<?xi64>
+          %v51 = arith.shrui %v43, %c6 : index
+          %v52 = arith.andi %v43, %c63 : index
+          %v53 = arith.index_cast %v52 : index to i64
+          %v54 = arith.shli %o64, %v53 : i64
+          %v55 = memref.load %summary[%v51] : memref<?xi64>
+          %v56 = arith.ori %v55, %v54 : i64
+          memref.store %v56, %summary[%v51] : memref<?xi64>
         } else {
-          %v41 = memref.load %work[%v24] : memref<?xf64>
-          %v42 = arith.addf %v41, %v26 : f64
-          memref.store %v42, %work[%v24] : memref<?xf64>
+          %v57 = memref.load %work[%v40] : memref<?xf64>
+          %v58 = arith.addf %v57, %v42 : f64
+          memref.store %v58, %work[%v40] : memref<?xf64>
         }
-        %v43 = arith.minui %jl20, %v24 : index
-        %v44 = arith.maxui %jh21, %v24 : index
-        scf.yield %v43, %v44 : index, index
+        %v59 = arith.minui %jl36, %v40 : index
+        %v60 = arith.maxui %jh37, %v40 : index
+        scf.yield %v59, %v60 : index, index
       }
-      scf.yield %span22#0, %span22#1 : index, index
+      scf.yield %span38#0, %span38#1 : index, index
     }
-    %v45 = memref.load %c_pos[%i1] : memref<?xi32>
-    %v46 = arith.index_cast %v45 : i32 to index
-    %v47 = arith.shrui %span10#0, %c12 : index
-    %v48 = arith.shrui %span10#1, %c12 : index
-    %v49 = arith.addi %v48, %c1 : index
-    %end52 = scf.for %g50 = %v47 to %v49 step %c1 iter_args(%o51 = %v46) -> (index) {
-      %v53 = memref.load %summary[%g50] : memref<?xi64>
-      %ws54:2 = scf.while (%wx55 = %v53, %wo56 = %o51) : (i64, index) -> (i64, index) {
-        %b59 = arith.cmpi ne, %wx55, %z64 : i64
-        scf.condition(%b59) %wx55, %wo56 : i64, index
+    %v61 = memref.load %c_pos[%i7] : memref<?xi32>
+    %v62 = arith.index_cast %v61 : i32 to index
+    %v63 = arith.shrui %span16#0, %c12 : index
+    %v64 = arith.shrui %span16#1, %c12 : index
+    %v65 = arith.addi %v64, %c1 : index
+    %end68 = scf.for %g66 = %v63 to %v65 step %c1 iter_args(%off67 = %v62) -> (index) {
+      %v69 = memref.load %summary[%g66] : memref<?xi64>
+      %ws70:2 = scf.while (%wx71 = %v69, %wo72 = %off67) : (i64, index) -> (i64, index) {
+        %b75 = arith.cmpi ne, %wx71, %z64 : i64
+        scf.condition(%b75) %wx71, %wo72 : i64, index
       } do {
-      ^bb0(%wx57: i64, %wo58: index):
-        %v60 = math.cttz %wx57 : i64
-        %v61 = arith.index_cast %v60 : i64 to index
-        %v62 = arith.subi %wx57, %o64 : i64
-        %v63 = arith.andi %wx57, %v62 : i64
-        %v64 = arith.shli %g50, %c6 : index
-        %v65 = arith.addi %v64, %v61 : index
-        %v66 = arith.shli %v65, %c6 : index
-        %v67 = memref.load %bits[%v65] : memref<?xi64>
-        %ws68:2 = scf.while (%wx69 = %v67, %wo70 = %wo58) : (i64, index) -> (i64, index) {
-          %b73 = arith.cmpi ne, %wx69, %z64 : i64
-          scf.condition(%b73) %wx69, %wo70 : i64, index
+      ^bb0(%wx73: i64, %wo74: index):
+        %v76 = math.cttz %wx73 : i64
+        %v77 = arith.index_cast %v76 : i64 to index
+        %v78 = arith.subi %wx73, %o64 : i64
+        %v79 = arith.andi %wx73, %v78 : i64
+        %v80 = arith.shli %g66, %c6 : index
+        %v81 = arith.addi %v80, %v77 : index
+        %v82 = arith.shli %v81, %c6 : index
+        %v83 = memref.load %bits[%v81] : memref<?xi64>
+        %ws84:2 = scf.while (%wx85 = %v83, %wo86 = %wo74) : (i64, index) -> (i64, index) {
+          %b89 = arith.cmpi ne, %wx85, %z64 : i64
+          scf.condition(%b89) %wx85, %wo86 : i64, index
         } do {
-        ^bb0(%wx71: i64, %wo72: index):
-          %v74 = math.cttz %wx71 : i64
-          %v75 = arith.index_cast %v74 : i64 to index
-          %v76 = arith.subi %wx71, %o64 : i64
-          %v77 = arith.andi %wx71, %v76 : i64
-          %v78 = arith.addi %v66, %v75 : index
-          %v79 = arith.index_cast %v78 : index to i32
-          memref.store %v79, %c_crd[%wo72] : memref<?xi32>
-          %v80 = memref.load %work[%v78] : memref<?xf64>
-          memref.store %v80, %c_val[%wo72] : memref<?xf64>
-          %v81 = arith.addi %wo72, %c1 : index
-          scf.yield %v77, %v81 : i64, index
+        ^bb0(%wx87: i64, %wo88: index):
+          %v90 = math.cttz %wx87 : i64
+          %v91 = arith.index_cast %v90 : i64 to index
+          %v92 = arith.subi %wx87, %o64 : i64
+          %v93 = arith.andi %wx87, %v92 : i64
+          %v94 = arith.addi %v82, %v91 : index
+          %v95 = arith.index_cast %v94 : index to i32
+          memref.store %v95, %c_crd[%wo88] : memref<?xi32>
+          %v96 = memref.load %work[%v94] : memref<?xf64>
+          memref.store %v96, %c_val[%wo88] : memref<?xf64>
+          %v97 = arith.addi %wo88, %c1 : index
+          scf.yield %v93, %v97 : i64, index
         }
-        memref.store %z64, %bits[%v65] : memref<?xi64>
-        scf.yield %v63, %ws68#1 : i64, index
+        memref.store %z64, %bits[%v81] : memref<?xi64>
+        scf.yield %v79, %ws84#1 : i64, index
       }
-      memref.store %z64, %summary[%g50] : memref<?xi64>
-      scf.yield %ws54#1 : index
+      memref.store %z64, %summary[%g66] : memref<?xi64>
+      scf.yield %ws70#1 : index
     }
   }
   memref.dealloc %bits : memref<?xi64>
