@@ -178,6 +178,69 @@ def test_rows_that_do_not_overlap(conv):
                                                      ).to_dense(), x * y)
 
 
+
+def _intersection_rows(n, seed):
+    """A (rows, n) pair whose row pairs take every method of the intersection kernel: disjoint ranges, one
+    row empty, a long row against a short one both ways (binary search, hits before/inside/after), rows
+    starting with runs (run-skipping merge, runs ending at the row's end), random rows (branch-free merge),
+    equal rows, and a last row that reaches the end of the buffers."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    def rnd(k, lo=0, hi=n):
+        return np.sort(rng.choice(np.arange(lo, hi), size=min(k, hi - lo), replace=False))
+    long_row = rnd(n // 2)
+    rows.append((long_row, np.concatenate((long_row[[0, 5, -1]], [n - 1]))))    # search in A, hits at the ends
+    rows.append((rnd(2), long_row))                                            # search in B
+    rows.append((np.arange(3, 9), np.concatenate((np.arange(5, 8), np.arange(20, 24)))))  # runs
+    rows.append((np.r_[0:4, 10:14, 30:34], np.r_[2:6, 12:14, 31:40]))          # runs, several hits per run
+    rows.append((np.r_[n - 8:n], np.r_[n - 5:n]))                              # runs to the last column
+    rows.append((rnd(12), rnd(12)))                                            # branch-free merge
+    rows.append((rnd(40), rnd(30)))
+    rows.append((np.arange(0, n, 3), np.arange(0, n, 3)))                      # every coordinate shared
+    rows.append((np.arange(0, 5), np.arange(10, 15)))                          # disjoint
+    rows.append((np.array([], int), rnd(5)))                                   # A empty
+    rows.append((rnd(5), np.array([], int)))                                   # B empty
+    rows.append((rnd(n // 3), rnd(4)))                                         # last row: search
+    a, b = np.zeros((len(rows), n)), np.zeros((len(rows), n))
+    for r, (ca, cb) in enumerate(rows):
+        a[r, ca] = rng.integers(1, 9, len(ca))
+        b[r, cb] = rng.integers(1, 9, len(cb))
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("conv", [sp.csr_array, sp.csc_array], ids=lambda c: c.__name__)
+def test_intersection_methods(conv, dtype, monkeypatch):
+    """Every per-row method of the intersection kernel (search both ways, run-skipping and branch-free
+    merges, skipped rows), one chunk and row chunks, 32/64-bit indices, equals scipy's ``multiply``; the
+    other way round too (A and B swapped) and the last row/column reaching the buffers' ends."""
+    from frontend.ops import _elementwise_fast as fast
+
+    _no_general_path(monkeypatch)
+    a, b = _intersection_rows(200, 3)
+    a, b = a.astype(dtype), b.astype(dtype)
+    for chunks in (False, True):
+        if chunks:
+            monkeypatch.setattr(fast, "INTERSECT_PARALLEL_MIN", 1)
+            monkeypatch.setattr(fast, "cpu_count", lambda: 3)
+        for x, y in ((a, b), (b, a)):
+            for wide in (False, True):
+                # CSC: the same row pairs as columns
+                sx, sy = (conv(x.T), conv(y.T)) if conv is sp.csc_array else (conv(x), conv(y))
+                if wide:
+                    sy.indices, sy.indptr = sy.indices.astype(np.int64), sy.indptr.astype(np.int64)
+                got = F.multiply(sx, sy)
+                assert type(got) is conv and got.dtype == dtype
+                got.check_format(full_check=True)
+                ref = sx.multiply(sy)
+                np.testing.assert_array_equal(got.toarray(), ref.toarray())
+                assert got.nnz == ref.nnz
+    for shape in ((1, 1), (0, 0), (0, 4), (5, 0), (1, 7), (7, 1)):  # small and empty ones
+        x, y = _matrix(shape, 1, dtype), _matrix(shape, 2, dtype)
+        got = F.multiply(conv(x), conv(y))
+        np.testing.assert_array_equal(got.toarray(), x * y)
+
+
 def _masked_softmax(d, axis, logarithm):
     """Softmax over the nonzeros of dense ``d`` along ``axis`` in float64 (absent entries: minus infinity)."""
     mask = d != 0
