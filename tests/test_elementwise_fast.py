@@ -331,6 +331,43 @@ def test_rowsum_vector_rows(dtype, monkeypatch):
             np.testing.assert_array_equal(F.sum(Tensor.from_dense(d, NF.CSR), 1).to_dense(), want)
 
 
+
+def _guarded(values):
+    """``values`` copied to the end of a readable page followed by an unreadable one (Linux ``mprotect``):
+    a read past the last value faults."""
+    import ctypes
+    import mmap
+
+    page = mmap.PAGESIZE
+    size = values.nbytes
+    pages = -(-size // page) + 1
+    buf = mmap.mmap(-1, (pages + 1) * page)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(ctypes.c_void_p(base + pages * page), page, 0) == 0  # PROT_NONE
+    out = np.frombuffer(buf, values.dtype, values.size, pages * page - size)
+    out[:] = values
+    return out, buf
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rowsum_reads_no_value_past_the_rows(dtype, monkeypatch):
+    """The masked rest of a row reads no value past the row's end: the values end right before an unreadable
+    page and the last rows are short (1-5 entries), also a matrix whose only entries are one short row."""
+    _no_general_path(monkeypatch)
+    for lengths in ([40, 0, 3, 17, 5, 1], [3], [0, 2]):
+        pos = np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)
+        vals = (np.arange(pos[-1]) % 7 + 1).astype(dtype)
+        guarded, keep = _guarded(vals)
+        crd = np.concatenate([np.arange(n) for n in lengths]).astype(np.int32)
+        x = sp.csr_array((guarded, crd, pos), shape=(len(lengths), 64), copy=False)
+        assert x.data.ctypes.data == guarded.ctypes.data
+        want = np.array([vals[a:b].sum() for a, b in zip(pos[:-1], pos[1:])], dtype)
+        np.testing.assert_array_equal(F.sum(x, 1), want)
+        del x, guarded
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_vector_rows(dtype, monkeypatch):
     """Softmax over rows of every length from 0 to 70 (vector steps of 8/16 plus a scalar rest, the inlined

@@ -36,9 +36,10 @@ MERGE_PARALLEL_MIN = 1 << 23
 #: Stored entries (both operands) from which the intersection (``mul``) runs on every core. Its rows are
 #: compute-bound (dependent compares) and its output small, so chunks pay earlier than the union's.
 INTERSECT_PARALLEL_MIN = 1 << 22
-#: Stored entries from which the row sums run on every core. The vector row sum is memory-bound: on the 2 shared
-#: cores one thread beat two on 0.8-8.4M f32 entries (pruned 4096^2: 0.41 vs 0.64 ms at 5M).
-ROWSUM_PARALLEL_MIN = 1 << 24
+#: Stored entries from which the row sums run on every core. One thread reads about 18 GB/s (banded 11M
+#: f64 entries: 4.9 ms), two about 31 GB/s: torch (two threads) beat one thread on the suite's 5-11M entry
+#: rows. (Under load from other processes one thread wins: the second one waits for a core.)
+ROWSUM_PARALLEL_MIN = 1 << 22
 #: Stored entries from which softmax's row kernel runs on every core (below: one thread).
 ROW_PARALLEL_MIN = 1 << 17
 #: Stored entries up to which a lean call reuses the prepared call (descriptors packed once) that it keeps on
