@@ -210,10 +210,11 @@ def _intersection_rows(n, seed):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("conv", [sp.csr_array, sp.csc_array], ids=lambda c: c.__name__)
-def test_intersection_methods(conv, dtype, monkeypatch):
+def test_merge_methods(conv, dtype, monkeypatch):
     """Every per-row method of the intersection kernel (search both ways, run-skipping and branch-free
-    merges, skipped rows), one chunk and row chunks, 32/64-bit indices, equals scipy's ``multiply``; the
-    other way round too (A and B swapped) and the last row/column reaching the buffers' ends."""
+    merges, skipped rows) and of the union kernel (run-copying and branch-free merges, rows apart), one chunk
+    and row chunks, 32/64-bit indices, equal scipy's ``multiply``/``+``/``-``; A and B swapped too, and the
+    last row/column reaching the buffers' ends."""
     from frontend.ops import _elementwise_fast as fast
 
     _no_general_path(monkeypatch)
@@ -222,6 +223,7 @@ def test_intersection_methods(conv, dtype, monkeypatch):
     for chunks in (False, True):
         if chunks:
             monkeypatch.setattr(fast, "INTERSECT_PARALLEL_MIN", 1)
+            monkeypatch.setattr(fast, "MERGE_PARALLEL_MIN", 1)
             monkeypatch.setattr(fast, "cpu_count", lambda: 3)
         for x, y in ((a, b), (b, a)):
             for wide in (False, True):
@@ -229,16 +231,20 @@ def test_intersection_methods(conv, dtype, monkeypatch):
                 sx, sy = (conv(x.T), conv(y.T)) if conv is sp.csc_array else (conv(x), conv(y))
                 if wide:
                     sy.indices, sy.indptr = sy.indices.astype(np.int64), sy.indptr.astype(np.int64)
-                got = F.multiply(sx, sy)
-                assert type(got) is conv and got.dtype == dtype
-                got.check_format(full_check=True)
-                ref = sx.multiply(sy)
-                np.testing.assert_array_equal(got.toarray(), ref.toarray())
-                assert got.nnz == ref.nnz
+                for fn, _, ref_fn in OPS:
+                    got = fn(sx, sy)
+                    assert type(got) is conv and got.dtype == dtype
+                    got.check_format(full_check=True)
+                    ref = ref_fn(sx, sy)
+                    np.testing.assert_array_equal(got.toarray(), ref.toarray())
+                    if fn is F.multiply:
+                        assert got.nnz == ref.nnz
+                    else:  # the union keeps every coordinate of either operand
+                        assert got.nnz == np.count_nonzero((sx != 0).toarray() | (sy != 0).toarray())
     for shape in ((1, 1), (0, 0), (0, 4), (5, 0), (1, 7), (7, 1)):  # small and empty ones
         x, y = _matrix(shape, 1, dtype), _matrix(shape, 2, dtype)
-        got = F.multiply(conv(x), conv(y))
-        np.testing.assert_array_equal(got.toarray(), x * y)
+        for fn, _, ref_fn in OPS:
+            np.testing.assert_array_equal(fn(conv(x), conv(y)).toarray(), ref_fn(conv(x), conv(y)).toarray())
 
 
 def _masked_softmax(d, axis, logarithm):
