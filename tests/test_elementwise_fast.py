@@ -130,12 +130,24 @@ def test_rowsum(conv, dtype, monkeypatch):
 
 
 def test_rowsum_chunks(monkeypatch):
-    """Row sums in row chunks on several threads equal one chunk."""
+    """Row sums in row chunks on several threads equal one chunk; short rows go to chunks from the lower
+    threshold, long ones from the higher."""
     from frontend.ops import _elementwise_fast as fast
 
     x = sp.csr_array(_matrix((40, 30), 9, np.float64))
     one = F.sum(x, 1)
+    seen = []
+    real = fast.balanced_bounds  # called for chunked runs only
+    monkeypatch.setattr(fast, "balanced_bounds", lambda *a: seen.append(a[1]) or real(*a))
+    monkeypatch.setattr(fast, "cpu_count", lambda: 2)
+    monkeypatch.setattr(fast, "ROWSUM_SHORT_PARALLEL_MIN", 1)
+    np.testing.assert_array_equal(F.sum(sp.csr_array(x.toarray()), 1), one)  # short rows: chunks
+    assert len(seen) == 1
+    monkeypatch.setattr(fast, "ROWSUM_SHORT_ROW", 1)  # now "long" rows: below the long-row threshold
+    np.testing.assert_array_equal(F.sum(sp.csr_array(x.toarray()), 1), one)
+    assert len(seen) == 1
     monkeypatch.setattr(fast, "ROWSUM_PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "ROWSUM_SHORT_PARALLEL_MIN", 1)
     monkeypatch.setattr(fast, "cpu_count", lambda: 3)
     np.testing.assert_array_equal(F.sum(x, 1), one)
 
@@ -331,6 +343,7 @@ def test_rowsum_vector_rows(dtype, monkeypatch):
         for chunks in (False, True):
             if chunks:
                 m.setattr(fast, "ROWSUM_PARALLEL_MIN", 1)
+                m.setattr(fast, "ROWSUM_SHORT_PARALLEL_MIN", 1)
                 m.setattr(fast, "cpu_count", lambda: 3)
             np.testing.assert_array_equal(F.sum(sp.csr_array(d), 1), want)
             np.testing.assert_array_equal(F.sum(sp.csc_array(d.T), 0), want)

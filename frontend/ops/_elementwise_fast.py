@@ -36,10 +36,15 @@ MERGE_PARALLEL_MIN = 1 << 23
 #: Stored entries (both operands) from which the intersection (``mul``) runs on every core. Its rows are
 #: compute-bound (dependent compares) and its output small, so chunks pay earlier than the union's.
 INTERSECT_PARALLEL_MIN = 1 << 22
-#: Stored entries from which the row sums run on every core. One thread reads about 18 GB/s (banded 11M
-#: f64 entries: 4.9 ms), two about 31 GB/s: torch (two threads) beat one thread on the suite's 5-11M entry
-#: rows. (Under load from other processes one thread wins: the second one waits for a core.)
-ROWSUM_PARALLEL_MIN = 1 << 22
+#: Stored entries from which the row sums run on every core. Long rows (vector steps) are memory-bound and
+#: one thread reads them at about 25 GB/s (pruned 4096^2 f32), so two pay only on the largest; under load
+#: from other processes one thread wins there (pruned 0.8-8.4M f32 entries).
+ROWSUM_PARALLEL_MIN = 1 << 24
+#: The same for short rows (at most :data:`ROWSUM_SHORT_ROW` entries on average), where each row's masked
+#: load and reduction make the kernel compute-bound: torch (two threads) beat one thread on the suite's
+#: 5-11M entry rows of 5-11 entries (banded 11 diagonals, uniform, poisson2d).
+ROWSUM_SHORT_PARALLEL_MIN = 1 << 22
+ROWSUM_SHORT_ROW = 64
 #: Stored entries from which softmax's row kernel runs on every core (below: one thread).
 ROW_PARALLEL_MIN = 1 << 17
 #: Stored entries up to which a lean call reuses the prepared call (descriptors packed once) that it keeps on
@@ -244,7 +249,8 @@ def fast_rowsum(a: Any, axis: Any) -> Any:
     build = lambda: row_sum.build(elem, kind, p)  # noqa: E731 - built once per key
     rows = len(pos) - 1
     out = np.empty(rows, val.dtype)
-    if val.size < ROWSUM_PARALLEL_MIN or rows <= 1 or cpu_count() == 1:
+    short = val.size <= rows * ROWSUM_SHORT_ROW
+    if val.size < (ROWSUM_SHORT_PARALLEL_MIN if short else ROWSUM_PARALLEL_MIN) or rows <= 1 or cpu_count() == 1:
         run_rows(key, build, "rowsum", t if val.size <= PREPARED_MAX else None, (pos, val), (out,), rows, slot)
     else:
         bounds = balanced_bounds(pos.astype(np.int64, copy=False), cpu_count())
