@@ -130,12 +130,24 @@ def test_rowsum(conv, dtype, monkeypatch):
 
 
 def test_rowsum_chunks(monkeypatch):
-    """Row sums in row chunks on several threads equal one chunk."""
+    """Row sums in row chunks on several threads equal one chunk; short rows go to chunks from the lower
+    threshold, long ones from the higher."""
     from frontend.ops import _elementwise_fast as fast
 
     x = sp.csr_array(_matrix((40, 30), 9, np.float64))
     one = F.sum(x, 1)
+    seen = []
+    real = fast.balanced_bounds  # called for chunked runs only
+    monkeypatch.setattr(fast, "balanced_bounds", lambda *a: seen.append(a[1]) or real(*a))
+    monkeypatch.setattr(fast, "cpu_count", lambda: 2)
+    monkeypatch.setattr(fast, "ROWSUM_SHORT_PARALLEL_MIN", 1)
+    np.testing.assert_array_equal(F.sum(sp.csr_array(x.toarray()), 1), one)  # short rows: chunks
+    assert len(seen) == 1
+    monkeypatch.setattr(fast, "ROWSUM_SHORT_ROW", 1)  # now "long" rows: below the long-row threshold
+    np.testing.assert_array_equal(F.sum(sp.csr_array(x.toarray()), 1), one)
+    assert len(seen) == 1
     monkeypatch.setattr(fast, "ROWSUM_PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "ROWSUM_SHORT_PARALLEL_MIN", 1)
     monkeypatch.setattr(fast, "cpu_count", lambda: 3)
     np.testing.assert_array_equal(F.sum(x, 1), one)
 
@@ -176,6 +188,75 @@ def test_rows_that_do_not_overlap(conv):
             np.testing.assert_array_equal(got.toarray(), ref(sp.csr_array(x), sp.csr_array(y)).toarray())
             np.testing.assert_array_equal(F.multiply(Tensor.from_dense(x, NF.CSR), Tensor.from_dense(y, NF.CSR)
                                                      ).to_dense(), x * y)
+
+
+
+def _intersection_rows(n, seed):
+    """A (rows, n) pair whose row pairs take every method of the intersection kernel: disjoint ranges, one
+    row empty, a long row against a short one both ways (binary search, hits before/inside/after), rows
+    starting with runs (run-skipping merge, runs ending at the row's end), random rows (branch-free merge),
+    equal rows, and a last row that reaches the end of the buffers."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    def rnd(k, lo=0, hi=n):
+        return np.sort(rng.choice(np.arange(lo, hi), size=min(k, hi - lo), replace=False))
+    long_row = rnd(n // 2)
+    rows.append((long_row, np.concatenate((long_row[[0, 5, -1]], [n - 1]))))    # search in A, hits at the ends
+    rows.append((rnd(2), long_row))                                            # search in B
+    rows.append((np.arange(3, 9), np.concatenate((np.arange(5, 8), np.arange(20, 24)))))  # runs
+    rows.append((np.r_[0:4, 10:14, 30:34], np.r_[2:6, 12:14, 31:40]))          # runs, several hits per run
+    rows.append((np.r_[n - 8:n], np.r_[n - 5:n]))                              # runs to the last column
+    rows.append((rnd(12), rnd(12)))                                            # branch-free merge
+    rows.append((rnd(40), rnd(30)))
+    rows.append((np.arange(0, n, 3), np.arange(0, n, 3)))                      # every coordinate shared
+    rows.append((np.arange(0, 5), np.arange(10, 15)))                          # disjoint
+    rows.append((np.array([], int), rnd(5)))                                   # A empty
+    rows.append((rnd(5), np.array([], int)))                                   # B empty
+    rows.append((rnd(n // 3), rnd(4)))                                         # last row: search
+    a, b = np.zeros((len(rows), n)), np.zeros((len(rows), n))
+    for r, (ca, cb) in enumerate(rows):
+        a[r, ca] = rng.integers(1, 9, len(ca))
+        b[r, cb] = rng.integers(1, 9, len(cb))
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("conv", [sp.csr_array, sp.csc_array], ids=lambda c: c.__name__)
+def test_merge_methods(conv, dtype, monkeypatch):
+    """Every per-row method of the intersection kernel (search both ways, run-skipping and branch-free
+    merges, skipped rows) and of the union kernel (run-copying and branch-free merges, rows apart), one chunk
+    and row chunks, 32/64-bit indices, equal scipy's ``multiply``/``+``/``-``; A and B swapped too, and the
+    last row/column reaching the buffers' ends."""
+    from frontend.ops import _elementwise_fast as fast
+
+    _no_general_path(monkeypatch)
+    a, b = _intersection_rows(200, 3)
+    a, b = a.astype(dtype), b.astype(dtype)
+    for chunks in (False, True):
+        if chunks:
+            monkeypatch.setattr(fast, "INTERSECT_PARALLEL_MIN", 1)
+            monkeypatch.setattr(fast, "MERGE_PARALLEL_MIN", 1)
+            monkeypatch.setattr(fast, "cpu_count", lambda: 3)
+        for x, y in ((a, b), (b, a)):
+            for wide in (False, True):
+                # CSC: the same row pairs as columns
+                sx, sy = (conv(x.T), conv(y.T)) if conv is sp.csc_array else (conv(x), conv(y))
+                if wide:
+                    sy.indices, sy.indptr = sy.indices.astype(np.int64), sy.indptr.astype(np.int64)
+                for fn, _, ref_fn in OPS:
+                    got = fn(sx, sy)
+                    assert type(got) is conv and got.dtype == dtype
+                    got.check_format(full_check=True)
+                    ref = ref_fn(sx, sy)
+                    np.testing.assert_array_equal(got.toarray(), ref.toarray())
+                    if fn is F.multiply:
+                        assert got.nnz == ref.nnz
+                    else:  # the union keeps every coordinate of either operand
+                        assert got.nnz == np.count_nonzero((sx != 0).toarray() | (sy != 0).toarray())
+    for shape in ((1, 1), (0, 0), (0, 4), (5, 0), (1, 7), (7, 1)):  # small and empty ones
+        x, y = _matrix(shape, 1, dtype), _matrix(shape, 2, dtype)
+        for fn, _, ref_fn in OPS:
+            np.testing.assert_array_equal(fn(conv(x), conv(y)).toarray(), ref_fn(conv(x), conv(y)).toarray())
 
 
 def _masked_softmax(d, axis, logarithm):
@@ -262,10 +343,48 @@ def test_rowsum_vector_rows(dtype, monkeypatch):
         for chunks in (False, True):
             if chunks:
                 m.setattr(fast, "ROWSUM_PARALLEL_MIN", 1)
+                m.setattr(fast, "ROWSUM_SHORT_PARALLEL_MIN", 1)
                 m.setattr(fast, "cpu_count", lambda: 3)
             np.testing.assert_array_equal(F.sum(sp.csr_array(d), 1), want)
             np.testing.assert_array_equal(F.sum(sp.csc_array(d.T), 0), want)
             np.testing.assert_array_equal(F.sum(Tensor.from_dense(d, NF.CSR), 1).to_dense(), want)
+
+
+
+def _guarded(values):
+    """``values`` copied to the end of a readable page followed by an unreadable one (Linux ``mprotect``):
+    a read past the last value faults."""
+    import ctypes
+    import mmap
+
+    page = mmap.PAGESIZE
+    size = values.nbytes
+    pages = -(-size // page) + 1
+    buf = mmap.mmap(-1, (pages + 1) * page)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(ctypes.c_void_p(base + pages * page), page, 0) == 0  # PROT_NONE
+    out = np.frombuffer(buf, values.dtype, values.size, pages * page - size)
+    out[:] = values
+    return out, buf
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rowsum_reads_no_value_past_the_rows(dtype, monkeypatch):
+    """The masked rest of a row reads no value past the row's end: the values end right before an unreadable
+    page and the last rows are short (1-5 entries), also a matrix whose only entries are one short row."""
+    _no_general_path(monkeypatch)
+    for lengths in ([40, 0, 3, 17, 5, 1], [3], [0, 2]):
+        pos = np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)
+        vals = (np.arange(pos[-1]) % 7 + 1).astype(dtype)
+        guarded, keep = _guarded(vals)
+        crd = np.concatenate([np.arange(n) for n in lengths]).astype(np.int32)
+        x = sp.csr_array((guarded, crd, pos), shape=(len(lengths), 64), copy=False)
+        assert x.data.ctypes.data == guarded.ctypes.data
+        want = np.array([vals[a:b].sum() for a, b in zip(pos[:-1], pos[1:])], dtype)
+        np.testing.assert_array_equal(F.sum(x, 1), want)
+        del x, guarded
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

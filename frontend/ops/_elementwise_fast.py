@@ -23,7 +23,7 @@ from frontend.format import NamedFormats
 from frontend.interop._scipy import canonical_compressed
 from frontend.interop._view_cache import shared_view
 from frontend.tensor._tensor import Tensor
-from lowering.kernels import merge_rows, row_softmax, row_sum
+from lowering.kernels import intersect_rows, merge_rows, row_softmax, row_sum
 
 from ._elementwise_kernels import note_kernel, row_kernel_for
 from ._operands import check_cpu, operand, to_caller_package
@@ -33,9 +33,18 @@ from ._threads import cpu_count
 #: Stored entries (both operands) from which the merge kernels run on every core (below: one thread). The
 #: merge is memory-bound: on 2 shared cores two chunks of 2.2M entries took 4-8 ms against 3.0 ms for one.
 MERGE_PARALLEL_MIN = 1 << 23
-#: Stored entries from which the row sums run on every core. The vector row sum is memory-bound: on the 2 shared
-#: cores one thread beat two on 0.8-8.4M f32 entries (pruned 4096^2: 0.41 vs 0.64 ms at 5M).
+#: Stored entries (both operands) from which the intersection (``mul``) runs on every core. Its rows are
+#: compute-bound (dependent compares) and its output small, so chunks pay earlier than the union's.
+INTERSECT_PARALLEL_MIN = 1 << 22
+#: Stored entries from which the row sums run on every core. Long rows (vector steps) are memory-bound and
+#: one thread reads them at about 25 GB/s (pruned 4096^2 f32), so two pay only on the largest; under load
+#: from other processes one thread wins there (pruned 0.8-8.4M f32 entries).
 ROWSUM_PARALLEL_MIN = 1 << 24
+#: The same for short rows (at most :data:`ROWSUM_SHORT_ROW` entries on average), where each row's masked
+#: load and reduction make the kernel compute-bound: torch (two threads) beat one thread on the suite's
+#: 5-11M entry rows of 5-11 entries (banded 11 diagonals, uniform, poisson2d).
+ROWSUM_SHORT_PARALLEL_MIN = 1 << 22
+ROWSUM_SHORT_ROW = 64
 #: Stored entries from which softmax's row kernel runs on every core (below: one thread).
 ROW_PARALLEL_MIN = 1 << 17
 #: Stored entries up to which a lean call reuses the prepared call (descriptors packed once) that it keeps on
@@ -116,14 +125,18 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     b_pos, b_crd, b_val = b
     idx = np.dtype(f"int{width}")
     types = [index_type(x) for x in (a_pos, a_crd, b_pos, b_crd)] + [f"i{width}", f"i{width}"]
-    key = ("merge", op, elem, *types)
-    build = lambda: merge_rows.build(op, elem, kind, *types)  # noqa: E731 - built once per key
+    if op == "mul":
+        key: tuple = ("intersect", elem, *types)
+        build = lambda: intersect_rows.build(elem, kind, *types)  # noqa: E731 - built once per key
+    else:
+        key = ("merge", op, elem, *types)
+        build = lambda: merge_rows.build(op, elem, kind, *types)  # noqa: E731 - built once per key
     outer = len(a_pos) - 1
     bound = int(a_pos[-1]) + int(b_pos[-1])
     c_pos = np.empty(outer + 1, idx)
     c_pos[0] = 0
     crd, val = np.empty(bound, idx), np.empty(bound, a_val.dtype)
-    if bound < MERGE_PARALLEL_MIN or outer <= 1 or cpu_count() == 1:
+    if bound < (INTERSECT_PARALLEL_MIN if op == "mul" else MERGE_PARALLEL_MIN) or outer <= 1 or cpu_count() == 1:
         small = holder if bound <= PREPARED_MAX else None
         run_rows(key, build, "merge", small, (a_pos, a_crd, a_val, b_pos, b_crd, b_val), (c_pos, crd, val), outer)
         end = int(c_pos[-1])
@@ -236,7 +249,8 @@ def fast_rowsum(a: Any, axis: Any) -> Any:
     build = lambda: row_sum.build(elem, kind, p)  # noqa: E731 - built once per key
     rows = len(pos) - 1
     out = np.empty(rows, val.dtype)
-    if val.size < ROWSUM_PARALLEL_MIN or rows <= 1 or cpu_count() == 1:
+    short = val.size <= rows * ROWSUM_SHORT_ROW
+    if val.size < (ROWSUM_SHORT_PARALLEL_MIN if short else ROWSUM_PARALLEL_MIN) or rows <= 1 or cpu_count() == 1:
         run_rows(key, build, "rowsum", t if val.size <= PREPARED_MAX else None, (pos, val), (out,), rows, slot)
     else:
         bounds = balanced_bounds(pos.astype(np.int64, copy=False), cpu_count())

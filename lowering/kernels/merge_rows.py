@@ -7,6 +7,10 @@ sorted coordinate lists instead, in one pass into buffers of the bound ``nnz(A) 
 step (selects) while both lists have entries, then (for a union) copies of the rest of either list. Rows
 whose column ranges do not overlap (A's last coordinate before B's first, or the reverse; four loads per
 row) take no merge steps: the union copies both lists (the earlier one first), the intersection is empty.
+Union rows that both start with a run (first three coordinates consecutive: 4x4 blocks, bands) take a
+run-copying merge instead of the branch-free steps: the row behind copies its whole run of smaller
+coordinates in a tight loop (a well-predicted branch an entry). On the suite's block 4x4 add: 10.4 against
+20.0 ms (one thread, CPU time). The suite's ``multiply`` goes through :mod:`lowering.kernels.intersect_rows`.
 
 - ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, c_crd, c_val, row_begin, row_end)`` writes the
   rows ``[row_begin, row_end)`` one after another from offset ``a_pos[row_begin] + b_pos[row_begin]`` (the
@@ -26,6 +30,7 @@ _ARITH = {"float": {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf
 _HEAD = """\
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
 {start}  %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
     %r1 = arith.addi %r, %c1 : index
     %alo_p = memref.load %a_pos[%r] : memref<?x{ap}>
@@ -183,6 +188,124 @@ def _b_first(text: str, ac: str, bc: str, cc: str, e: str, b_alone: str) -> str:
             + "    } else {\n" + merged + "      scf.yield %rowend_m : index\n    }\n" + text[end:])
 
 
+# both rows start with a run (their first three coordinates consecutive): %uruns
+_RUNS_TEST = """\
+    %ua3 = arith.cmpi ugt, %alen_u, %c2 : index
+    %ub3 = arith.cmpi ugt, %blen_u, %c2 : index
+    %ulong = arith.andi %ua3, %ub3 : i1
+    %uruns = scf.if %ulong -> (i1) {{
+      %ua2 = arith.addi %alo, %c2 : index
+      %ub2 = arith.addi %blo, %c2 : index
+      %uxa0 = memref.load %a_crd[%alo] : memref<?x{ac}>
+      %uxb0 = memref.load %b_crd[%blo] : memref<?x{bc}>
+      %uxa2 = memref.load %a_crd[%ua2] : memref<?x{ac}>
+      %uxb2 = memref.load %b_crd[%ub2] : memref<?x{bc}>
+      %uca0 = arith.index_cast %uxa0 : {ac} to index
+      %ucb0 = arith.index_cast %uxb0 : {bc} to index
+      %uca2 = arith.index_cast %uxa2 : {ac} to index
+      %ucb2 = arith.index_cast %uxb2 : {bc} to index
+      %uda = arith.subi %uca2, %uca0 : index
+      %udb = arith.subi %ucb2, %ucb0 : index
+      %ura = arith.cmpi eq, %uda, %c2 : index
+      %urb = arith.cmpi eq, %udb, %c2 : index
+      %urab = arith.andi %ura, %urb : i1
+      scf.yield %urab : i1
+    }} else {{
+      %uf = arith.constant false
+      scf.yield %uf : i1
+    }}
+"""
+
+# the run-copying merge of a union: equal coordinates give one entry; otherwise the row behind copies its whole
+# run of smaller coordinates in a tight loop (one compare and a well-predicted branch an entry)
+_RUN_MERGE = """\
+      %ru:3 = scf.while (%i = %istart, %j = %blo, %n = %n0) : (index, index, index) -> (index, index, index) {{
+        %ia = arith.cmpi ult, %i, %alim : index
+        %jb = arith.cmpi ult, %j, %bhi : index
+        %go = arith.andi %ia, %jb : i1
+        scf.condition(%go) %i, %j, %n : index, index, index
+      }} do {{
+      ^bb0(%i: index, %j: index, %n: index):
+        %xa = memref.load %a_crd[%i] : memref<?x{ac}>
+        %ca = arith.index_cast %xa : {ac} to index
+        %xb = memref.load %b_crd[%j] : memref<?x{bc}>
+        %cb = arith.index_cast %xb : {bc} to index
+        %eq = arith.cmpi eq, %ca, %cb : index
+        %nx:3 = scf.if %eq -> (index, index, index) {{
+          %va = memref.load %a_val[%i] : memref<?x{e}>
+          %vb = memref.load %b_val[%j] : memref<?x{e}>
+          %v = {op} %va, %vb : {e}
+          %cc = arith.index_cast %ca : index to {cc}
+          memref.store %cc, %c_crd[%n] : memref<?x{cc}>
+          memref.store %v, %c_val[%n] : memref<?x{e}>
+          %i1 = arith.addi %i, %c1 : index
+          %j1 = arith.addi %j, %c1 : index
+          %n1 = arith.addi %n, %c1 : index
+          scf.yield %i1, %j1, %n1 : index, index, index
+        }} else {{
+          %lt = arith.cmpi ult, %ca, %cb : index
+          %sk:3 = scf.if %lt -> (index, index, index) {{
+{copy_a}            scf.yield %ka#0, %j, %ka#1 : index, index, index
+          }} else {{
+{copy_b}            scf.yield %i, %kb#0, %kb#1 : index, index, index
+          }}
+          scf.yield %sk#0, %sk#1, %sk#2 : index, index, index
+        }}
+        scf.yield %nx#0, %nx#1, %nx#2 : index, index, index
+      }}
+"""
+
+# ``%{res}:2`` = (position, output end) after copying the run of ``crd`` entries from ``%{start}`` below
+# ``%{key}`` (at least one) to the output from ``%n``
+_COPY_RUN = """\
+            %{res}:2 = scf.while (%k = %{start}, %q = %n) : (index, index) -> (index, index) {{
+              %x = memref.load %{crd}[%k] : memref<?x{t}>
+              %xi = arith.index_cast %x : {t} to index
+              %xc = arith.index_cast %xi : index to {cc}
+{value}              memref.store %xc, %c_crd[%q] : memref<?x{cc}>
+              memref.store %w, %c_val[%q] : memref<?x{e}>
+              %k1 = arith.addi %k, %c1 : index
+              %q1 = arith.addi %q, %c1 : index
+              %inside = arith.cmpi ult, %k1, %{hi} : index
+              %more = scf.if %inside -> (i1) {{
+                %y = memref.load %{crd}[%k1] : memref<?x{t}>
+                %yi = arith.index_cast %y : {t} to index
+                %less = arith.cmpi ult, %yi, %{key} : index
+                scf.yield %less : i1
+              }} else {{
+                %f = arith.constant false
+                scf.yield %f : i1
+              }}
+              scf.condition(%more) %k1, %q1 : index, index
+            }} do {{
+            ^bb0(%k: index, %q: index):
+              scf.yield %k, %q : index, index
+            }}
+"""
+
+
+def _runs(text: str, op: str, kind: str, ac: str, bc: str, cc: str, e: str) -> str:
+    """A union's ``text`` with its merge loop (``%res:3``) chosen per row: rows that both start with a run take
+    the run-copying merge (:data:`_RUN_MERGE`), the others the branch-free one."""
+    start = text.index("    %res:3 = scf.while")
+    end = text.index("    %na = scf.for")
+    steps = text[start:end].replace("%res:3 = scf.while", "%rw:3 = scf.while")
+    steps = "".join("  " + line + "\n" if line else "\n" for line in steps.split("\n")).rstrip("\n") + "\n"
+    copy_a = _COPY_RUN.format(res="ka", start="i", crd="a_crd", t=ac, cc=cc, e=e, hi="alim", key="cb",
+                              value="              %w = memref.load %a_val[%k] : memref<?x" + e + ">\n")
+    b_alone = _b_alone(op, kind, e, "              ").replace("%vbo", "%w")
+    copy_b = _COPY_RUN.format(res="kb", start="j", crd="b_crd", t=bc, cc=cc, e=e, hi="bhi", key="ca",
+                              value="              %vb = memref.load %b_val[%k] : memref<?x" + e + ">\n" + b_alone)
+    runs = (_RUNS_TEST.format(ac=ac, bc=bc)
+            + "    %res:3 = scf.if %uruns -> (index, index, index) {\n"
+            + _RUN_MERGE.format(op=_ARITH[kind][op], ac=ac, bc=bc, cc=cc, e=e, copy_a=copy_a, copy_b=copy_b)
+            + "      scf.yield %ru#0, %ru#1, %ru#2 : index, index, index\n    } else {\n" + steps
+            + "      scf.yield %rw#0, %rw#1, %rw#2 : index, index, index\n    }\n")
+    lengths = ("    %alen_u = arith.subi %ahi, %alo : index\n"
+               "    %blen_u = arith.subi %bhi, %blo : index\n")
+    return text[:start] + lengths + runs + text[end:]
+
+
 def _b_alone(op: str, kind: str, e: str, indent: str) -> str:
     """``%vbo``: the result where only B stores the coordinate (``vb`` for add, ``-vb`` for sub)."""
     if op == "add":
@@ -214,6 +337,7 @@ def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp:
     text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, e=elem, start=start, body=body, tail=tail, skip=skip)
     if union:
         text = _b_first(text, ac, bc, cc, elem, _b_alone(op, kind, elem, "        "))
+        text = _runs(text, op, kind, ac, bc, cc, elem)
     zero = "0.0" if kind == "float" else "0"
     return (f"func.func @merge(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>, "
             f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %c_pos: memref<?x{cp}>, "

@@ -6,9 +6,12 @@ kernel: ``out[r] = sum(val[pos[r]:pos[r + 1]])``, one pass over each row's store
   without the ones).
 - A row of at least :func:`lanes` entries is summed a vector of ``lanes`` values at a time (1024 bits: 32
   f32/i32, 16 f64/i64, i.e. four independent AVX2 accumulators), the vector reduced once (reassociated, as
-  the pipeline's ``reassociate-fp-reductions``), then the rest one by one. A plain scalar loop is one
-  dependent ``addf`` chain per row: 2-2.5x slower than scipy's SIMD ``add.reduceat`` on long f32 rows.
-  Shorter rows take the scalar loop only.
+  the pipeline's ``reassociate-fp-reductions``). A plain scalar loop is one dependent ``addf`` chain per row:
+  2-2.5x slower than scipy's SIMD ``add.reduceat`` on long f32 rows.
+- The rest of a row (all of a row shorter than ``lanes``) is one masked vector load (lanes past the row's end
+  are not read) and one reassociated reduction: no loop whose trip count changes from row to row. A scalar
+  rest loop mispredicted its exit on rows of varying length: the suite's uniform 10-per-row matrix took
+  10.0 ms against 5.0 ms for the masked rest (one thread, CPU time), power-law rows 15.5 against 10.7 ms.
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ def build(elem: str, kind: str, ap: str) -> str:
     zero = "0.0" if kind == "float" else "0"
     w = lanes(elem)
     vec = f"vector<{w}x{elem}>"
+    mvec = f"vector<{w}xi1>"
+    fm = " fastmath<reassoc>" if kind == "float" else ""
     add = _ADD[kind]
     return f"""\
 func.func @rowsum(%pos: memref<?x{ap}>, %val: memref<?x{elem}>, %out: memref<?x{elem}>, %row_begin: index,
@@ -58,11 +63,10 @@ func.func @rowsum(%pos: memref<?x{ap}>, %val: memref<?x{elem}>, %out: memref<?x{
     }} else {{
       scf.yield %zero, %lo : {elem}, index
     }}
-    %s = scf.for %k = %head#1 to %hi step %c1 iter_args(%acc = %head#0) -> ({elem}) {{
-      %v = memref.load %val[%k] : memref<?x{elem}>
-      %a = {add} %acc, %v : {elem}
-      scf.yield %a : {elem}
-    }}
+    %tlen = arith.subi %hi, %head#1 : index
+    %mask = vector.create_mask %tlen : {mvec}
+    %tv = vector.maskedload %val[%head#1], %mask, %vzero : memref<?x{elem}>, {mvec}, {vec} into {vec}
+    %s = vector.reduction <add>, %tv, %head#0{fm} : {vec} into {elem}
     memref.store %s, %out[%r] : memref<?x{elem}>
   }}
   return
