@@ -150,6 +150,10 @@ def test_layout_errors():
         frontend.Solve(a, layout="ell")
     with pytest.raises(ValueError, match="preconditioner None or 'jacobi'"):
         frontend.Solve(a, method="cg", preconditioner="ilu0", layout="dia").plan()
+    rows, cols = [0, 59, 1, 40, 2, 30, 5, 50, 10, 20], [59, 0, 40, 1, 30, 2, 50, 5, 20, 10]
+    scattered = sp.csr_matrix(sp.eye(60) * 4 + sp.csr_matrix(([1.0] * 10, (rows, cols)), shape=(60, 60)))
+    with pytest.raises(ValueError, match="use layout='csr'"):  # 11 diagonals x 60 rows for 70 entries
+        frontend.Solve(scattered, method="cg", layout="dia").plan()
     with pytest.raises(ValueError, match="at least one stored entry"):
         frontend.Solve(sp.csr_matrix((4, 4)), method="cg", layout="dia").plan()
     # layout concerns the iterative kernels only: substitution keeps its own walk

@@ -19,6 +19,8 @@ LAYOUTS = ("auto", "csr", "dia")
 DIA_MIN_ROWS = 1 << 16
 #: ... and only when DIA's matrix bytes are at most this fraction of CSR's.
 DIA_MAX_BYTES = 0.8
+#: ``layout="dia"`` refuses matrices whose diagonals would hold more than this many values per stored entry.
+DIA_MAX_FILL = 8
 #: DIA preconditioners: ILU(0) walks the CSR pattern.
 DIA_PRECONDITIONERS = (None, "jacobi")
 
@@ -62,7 +64,11 @@ def choose_layout(layout: str, csr: CsrOperands, preconditioner: str | None) -> 
             raise ValueError(f"layout='dia' takes preconditioner None or 'jacobi', not {preconditioner!r}")
         if nnz == 0:
             raise ValueError("layout='dia' needs at least one stored entry")
-        return "dia", "layout='dia'"
+        ndiag = diagonals(csr).size
+        if ndiag * n > DIA_MAX_FILL * nnz:
+            raise ValueError(f"layout='dia' would store {ndiag} diagonals x {n} rows for {nnz} entries "
+                             f"(more than {DIA_MAX_FILL} per entry); use layout='csr'")
+        return "dia", f"layout='dia' ({ndiag} diagonals)"
     if preconditioner not in DIA_PRECONDITIONERS or n < DIA_MIN_ROWS or nnz == 0:
         return "csr", "CSR"
     ndiag = diagonals(csr).size
