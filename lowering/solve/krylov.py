@@ -134,19 +134,28 @@ def _cg(c: _Ctx, it0: str) -> tuple[str, list[str]]:
         alpha64 = f.select(good, f.div(rz, pq, "f64"), f.c(0.0, "f64"), "f64")
         alpha = c.narrow(alpha64)
 
+        jacobi = c.M.kind == "jacobi"  # z = dinv * r is never stored: both passes recompute it
+
         def update(i: str, L: Lanes) -> list[str]:
             ri = f.sub(L.ld(f, c.r, i), f.mul(L.splat(f, alpha), L.ld(f, q, i), L.t), L.t)
             L.st(f, ri, c.r, i)
+            if jacobi:
+                return [product(f, ri, ri, L), product(f, ri, f.mul(L.ld(f, "%dinv", i), ri, L.t), L)]
             return [product(f, ri, ri, L)]
-        rr2 = c.sweep(update, 1)[0]
-        z = c.precondition(c.r, z0)
-        rz2 = rr2 if c.M.identity else c.dot(c.r, z)
+        sums = c.sweep(update, 2 if jacobi else 1)
+        rr2 = sums[0]
+        if jacobi:
+            z, rz2 = c.r, sums[1]
+        else:
+            z = c.precondition(c.r, z0)
+            rz2 = rr2 if c.M.identity else c.dot(c.r, z)
         beta = c.narrow(f.select(good, f.div(rz2, rz, "f64"), f.c(0.0, "f64"), "f64"))
 
         def direction(i: str, L: Lanes) -> list[str]:  # x += alpha p and the new p, one read of p
             pi = L.ld(f, p, i)
             L.st(f, f.add(L.ld(f, c.x, i), f.mul(L.splat(f, alpha), pi, L.t), L.t), c.x, i)
-            L.st(f, f.add(L.ld(f, z, i), f.mul(L.splat(f, beta), pi, L.t), L.t), p, i)
+            zi = f.mul(L.ld(f, "%dinv", i), L.ld(f, c.r, i), L.t) if jacobi else L.ld(f, z, i)
+            L.st(f, f.add(zi, f.mul(L.splat(f, beta), pi, L.t), L.t), p, i)
             return []
         c.sweep(direction)
         w.yield_(f.add(it, f.c(1), "index"), rz2, rr2, good)
