@@ -26,6 +26,7 @@ from .peers import Peers
 TOL = 1e-8  # CG relative residual
 CG_CAP = 200  # CG iterations on matrices above CG_CAP_ROWS rows (both sides stop there: time per iteration)
 CG_CAP_ROWS = 100_000
+CG_VECTORS = 10  # vector streams of one CG iteration: SpMV 2, r and r.r 3, x and p 5 (docs/solve.md)
 SDDMM_K = 16
 
 
@@ -58,6 +59,12 @@ class Bench:
 
 def csr_bytes(a: sp.csr_array) -> int:
     return a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
+
+
+def dia_bytes(a: sp.csr_array) -> int:
+    """Bytes of ``a``'s values stored by diagonals (one full-length row of values per occupied diagonal)."""
+    rows = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
+    return np.unique(a.indices.astype(np.int64) - rows).size * a.shape[0] * a.dtype.itemsize
 
 
 def tensor_bytes(t: Tensor) -> int:
@@ -334,7 +341,10 @@ def cg(case: Case, peers: Peers, s: Settings) -> Bench:
         res = [float(np.linalg.norm(b - a @ v)) / bnorm for v in (x, y)]
         return res[0] <= max(10 * TOL, 2 * res[1])
     note = f"at most {maxiter} iterations" if maxiter == CG_CAP else f"to {TOL:g}"
-    return Bench(out, same, lambda: solver.info.iterations * (csr_bytes(a) + 11 * b.nbytes), note)
+    walked = dia_bytes(a) if solver.info.format == "DIA" else csr_bytes(a)  # the matrix as our kernel streams it
+    if solver.info.format != "CSR":
+        note += f", walks {solver.info.format}"
+    return Bench(out, same, lambda: solver.info.iterations * (walked + CG_VECTORS * b.nbytes), note)
 
 
 OPS: dict[str, Callable[[Case, Peers, Settings], Bench]] = {

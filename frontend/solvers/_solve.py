@@ -8,6 +8,9 @@ runs the whole iteration (see :mod:`lowering.solve.krylov`). Preconditioners: ``
 factorizations happen once, in ``plan()``. ``threads``: the iterative kernels' SpMV, dot products and
 vector updates run on that many OpenMP threads (``None``: every core above a size threshold, see
 :mod:`frontend.solvers._threads`; ``1``: single-threaded code); substitution and ILU(0) stay sequential.
+``layout``: the storage the iterative kernel walks, ``"csr"``, ``"dia"`` (diagonals, no column indices), or
+``"auto"``: DIA for large matrices whose diagonals would move at most 0.8x CSR's bytes (see
+:mod:`frontend.solvers._layout`), CSR otherwise.
 
 ``Solve(a, ...).plan()`` analyses ``a``, converts it to the walked format and compiles the kernel; each
 ``execute(b)`` then only calls it. ``info`` reports the method, the walked format, iterations and the final
@@ -24,6 +27,7 @@ import numpy as np
 
 from frontend.format import index_width, mlir_type
 from frontend.ops._operands import delegate, result_package, to_caller_package
+from frontend.solvers._layout import check_layout, choose_layout, dia_operands
 from frontend.solvers._operands import (
     CsrOperands,
     Structure,
@@ -102,7 +106,7 @@ class Solve:
     def __init__(self, a: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: int | None = None,
                  preconditioner: str | None = None, lower: bool | None = None, upper: bool | None = None,
                  unit_diagonal: bool = False, on_failure: str = "raise", restart: int = 30,
-                 dtype: Any = None, threads: int | None = None) -> None:
+                 dtype: Any = None, threads: int | None = None, layout: str = "auto") -> None:
         """See the module docstring; ``dtype`` forces the working precision (float32/float64)."""
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -121,6 +125,7 @@ class Solve:
         if (lower or upper or unit_diagonal) and method not in ("auto", "triangular"):
             raise ValueError(f"lower/upper/unit_diagonal describe triangular solves, not method={method!r}")
         self.threads = check_threads(threads)
+        self.layout = check_layout(layout)
         self._a = a
         self._matrix = as_matrix(a)
         self.method, self.tol, self.maxiter = method, float(tol), maxiter
@@ -164,14 +169,21 @@ class Solve:
         else:
             method, reason = self._iterative_method()
             self._method = method
-            self._csr = csr_operands(t, dt)
-            self._pc_args, pc_kind = self._factorize(self._csr)
-            threads = solver_threads(self.threads, n, self._csr.val.size, openmp_available())
-            self._spec = KrylovSpec(method, self._elem, index_width(self._csr.pos.dtype), pc_kind,
-                                    min(self.restart, max(n, 1)), threads)
+            c = self._csr = csr_operands(t, dt)
+            self._pc_args, pc_kind = self._factorize(c)
+            threads = solver_threads(self.threads, n, c.val.size, openmp_available())
+            layout, why = choose_layout(self.layout, c, self.preconditioner)
+            if layout == "dia":
+                d = dia_operands(c)
+                self._mat_args: tuple[np.ndarray, ...] = (d.off, d.val)
+            else:
+                self._mat_args = (c.pos, c.crd, c.val)
+            self._spec = KrylovSpec(method, self._elem, index_width(c.pos.dtype), pc_kind,
+                                    min(self.restart, max(n, 1)), threads, layout)
             mod = compile_solver(krylov_module(self._spec), threads)
             self._fn = mod.function(self._spec.name)
-            self._info = SolveInfo(method, "CSR", self.preconditioner, reason, threads=threads)
+            self._info = SolveInfo(method, layout.upper(), self.preconditioner, f"{reason}; walks {why}",
+                                   threads=threads)
         self._planned = True
         self._kernels, self._prepared = {}, {}
         return self
@@ -317,7 +329,7 @@ class Solve:
         return out
 
     def _iterate(self, cols: np.ndarray, guess: np.ndarray | None) -> np.ndarray:
-        c, (n, k) = self._csr, cols.shape
+        n, k = cols.shape
         maxiter = self.maxiter if self.maxiter is not None else 10 * n
         out = np.zeros_like(cols) if guess is None else guess.copy()
         its, worst = 0, 0.0
@@ -327,7 +339,7 @@ class Solve:
                 out[:, j] = 0
                 continue
             xj = np.ascontiguousarray(out[:, j])
-            it, res = self._fn(c.pos, c.crd, c.val, *self._pc_args, bj, xj, self.tol, maxiter)
+            it, res = self._fn(*self._mat_args, *self._pc_args, bj, xj, self.tol, maxiter)
             out[:, j] = xj
             its, worst = max(its, int(it)), (res if not np.isfinite(res) or res > worst else worst)
         ok = bool(np.isfinite(worst) and worst <= self.tol * (1 + 1e-6) and np.isfinite(out).all())
@@ -355,7 +367,7 @@ def _replace(info: SolveInfo | None, **changes: Any) -> SolveInfo:
 def solve(a: Any, b: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: int | None = None,
           x0: Any = None, preconditioner: str | None = None, lower: bool | None = None,
           upper: bool | None = None, unit_diagonal: bool = False, on_failure: str = "raise",
-          restart: int = 30, threads: int | None = None) -> Any:
+          restart: int = 30, threads: int | None = None, layout: str = "auto") -> Any:
     """Solve ``a @ x = b`` (see the module docstring); returns x in the inputs' package. A distributed ``a``
     (``frontend.distributed``) solves on its workers (CG, BiCGSTAB, GMRES; Jacobi)."""
     if delegate((a,)) is not None:
@@ -363,5 +375,6 @@ def solve(a: Any, b: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: i
             method=method, tol=tol, maxiter=maxiter, x0=x0, preconditioner=preconditioner, restart=restart,
             on_failure=on_failure, lower=lower, upper=upper, unit_diagonal=unit_diagonal, threads=threads))
     s = Solve(a, method=method, tol=tol, maxiter=maxiter, preconditioner=preconditioner, lower=lower,
-              upper=upper, unit_diagonal=unit_diagonal, on_failure=on_failure, restart=restart, threads=threads)
+              upper=upper, unit_diagonal=unit_diagonal, on_failure=on_failure, restart=restart, threads=threads,
+              layout=layout)
     return s.execute(b, x0=x0)

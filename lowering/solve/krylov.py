@@ -4,6 +4,9 @@ Signature of every solver (``A`` in CSR, preconditioner arguments from ``Precond
 
     @<name>(pos, crd, val, <precond...>, b, x, tol: f64, maxiter: index) -> (iterations, relres)
 
+With ``layout="dia"`` the matrix arguments are ``off, val`` instead (see :class:`lowering.solve.vectors.Dia`):
+the same iteration with a third fewer bytes per SpMV on banded matrices (no column indices).
+
 ``x`` holds the initial guess and receives the solution. The driver loop computes the true residual
 ``r = b - A x``, runs the method's inner iteration until its recursive residual reaches
 ``tol * ||b||`` (or ``maxiter``, or a breakdown), then recomputes the true residual and restarts if
@@ -19,9 +22,10 @@ from dataclasses import dataclass
 from .builder import FuncBuilder
 from .precond import Preconditioner
 from .values import FLOAT_TYPES, IndexBuf, Lanes, check_choice, check_positive, from_f64, vec
-from .vectors import Csr, Team, dot, free_team, product, residual, spmv, sqrt, sweep, team_buffers
+from .vectors import Csr, Dia, Matrix, Team, dot, free_team, product, residual, spmv, sqrt, sweep, team_buffers
 
 METHODS = ("cg", "bicgstab", "gmres")
+LAYOUTS = ("csr", "dia")
 
 
 @dataclass(frozen=True)
@@ -34,9 +38,13 @@ class KrylovSpec:
     preconditioner: str = "none"
     restart: int = 30
     threads: int = 1
+    layout: str = "csr"
 
     def __post_init__(self) -> None:
         check_choice("method", self.method, METHODS)
+        check_choice("layout", self.layout, LAYOUTS)
+        if self.layout == "dia" and self.preconditioner == "ilu0":
+            raise ValueError("the ILU(0) preconditioner needs layout='csr'")
         check_choice("element type", self.elem, FLOAT_TYPES)
         check_positive("restart", self.restart)
         check_positive("threads", self.threads)
@@ -46,13 +54,14 @@ class KrylovSpec:
     def name(self) -> str:
         extra = f"_m{self.restart}" if self.method == "gmres" else ""
         par = f"_t{self.threads}" if self.threads > 1 else ""
-        return f"{self.method}{extra}_{self.preconditioner}_{self.elem}_i{self.index_width}{par}"
+        dia = "_dia" if self.layout == "dia" else ""
+        return f"{self.method}{extra}_{self.preconditioner}_{self.elem}_i{self.index_width}{par}{dia}"
 
 
 @dataclass
 class _Ctx:
     f: FuncBuilder
-    A: Csr
+    A: Matrix
     M: Preconditioner
     n: str
     b: str
@@ -125,19 +134,28 @@ def _cg(c: _Ctx, it0: str) -> tuple[str, list[str]]:
         alpha64 = f.select(good, f.div(rz, pq, "f64"), f.c(0.0, "f64"), "f64")
         alpha = c.narrow(alpha64)
 
+        jacobi = c.M.kind == "jacobi"  # z = dinv * r is never stored: both passes recompute it
+
         def update(i: str, L: Lanes) -> list[str]:
-            a = L.splat(f, alpha)
-            L.st(f, f.add(L.ld(f, c.x, i), f.mul(a, L.ld(f, p, i), L.t), L.t), c.x, i)
-            ri = f.sub(L.ld(f, c.r, i), f.mul(a, L.ld(f, q, i), L.t), L.t)
+            ri = f.sub(L.ld(f, c.r, i), f.mul(L.splat(f, alpha), L.ld(f, q, i), L.t), L.t)
             L.st(f, ri, c.r, i)
+            if jacobi:
+                return [product(f, ri, ri, L), product(f, ri, f.mul(L.ld(f, "%dinv", i), ri, L.t), L)]
             return [product(f, ri, ri, L)]
-        rr2 = c.sweep(update, 1)[0]
-        z = c.precondition(c.r, z0)
-        rz2 = rr2 if c.M.identity else c.dot(c.r, z)
+        sums = c.sweep(update, 2 if jacobi else 1)
+        rr2 = sums[0]
+        if jacobi:
+            z, rz2 = c.r, sums[1]
+        else:
+            z = c.precondition(c.r, z0)
+            rz2 = rr2 if c.M.identity else c.dot(c.r, z)
         beta = c.narrow(f.select(good, f.div(rz2, rz, "f64"), f.c(0.0, "f64"), "f64"))
 
-        def direction(i: str, L: Lanes) -> list[str]:
-            L.st(f, f.add(L.ld(f, z, i), f.mul(L.splat(f, beta), L.ld(f, p, i), L.t), L.t), p, i)
+        def direction(i: str, L: Lanes) -> list[str]:  # x += alpha p and the new p, one read of p
+            pi = L.ld(f, p, i)
+            L.st(f, f.add(L.ld(f, c.x, i), f.mul(L.splat(f, alpha), pi, L.t), L.t), c.x, i)
+            zi = f.mul(L.ld(f, "%dinv", i), L.ld(f, c.r, i), L.t) if jacobi else L.ld(f, z, i)
+            L.st(f, f.add(zi, f.mul(L.splat(f, beta), pi, L.t), L.t), p, i)
             return []
         c.sweep(direction)
         w.yield_(f.add(it, f.c(1), "index"), rz2, rr2, good)
@@ -338,10 +356,15 @@ def krylov_function(spec: KrylovSpec) -> str:
     E = spec.elem
     idx = IndexBuf(spec.index_width)
     M = Preconditioner(spec.preconditioner, E, spec.index_width)
-    args = [("pos", idx.memref), ("crd", idx.memref), ("val", vec(E)), *M.args(),
-            ("b", vec(E)), ("x", vec(E)), ("tol", "f64"), ("maxiter", "index")]
+    A: Matrix
+    if spec.layout == "dia":
+        mat = [("off", Dia.OFF), ("val", vec(E))]
+        A = Dia("%off", "%val", E)
+    else:
+        mat = [("pos", idx.memref), ("crd", idx.memref), ("val", vec(E))]
+        A = Csr("%pos", "%crd", "%val", idx, E)
+    args = [*mat, *M.args(), ("b", vec(E)), ("x", vec(E)), ("tol", "f64"), ("maxiter", "index")]
     f = FuncBuilder(spec.name, args, results=["index", "f64"])
-    A = Csr("%pos", "%crd", "%val", idx, E)
     n = f.dim("%b", vec(E))
     team = team_buffers(f, spec.threads, A, n)
     bnorm = sqrt(f, dot(f, n, "%b", "%b", E, team))

@@ -16,7 +16,7 @@ from typing import Any
 from .builder import FuncBuilder
 from .triangular import emit_rows
 from .values import Block, IndexBuf, Lanes, check_choice, vec
-from .vectors import SEQUENTIAL, Csr, Team, sweep
+from .vectors import SEQUENTIAL, Csr, Matrix, Team, sweep
 
 KINDS = ("none", "jacobi", "ilu0")
 
@@ -45,8 +45,8 @@ class Preconditioner:
             return [("lu", vec(E)), ("dptr", idx.memref), ("uinv", vec(E))]
         return []
 
-    def apply(self, f: FuncBuilder, A: Csr, n: str, src: str, dst: str, team: Team = SEQUENTIAL) -> None:
-        """Emit ``dst = M^-1 src`` (``dst`` != ``src``); ILU(0)'s substitutions stay sequential."""
+    def apply(self, f: FuncBuilder, A: Matrix, n: str, src: str, dst: str, team: Team = SEQUENTIAL) -> None:
+        """Emit ``dst = M^-1 src`` (``dst`` != ``src``); ILU(0)'s substitutions stay sequential (CSR ``A`` only)."""
         E = self.elem
         if self.kind == "jacobi":
             def body(i: str, L: Lanes) -> list[str]:
@@ -54,6 +54,8 @@ class Preconditioner:
                 return []
             sweep(f, n, E, body, team=team)
         elif self.kind == "ilu0":
+            if not isinstance(A, Csr):
+                raise ValueError("ILU(0) walks A's CSR pattern; it has no DIA form")
             idx, blk = A.idx, Block(E)
             c1 = f.c(1)
 

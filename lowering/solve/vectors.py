@@ -47,6 +47,62 @@ class Csr:
 
 
 @dataclass(frozen=True)
+class Dia:
+    """A DIA matrix's buffers inside a function: ``off`` (``memref<?xi64>``, the sorted diagonal offsets
+    ``column - row``, at least one) and ``val`` (``ndiag * n`` entries, ``val[d * n + i] = A[i, i + off[d]]``,
+    zero where that column is outside the matrix).
+
+    Rows whose every diagonal lands inside the matrix (:meth:`interior`) are computed ``width`` rows at a
+    time with contiguous vector loads of ``val`` and ``x`` and all diagonals summed in registers (one pass
+    over ``y``); the few rows at the ends check each column (:meth:`row_dot`).
+    """
+
+    off: str
+    val: str
+    elem: str
+
+    OFF = "memref<?xi64>"
+
+    def offset(self, f: FuncBuilder, d: str) -> str:
+        return f.cast("arith.index_cast", f.load(self.off, d, self.OFF), "i64", "index")
+
+    def interior(self, f: FuncBuilder, n: str) -> tuple[str, str, str]:
+        """``(ndiag, lo, hi)``: rows ``lo..hi`` read only columns inside ``0..n`` on every diagonal."""
+        nd = f.dim(self.off, self.OFF)
+        first, last = self.offset(f, f.c(0)), self.offset(f, f.sub(nd, f.c(1), "index"))
+        c0 = f.c(0)
+        below = f.sub(c0, first, "index")  # rows whose lowest diagonal starts left of column 0
+        lo = f.op(f"arith.minsi {n}, {f.op(f'arith.maxsi {c0}, {below} : index', 'n')} : index", "n")
+        hi = f.op(f"arith.minsi {n}, {f.sub(n, last, 'index')} : index", "n")
+        return nd, lo, f.op(f"arith.maxsi {lo}, {hi} : index", "n")
+
+    def row_dot(self, f: FuncBuilder, i: str, x: str, n: str, nd: str) -> str:
+        """Row ``i`` of ``A x`` (element type), skipping columns outside ``0..n``."""
+        E = self.elem
+        zero = f.c(0.0, E)
+        with f.loop(f.c(0), nd, [(zero, E)]) as dl:
+            j = f.add(i, self.offset(f, dl.iv), "index")
+            inside = f.cmpi("ult", j, n)  # a negative column wraps to a huge index
+            xj = f.load(x, f.select(inside, j, f.c(0), "index"), vec(E))
+            term = f.mul(f.load(self.val, f.add(f.mul(dl.iv, n, "index"), i, "index"), vec(E)), xj, E)
+            f.yield_(dl, f.add(dl.args[0], f.select(inside, term, zero, E), E))
+        return dl.results[0]
+
+    def lanes_dot(self, f: FuncBuilder, i: str, L: Lanes, x: str, n: str, nd: str) -> str:
+        """Rows ``i..i+width`` of ``A x`` (interior rows only: no column checks)."""
+        with f.loop(f.c(0), nd, [(L.zero(f), L.t)]) as dl:
+            v = L.ld(f, self.val, f.add(f.mul(dl.iv, n, "index"), i, "index"))
+            xv = L.ld(f, x, f.add(i, self.offset(f, dl.iv), "index"))
+            f.yield_(dl, f.add(dl.args[0], f.mul(v, xv, L.t), L.t))
+        return dl.results[0]
+
+
+Matrix = Csr | Dia
+#: Rows of a DIA matrix handled at once in the interior (one or two SIMD registers).
+DIA_WIDTH = 8
+
+
+@dataclass(frozen=True)
 class Team:
     """How the sweeps of one function split across ``threads`` (1 = sequential code, no parallel op).
 
@@ -70,18 +126,21 @@ SEQUENTIAL = Team()
 _LINE = 8  # f64 partial sums per chunk (one 64-byte cache line)
 
 
-def team_buffers(f: FuncBuilder, threads: int, A: Csr, n: str) -> Team:
-    """Allocate a Team's scratch buffers (free them with :func:`free_team`); SEQUENTIAL for one thread."""
+def team_buffers(f: FuncBuilder, threads: int, A: Matrix, n: str) -> Team:
+    """Allocate a Team's scratch buffers (free them with :func:`free_team`); SEQUENTIAL for one thread.
+
+    A DIA matrix has the same work per row, so its rows split into equal ranges (no ``rows``)."""
     if threads == 1:
         return SEQUENTIAL
     partials = f.alloc("memref<?xf64>", f.c(threads * _LINE))
-    return Team(threads, partials, row_split(f, A, n, threads))
+    return Team(threads, partials, row_split(f, A, n, threads) if isinstance(A, Csr) else "")
 
 
 def free_team(f: FuncBuilder, team: Team) -> None:
     if team.parallel:
         f.dealloc(team.partials, "memref<?xf64>")
-        f.dealloc(team.rows, "memref<?xindex>")
+        if team.rows:
+            f.dealloc(team.rows, "memref<?xindex>")
 
 
 def row_split(f: FuncBuilder, A: Csr, n: str, parts: int) -> str:
@@ -109,19 +168,21 @@ def row_split(f: FuncBuilder, A: Csr, n: str, parts: int) -> str:
 
 
 def sweep(f: FuncBuilder, n: str, elem: str, body: Body, nsums: int = 0, width: int = 4,
-          unroll: int = 2, team: Team = SEQUENTIAL, by_rows: bool = False) -> list[str]:
-    """``for i in 0..n: body(i, lanes)``, returning the f64 sums of its terms.
+          unroll: int = 2, team: Team = SEQUENTIAL, by_rows: bool = False, start: str | None = None) -> list[str]:
+    """``for i in start..n: body(i, lanes)`` (``start`` 0 when None), returning the f64 sums of its terms.
 
     The main loop takes ``unroll`` groups of ``width`` lanes per step (SIMD vectors, separate
     partial sums per group, so dot products are not bound by one add chain); a scalar loop does the
     rest. ``width=1, unroll=1`` gives plain scalar code (for bodies that gather, like SpMV rows).
     With a parallel ``team`` each thread runs this on its chunk (``by_rows``: the team's row split).
     """
+    first = start if start is not None else f.c(0)
     if not team.parallel:
-        return _sweep_range(f, f.c(0), n, elem, body, nsums, width, unroll)
+        return _sweep_range(f, first, n, elem, body, nsums, width, unroll)
     T, F = team.threads, "memref<?xf64>"
     step = width * unroll
-    chunk = f.mul(f.op(f"arith.ceildivui {n}, {f.c(T * step)} : index", "n"), f.c(step), "index")
+    span = f.sub(n, first, "index") if start is not None else n
+    chunk = f.mul(f.op(f"arith.ceildivui {span}, {f.c(T * step)} : index", "n"), f.c(step), "index")
     cid = f.fresh("t")
     f.emit(f"scf.parallel ({cid}) = ({f.c(0)}) to ({f.c(T)}) step ({f.c(1)}) {{")
     with f.nested():
@@ -129,7 +190,7 @@ def sweep(f: FuncBuilder, n: str, elem: str, body: Body, nsums: int = 0, width: 
             lo = f.load(team.rows, cid, "memref<?xindex>")
             hi = f.load(team.rows, f.add(cid, f.c(1), "index"), "memref<?xindex>")
         else:
-            lo = f.op(f"arith.minui {f.mul(cid, chunk, 'index')}, {n} : index", "n")
+            lo = f.op(f"arith.minui {f.add(first, f.mul(cid, chunk, 'index'), 'index')}, {n} : index", "n")
             hi = f.op(f"arith.minui {f.add(lo, chunk, 'index')}, {n} : index", "n")
         sums = _sweep_range(f, lo, hi, elem, body, nsums, width, unroll)
         for k, s_ in enumerate(sums):
@@ -192,24 +253,47 @@ def sqrt(f: FuncBuilder, v: str) -> str:
     return f.op(f"math.sqrt {v} : f64")
 
 
-def residual(f: FuncBuilder, A: Csr, n: str, b: str, x: str, r: str, team: Team = SEQUENTIAL) -> str:
-    """``r = b - A x``; returns ``||r||^2`` (f64)."""
-    E = A.elem
+#: rows(i, lanes, (A x)[i..i+lanes]) -> the f64 terms its caller sums (see :func:`matrix_rows`).
+RowBody = Callable[[str, Lanes, str], Sequence[str]]
 
-    def body(i: str, L: Lanes) -> list[str]:
-        ri = f.sub(L.ld(f, b, i), A.row_dot(f, i, x), E)
+
+def matrix_rows(f: FuncBuilder, A: Matrix, n: str, x: str, body: RowBody, nsums: int,
+                team: Team = SEQUENTIAL) -> list[str]:
+    """``body(i, lanes, (A x)[rows])`` for every row, returning the f64 sums of its terms.
+
+    CSR: one row at a time, split by nonzeros across the team. DIA: the interior rows ``DIA_WIDTH`` at a
+    time across the team, the rows at both ends (columns checked) sequentially.
+    """
+    if isinstance(A, Csr):
+        def row(i: str, L: Lanes) -> Sequence[str]:
+            return body(i, L, A.row_dot(f, i, x))
+        return sweep(f, n, A.elem, row, nsums, width=1, unroll=1, team=team, by_rows=True)
+    nd, lo, hi = A.interior(f, n)
+
+    def edge(i: str, L: Lanes) -> Sequence[str]:
+        return body(i, L, A.row_dot(f, i, x, n, nd))
+
+    def inner(i: str, L: Lanes) -> Sequence[str]:
+        return body(i, L, A.lanes_dot(f, i, L, x, n, nd))
+    head = sweep(f, lo, A.elem, edge, nsums, width=1, unroll=1)
+    mid = sweep(f, hi, A.elem, inner, nsums, width=DIA_WIDTH, unroll=1, team=team, start=lo)
+    tail = sweep(f, n, A.elem, edge, nsums, width=1, unroll=1, start=hi)
+    return [f.add(f.add(a, b, "f64"), c, "f64") for a, b, c in zip(head, mid, tail)]
+
+
+def residual(f: FuncBuilder, A: Matrix, n: str, b: str, x: str, r: str, team: Team = SEQUENTIAL) -> str:
+    """``r = b - A x``; returns ``||r||^2`` (f64)."""
+    def body(i: str, L: Lanes, ax: str) -> list[str]:
+        ri = f.sub(L.ld(f, b, i), ax, L.t)
         L.st(f, ri, r, i)
         return [product(f, ri, ri, L)]
-    return sweep(f, n, E, body, 1, width=1, unroll=1, team=team, by_rows=True)[0]
+    return matrix_rows(f, A, n, x, body, 1, team)[0]
 
 
-def spmv(f: FuncBuilder, A: Csr, n: str, x: str, y: str, dots: Sequence[str] = (), team: Team = SEQUENTIAL,
+def spmv(f: FuncBuilder, A: Matrix, n: str, x: str, y: str, dots: Sequence[str] = (), team: Team = SEQUENTIAL,
          offset: str | None = None) -> list[str]:
     """``y = A x`` (into ``y[offset:]`` when given); returns ``dot(w, y)`` for each vector ``w`` in ``dots``."""
-    E = A.elem
-
-    def body(i: str, L: Lanes) -> list[str]:
-        yi = A.row_dot(f, i, x)
+    def body(i: str, L: Lanes, yi: str) -> list[str]:
         L.st(f, yi, y, f.add(offset, i, "index") if offset else i)
         return [product(f, L.ld(f, w, i) if w != y else yi, yi, L) for w in dots]
-    return sweep(f, n, E, body, len(dots), width=1, unroll=1, team=team, by_rows=True)
+    return matrix_rows(f, A, n, x, body, len(dots), team)
