@@ -77,3 +77,27 @@ def test_trampoline_calls_with_integer_words() -> None:
     assert list(buf)[:10] == [9] * 10
     floats = ctypes.CFUNCTYPE(None, ctypes.c_double)(ctypes.cast(memset, ctypes.c_void_p).value)
     assert trampoline.packed(floats, (1.0,)) is None  # a float argument travels in another register
+
+
+@pytest.mark.parametrize("fmt", ["CSR", "DELTA8"])
+def test_tensor_and_torch_callers_get_their_package(fmt: str) -> None:
+    from frontend import Tensor
+    from frontend.format import NamedFormats
+
+    a = matrix(40, 33, 0.2, np.float64)
+    t = Tensor.from_package(a)
+    if fmt == "DELTA8":
+        t = t.convert(tensor_format=NamedFormats.DELTA(8))
+    x = np.random.default_rng(2).standard_normal(33)
+    mm = F.Matmul(t, x).plan()
+    got = mm.execute()
+    assert isinstance(got, Tensor)
+    np.testing.assert_allclose(got.to_package("numpy"), a @ x)
+    np.testing.assert_allclose(mm.execute().to_package("numpy"), a @ x)
+    torch = pytest.importorskip("torch")
+    xt = torch.from_numpy(x)
+    mt = F.Matmul(a, xt).plan()
+    for _ in range(2):
+        res = mt.execute()
+        assert isinstance(res, torch.Tensor)
+        np.testing.assert_allclose(res.numpy(), a @ x)

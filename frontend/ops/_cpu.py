@@ -164,14 +164,17 @@ class CpuMatmul(MatmulPlan):
         return self
 
     def _fast_runner(self) -> Any:
-        """The prepared call's raw runner (:meth:`RowRangeCall.runner`) when ``execute()`` may return what it
-        returns as is: a plain result of a row-range kernel, no promoted operands, a NumPy/SciPy caller, an
-        output of rank >= 1; else None (``execute()`` takes the general path)."""
-        bound, op = self._bound, self._op
-        if (not self._direct or op is None or op.casts or not op.row_range or self._package not in ("numpy", "scipy")
-                or not isinstance(bound, RowRangeCall) or not op.kernel.contraction.output.shape):  # type: ignore[union-attr]
+        """The prepared call's raw runner (:meth:`RowRangeCall.runner`, its result in the callers' package) when
+        ``execute()`` may use it: a plain result of a row-range kernel, no promoted operands, an output of
+        rank >= 1; else None (``execute()`` takes the general path)."""
+        bound, op, package = self._bound, self._op, self._package
+        if (not self._direct or op is None or op.casts or not op.row_range or not isinstance(bound, RowRangeCall)
+                or not op.kernel.contraction.output.shape):  # type: ignore[union-attr]
             return None
-        return bound.runner()
+        run = bound.runner()
+        if run is None or package in ("numpy", "scipy"):
+            return run
+        return lambda: to_caller_package(run(), package)  # a dense Tensor (Tensor operands) or a torch tensor
 
     def _guard_checks(self, op: PreparedOp) -> None:
         """What execute() checks: the sparse operands' guards flattened (validated first), the casts."""
