@@ -40,6 +40,10 @@ STENCIL_BANDWIDTH = 0.01
 #: the time of the partial sums; at a share of 0.21 (bar) 1.35x and 0.12 (pruned 50%) 3.25x: a group's branch
 #: is then mispredicted.
 RUN_SHARE = 0.7
+#: ... and long rows (mean >= :data:`LONG_ROW`) whose x exceeds :data:`X_CACHE_BYTES`: the gathers' 4
+#: independent loads overlap cache misses better than 4 partial sums. One thread: short-wide 1000 x 500k
+#: (4k per row, x 4 MB) 0.55x, power-law 1M rows (30 per row, x 8 MB) 0.66-0.77x the partial sums' time; with
+#: x in cache gathers cost 1.7x (random 2000^2, pruned 4096^2 90-95%), on 10 per row (uniform 1M) 0.97-1.09x.
 #: ``threads=None`` (auto) uses every core from this much work on (stored entries times the vector
 #: operations each one costs over the dense columns it multiplies, plus the output's rows: :func:`_work`);
 #: below it one thread: handing a chunk to another thread cost ~35 us, one thread does ~0.55 ns per unit
@@ -135,8 +139,8 @@ def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str
 
 def _gather(c: Contraction, w: int, stats: OperandStats | None) -> tuple[bool, str]:
     """``(True, why)`` for the gathered walk: plus-times over CSR-like levels (dense, compressed) whose entries
-    mostly lie in runs (:data:`RUN_SHARE`), or scalar-length rows with a stencil-like spread of columns and x out
-    of cache (:data:`STENCIL_COLUMNS`)."""
+    mostly lie in runs (:data:`RUN_SHARE`), long rows with x out of cache, or scalar-length rows with a
+    stencil-like spread of columns and x out of cache (:data:`STENCIL_COLUMNS`)."""
     fmt = c.inputs[w].fmt
     if (stats is None or fmt is None or c.semiring is not None or c.prolog is not None or _free_extent(c, w) > 1
             or [lv.format.value for lv in fmt.levels] != ["dense", "compressed"]
@@ -144,9 +148,13 @@ def _gather(c: Contraction, w: int, stats: OperandStats | None) -> tuple[bool, s
         return False, ""
     if stats.runs >= RUN_SHARE and stats.row_mean >= MID_LANES:
         return True, f"{stats.runs:.0%} of entries in runs of {MID_LANES} columns: gathered, runs loaded whole; "
-    if stats.row_mean >= LONG_ROW or not stats.bandwidth == stats.bandwidth:
-        return False, ""
     x_bytes = stats.cols * _ITEM_BYTES[c.inputs[w].elem]
+    if stats.row_mean >= LONG_ROW:
+        if x_bytes > X_CACHE_BYTES:
+            return True, f"x {x_bytes >> 20} MiB out of cache, rows avg {stats.row_mean:.1f} >= {LONG_ROW}: gathered; "
+        return False, ""
+    if not stats.bandwidth == stats.bandwidth:
+        return False, ""
     distance = stats.bandwidth * stats.cols
     if x_bytes > X_CACHE_BYTES and distance >= STENCIL_COLUMNS and stats.bandwidth <= STENCIL_BANDWIDTH:
         return True, f"x {x_bytes >> 20} MiB, columns {distance:.0f} from the diagonal (stencil-like): gathered; "

@@ -94,3 +94,28 @@ def test_run_share_rule() -> None:
     assert not choose_schedule(minplus, with_runs(1.0), 1, None).gather
     assert not choose_schedule(spmv_contraction(N.DELTA(8)), with_runs(1.0), 1, None).gather
     assert not choose_schedule(spmv_contraction(cols=16), with_runs(1.0), 1, None).gather  # SpMM
+
+
+def test_long_rows_gather_when_x_leaves_cache() -> None:
+    from lowering.schedule import LONG_ROW, X_CACHE_BYTES
+
+    n = X_CACHE_BYTES // 8 + 1
+
+    def rows(mean: float, cols: int) -> OperandStats:
+        return OperandStats(1000, cols, int(1000 * mean), int(mean), mean, 0.0, 0.3)
+    got = choose_schedule(spmv_contraction(m=1000, n=n), rows(LONG_ROW, n), 1, None)
+    assert got.gather and got.lanes == MID_LANES and "out of cache" in got.reason
+    assert not choose_schedule(spmv_contraction(m=1000, n=n), rows(LONG_ROW - 1, n), 1, None).gather
+    assert not choose_schedule(spmv_contraction(m=1000, n=4096), rows(2048.0, 4096), 1, None).gather  # x in cache
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_forced_gather_on_long_random_rows(dtype: type) -> None:
+    a = sp.random_array((9, 5000), density=0.2, format="csr", random_state=5, dtype=np.float64).astype(dtype)
+    a = sp.csr_array(a)
+    t = Tensor.from_package(a)
+    x = (np.random.default_rng(3).random(5000) - 0.5).astype(dtype)
+    op = prepared(t, x, "spmv")
+    for rows in (True, False):
+        c = dataclasses.replace(op.describe(), lanes=MID_LANES, row_range=rows, gather=True)
+        np.testing.assert_allclose(_run_gathered(op, c, rows), a @ x, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
