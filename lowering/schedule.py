@@ -40,10 +40,13 @@ STENCIL_BANDWIDTH = 0.01
 #: the time of the partial sums; at a share of 0.21 (bar) 1.35x and 0.12 (pruned 50%) 3.25x: a group's branch
 #: is then mispredicted.
 RUN_SHARE = 0.7
-#: ... and long rows (mean >= :data:`LONG_ROW`) whose x exceeds :data:`X_CACHE_BYTES`: the gathers' 4
-#: independent loads overlap cache misses better than 4 partial sums. One thread: short-wide 1000 x 500k
-#: (4k per row, x 4 MB) 0.55x, power-law 1M rows (30 per row, x 8 MB) 0.66-0.77x the partial sums' time; with
-#: x in cache gathers cost 1.7x (random 2000^2, pruned 4096^2 90-95%), on 10 per row (uniform 1M) 0.97-1.09x.
+#: ... and long rows (mean >= :data:`LONG_ROW`, row-length spread ``row_cv`` <= :data:`GATHER_ROW_CV`) whose
+#: x exceeds :data:`X_CACHE_BYTES`: the gathers' 4 independent loads overlap cache misses better than 4 partial
+#: sums. One thread: short-wide 1000 x 500k (4k per row, x 4 MB) 0.51-0.55x the partial sums' time; rows of
+#: 32/64/256/1024 random columns of 500k: 0.79/0.76/0.73/0.68x. With x in cache gathers cost 1.7x (random
+#: 2000^2, pruned 4096^2 90-95%); power-law rows (mean 30, cv 7.9, 55% of rows under 12) measured 0.66-1.39x
+#: over runs (short rows pay the gathered walk's tail), so a wide spread keeps the partial sums.
+GATHER_ROW_CV = 1.0
 #: ``threads=None`` (auto) uses every core from this much work on (stored entries times the vector
 #: operations each one costs over the dense columns it multiplies, plus the output's rows: :func:`_work`);
 #: below it one thread: handing a chunk to another thread cost ~35 us, one thread does ~0.55 ns per unit
@@ -150,7 +153,7 @@ def _gather(c: Contraction, w: int, stats: OperandStats | None) -> tuple[bool, s
         return True, f"{stats.runs:.0%} of entries in runs of {MID_LANES} columns: gathered, runs loaded whole; "
     x_bytes = stats.cols * _ITEM_BYTES[c.inputs[w].elem]
     if stats.row_mean >= LONG_ROW:
-        if x_bytes > X_CACHE_BYTES:
+        if x_bytes > X_CACHE_BYTES and stats.row_cv <= GATHER_ROW_CV:
             return True, f"x {x_bytes >> 20} MiB out of cache, rows avg {stats.row_mean:.1f} >= {LONG_ROW}: gathered; "
         return False, ""
     if not stats.bandwidth == stats.bandwidth:

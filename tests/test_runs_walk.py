@@ -97,7 +97,7 @@ def test_run_share_rule() -> None:
 
 
 def test_long_rows_gather_when_x_leaves_cache() -> None:
-    from lowering.schedule import LONG_ROW, X_CACHE_BYTES
+    from lowering.schedule import GATHER_ROW_CV, LONG_ROW, X_CACHE_BYTES
 
     n = X_CACHE_BYTES // 8 + 1
 
@@ -107,6 +107,8 @@ def test_long_rows_gather_when_x_leaves_cache() -> None:
     assert got.gather and got.lanes == MID_LANES and "out of cache" in got.reason
     assert not choose_schedule(spmv_contraction(m=1000, n=n), rows(LONG_ROW - 1, n), 1, None).gather
     assert not choose_schedule(spmv_contraction(m=1000, n=4096), rows(2048.0, 4096), 1, None).gather  # x in cache
+    spread = dataclasses.replace(rows(LONG_ROW, n), row_cv=GATHER_ROW_CV + 0.1)  # power-law: short rows too
+    assert not choose_schedule(spmv_contraction(m=1000, n=n), spread, 1, None).gather
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
