@@ -132,6 +132,18 @@ class BoundCall:
         ret = self._cfn(*self._cargs)
         return self._m.results(self._buf, ret, self._inputs)
 
+    def raw(self, i: int) -> tuple[Any, tuple[Any, ...], Any, int] | None:
+        """``(cfn, cargs, buf, word)`` for callers that run this call in a hot loop with a fresh array as
+        argument ``i`` each time: ``buf[word] = buf[word + 1] = pointer`` then ``cfn(*cargs)`` is the call
+        (no results decoded, no checks; the caller passes an array of argument ``i``'s shape and dtype, keeps it
+        and this object alive during the call, and takes ``raw`` again after rebinding a scalar argument: array
+        arguments are rebound in place). None when the function returns results (they need decoding) or
+        argument ``i`` is no array."""
+        off = self._m.layout.offsets[i]
+        if self._m.layout.by_pointer or off < 0:
+            return None
+        return self._cfn, tuple(self._cargs), self._buf, off >> 3
+
 
 class CompiledModule:
     """A loaded shared object with the signatures of its public functions."""

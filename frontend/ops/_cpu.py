@@ -24,6 +24,7 @@ from ._operands import native_half, operand, operand_key, promoted, result_packa
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
 from ._plan import MatmulInfo, MatmulPlan
 from ._prepared import PreparedOp
+from ._threads import RowRangeCall
 
 _TEMPLATES: dict[tuple, PreparedOp] = {}  # matmul signature -> PreparedOp without operands; 513 at most
 _THREAD_CALLS = threading.local()  # .calls: signature -> (kernel, prepared call, its arguments); 65 per thread
@@ -119,6 +120,7 @@ class CpuMatmul(MatmulPlan):
         self._frozen: tuple[Any, ...] = ()  # their frozen NumPy index buffers (flattened guards, see _guard_checks)
         self._versions: tuple[tuple[Any, int], ...] = ()  # their torch index buffers and versions
         self._casts: list[Any] = []  # promoted operands' (copy, source) values, refreshed per execute
+        self._fast: Any = None  # the prepared call's raw runner when execute() may use it (set by plan)
         self.checked = True  # False: the caller guarantees the index buffers are unchanged (no recheck)
 
     @classmethod
@@ -157,8 +159,22 @@ class CpuMatmul(MatmulPlan):
         kernel = self._kernel()
         self._bound = kernel.bind(kernel.flatten(op.tensors, op.extra), op.bounds)
         self._direct = op.is_plain()
+        self._fast = self._fast_runner()
         self._guard_checks(op)
         return self
+
+    def _fast_runner(self) -> Any:
+        """The prepared call's raw runner (:meth:`RowRangeCall.runner`, its result in the callers' package) when
+        ``execute()`` may use it: a plain result of a row-range kernel, no promoted operands, an output of
+        rank >= 1; else None (``execute()`` takes the general path)."""
+        bound, op, package = self._bound, self._op, self._package
+        if (not self._direct or op is None or op.casts or not op.row_range or not isinstance(bound, RowRangeCall)
+                or not op.kernel.contraction.output.shape):  # type: ignore[union-attr]
+            return None
+        run = bound.runner()
+        if run is None or package in ("numpy", "scipy"):
+            return run
+        return lambda: to_caller_package(run(), package)  # a dense Tensor (Tensor operands) or a torch tensor
 
     def _guard_checks(self, op: PreparedOp) -> None:
         """What execute() checks: the sparse operands' guards flattened (validated first), the casts."""
@@ -191,6 +207,8 @@ class CpuMatmul(MatmulPlan):
                     if b._version != version:
                         self._revalidate()
                         break
+        if out is None and self._fast is not None:
+            return self._fast()
         if self._casts:  # promoted operands: their current values, cast
             self._op.refresh_casts()  # type: ignore[union-attr]
         if out is not None:
@@ -247,6 +265,7 @@ class CpuMatmul(MatmulPlan):
         if self._bound is not None:
             kernel = op.kernel_for()
             self._bound = kernel.bind(kernel.flatten(op.tensors, op.extra), op.bounds)
+            self._fast = self._fast_runner()
             self._guard_checks(op)
         return self
 
@@ -283,6 +302,7 @@ class CpuMatmul(MatmulPlan):
 
     def release(self) -> None:
         self._op, self._bound, self._into, self._objs = None, None, None, [None] * len(self._objs)
+        self._fast = None
 
     def _live(self) -> PreparedOp:
         if self._op is None:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from frontend.tensor._tensor import Tensor
-from lowering.schedule import OperandStats
+from lowering.schedule import MID_LANES, OperandStats
 
 from ._threads import balanced_bounds, chunk_bounds
 
@@ -135,7 +135,8 @@ def _measure(t: Tensor) -> StoredRows:
     else:
         row_max, cv = 0, 0.0
     stride, fill = _fixed_stride(t, k, rows, entries)
-    stats = OperandStats(rows, cols, nnz, row_max, mean, cv, _sampled_bandwidth(t, k, cols), stride, fill)
+    stats = OperandStats(rows, cols, nnz, row_max, mean, cv, _sampled_bandwidth(t, k, cols), stride, fill,
+                         _sampled_runs(t, k))
     return StoredRows(stats, None if offsets is None else np.ascontiguousarray(offsets))
 
 
@@ -178,6 +179,31 @@ def _sampled_bandwidth(t: Tensor, k: int, cols: int) -> float:
             total += float(np.abs(c * col_scale - r * row_scale).sum())
             count += c.size
     return total / count / max(cols, 1) if count else 0.0
+
+
+def _sampled_runs(t: Tensor, k: int) -> float:
+    """Share of the entries of up to :data:`BANDWIDTH_SAMPLE` evenly spaced rows (first batch) that lie in
+    runs: groups of :data:`lowering.schedule.MID_LANES` entries aligned to the row's start whose columns are
+    consecutive (4x4-block rows: 1.0); 0.0 when level ``k`` is no plain compressed level."""
+    lv = t.tensor_format.levels[k]
+    if lv.format.value != "compressed" or not lv.has_coordinates:
+        return 0.0
+    pos, crd = np.asarray(t.pos(k)), np.asarray(t.crd(k))
+    if pos.ndim > 1:
+        pos, crd = pos[(0,) * (pos.ndim - 1)], crd[(0,) * (crd.ndim - 1)]
+    rows = len(pos) - 1
+    if rows <= 0 or pos[-1] == 0:
+        return 0.0
+    g = MID_LANES
+    picks = np.unique(np.linspace(0, rows - 1, min(rows, BANDWIDTH_SAMPLE)).astype(np.int64))
+    hits = count = 0
+    for r in picks:
+        c = crd[pos[r]:pos[r + 1]].astype(np.int64)
+        count += c.size
+        full = c.size - c.size % g
+        if full:
+            hits += g * int(np.count_nonzero(c[g - 1:full:g] - c[0:full:g] == g - 1))
+    return hits / count if count else 0.0
 
 
 def _diagonal_bandwidth(t: Tensor, cols: int) -> float:

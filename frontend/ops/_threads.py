@@ -15,10 +15,15 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from collections.abc import Callable
+from functools import partial
 from queue import SimpleQueue
 from typing import Any
 
 import numpy as np
+
+from mlir_bridge.marshal import data_pointer
+from mlir_bridge.trampoline import packed
 
 
 def cpu_count() -> int:
@@ -183,6 +188,47 @@ class RowRangeCall:
         self._args[i] = value
         for call in self._calls:
             call.rebind(i, value)
+
+    def runner(self) -> Callable[[], np.ndarray] | None:
+        """A function running the prepared chunks into a fresh output and returning it, with the per-call work
+        of :meth:`__call__` cut to the allocation, one data pointer written per chunk's descriptor and the
+        kernel calls (about 1 us less on small calls); valid until :meth:`set_bounds` changes the chunks
+        (:meth:`rebind` keeps it valid: descriptors are updated in place). None when a chunk's call cannot be
+        run raw."""
+        fn = self._fn
+        if any(not hasattr(a, "shape") for a in self._args):  # a scalar argument: rebind() would not reach it
+            return None
+        raws = [call.raw(self._out_index) for call in self._calls]
+        if any(r is None for r in raws):
+            return None
+        packs = [packed(cfn, cargs) for cfn, cargs, _, _ in raws]  # two ctypes arguments: ~0.4 us less per call
+        raws = [r if p is None else (p[0], p[1], r[2], r[3]) for r, p in zip(raws, packs)]
+        shape, dtype, empty, keep = fn.out_shape, fn.dtype, np.empty, self
+        if len(raws) == 1:
+            cfn, cargs, buf, word = raws[0]
+
+            def one() -> np.ndarray:
+                out = empty(shape, dtype)
+                ptr = data_pointer(out)
+                buf[word] = ptr
+                buf[word + 1] = ptr
+                cfn(*cargs)
+                assert keep is not None and packs is not None  # hold the descriptors and the words alive
+                return out
+            return one
+        chunks = [(buf, word, partial(cfn, *cargs)) for cfn, cargs, buf, word in raws]
+        calls = [c for _, _, c in chunks]
+
+        def many() -> np.ndarray:
+            out = empty(shape, dtype)
+            ptr = data_pointer(out)
+            for buf, word, _ in chunks:
+                buf[word] = ptr
+                buf[word + 1] = ptr
+            run_chunks(calls)
+            assert keep is not None and packs is not None
+            return out
+        return many
 
     def __call__(self, out: np.ndarray | None = None) -> np.ndarray:
         fn = self._fn

@@ -240,8 +240,9 @@ class _Visitor:
             base = ", ".join([letters[ch].name for ch in sub[:-1]] + [b.index(0).name])
             mask = b.const("dense<true>", f"vector<{lanes}xi1>")
             zero = b.const("dense<0.0>" if self.ar.kind == "float" else "dense<0>", vt)
-            return self._widen(b.op(f"vector.gather {ref}[{base}] [{vec}], {mask}, {zero} : {ref.type}, "
-                                    f"{vec.type}, vector<{lanes}xi1>, {vt} into {vt}", vt), se, lanes)
+            gather = (f"vector.gather {ref}[{base}] [{vec}], {mask}, {zero} : {ref.type}, "
+                      f"{vec.type}, vector<{lanes}xi1>, {vt} into {vt}")
+            return self._widen(self._run_or_gather(ref, sub, letters, vec, vt, gather), se, lanes)
         if lanes > 1 and sub and ls.get(sub[-1], 0) == 1:
             return self._widen(b.op(f"vector.load {ref}[{idx}] : {ref.type}, {vtype(se, lanes)}",
                                     vtype(se, lanes)), se, lanes)
@@ -249,6 +250,33 @@ class _Visitor:
         if lanes > 1:
             v = b.op(f"vector.broadcast {v} : {elem} to {vtype(elem, lanes)}", vtype(elem, lanes))
         return v
+
+    def _run_or_gather(self, ref: Value, sub: str, letters: dict[str, Value], vec: Value, vt: str,
+                       gather: str) -> Value:
+        """The gathered load ``gather`` of ``ref`` at the coordinate vector ``vec``, or one contiguous
+        ``vector.load`` where the coordinates are a run (``vec == first + [0, 1, ..., lanes - 1]``, checked
+        exactly per group: 4x4-block rows, dense stretches of a row). A run's last coordinate is a stored one,
+        so the contiguous load stays in bounds."""
+        b = self.b
+        lanes = int(vt[len("vector<"):vt.index("x")])
+        first = b.extract(vec, 0)
+        iota = b.const(f"dense<[{', '.join(str(k) for k in range(lanes))}]>", vec.type)
+        expected = b.vadd(b.splat(first, lanes), iota)
+        same = b.op(f"arith.cmpi eq, {vec}, {expected} : {vec.type}", f"vector<{lanes}xi1>", "b")
+        run = b.op(f"vector.reduction <and>, {same} : vector<{lanes}xi1> into i1", "i1", "b")
+        at = first if first.type == "index" else b.op(f"arith.index_cast {first} : {first.type} to index", "index", "i")
+        idx = ", ".join([letters[ch].name for ch in sub[:-1]] + [at.name])
+        res = b.fresh("r")
+        b.emit(f"{res} = scf.if {run} -> ({vt}) {{")
+        with b.nested():
+            v = b.op(f"vector.load {ref}[{idx}] : {ref.type}, {vt}", vt)
+            b.emit(f"scf.yield {v} : {vt}")
+        b.emit("} else {")
+        with b.nested():
+            g = b.op(gather, vt)
+            b.emit(f"scf.yield {g} : {vt}")
+        b.emit("}")
+        return Value(res, vt)
 
     def _product(self, letters: dict[str, Value], ls: Mapping[str, int | None], pos: str, lanes: int) -> Value:
         b, c, elem = self.b, self.c, self.ar.elem
