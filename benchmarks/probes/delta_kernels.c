@@ -96,6 +96,26 @@ static void kS(void){ /* stream read of gap+val */ __m512 a=_mm512_setzero_ps();
 /* dense GEMV, AVX-512, two accumulators */
 static void kG(void){ for(int i=0;i<N;i++){ __m512 a=_mm512_setzero_ps(),b=_mm512_setzero_ps(); for(int j=0;j<N;j+=32){a=_mm512_fmadd_ps(_mm512_loadu_ps(W+(size_t)i*N+j),_mm512_loadu_ps(x+j),a);b=_mm512_fmadd_ps(_mm512_loadu_ps(W+(size_t)i*N+j+16),_mm512_loadu_ps(x+j+16),b);} y[i]=_mm512_reduce_add_ps(_mm512_add_ps(a,b)); } }
 
+#define PFD 1024
+#define PFV(p) __builtin_prefetch(val+(p)+PFD,0,3); __builtin_prefetch(gap+(p)+PFD,0,3);
+/* prefetching shapes (PFD entries ahead, values and gaps, once per iteration):
+   16 entries per iteration, 16 partial sums, one shared column chain */
+static void kU16(void){ for(int i=0;i<N;i++){ int64_t c=-1; float a[16]={0}; int64_t p=pos[i],e=pos[i+1];
+  for(;p+16<=e;p+=16){ PFV(p) for(int u=0;u<16;u++){ c+=gap[p+u]+1; a[u]+=val[p+u]*x[c]; } }
+  for(;p<e;p++){c+=gap[p]+1;a[0]+=val[p]*x[c];} float s=0; for(int u=0;u<16;u++)s+=a[u]; y[i]=s; } }
+/* 2 rows, U entries each per iteration, prefetch both streams */
+#define TWO(U) static void k2_##U(void){ for(int i=0;i+1<N;i+=2){ int64_t c=-1,d=-1; float a[U]={0},b[U]={0}; int64_t p=pos[i],e=pos[i+1],q=pos[i+1],f=pos[i+2]; \
+  while(p+U<=e && q+U<=f){ PFV(p) PFV(q) for(int u=0;u<U;u++){ c+=gap[p+u]+1; a[u]+=val[p+u]*x[c]; d+=gap[q+u]+1; b[u]+=val[q+u]*x[d]; } p+=U;q+=U; } \
+  for(;p+U<=e;p+=U){ PFV(p) for(int u=0;u<U;u++){ c+=gap[p+u]+1; a[u]+=val[p+u]*x[c]; } } \
+  for(;q+U<=f;q+=U){ PFV(q) for(int u=0;u<U;u++){ d+=gap[q+u]+1; b[u]+=val[q+u]*x[d]; } } \
+  for(;p<e;p++){c+=gap[p]+1;a[0]+=val[p]*x[c];} for(;q<f;q++){d+=gap[q]+1;b[0]+=val[q]*x[d];} \
+  float s=0,t=0; for(int u=0;u<U;u++){s+=a[u];t+=b[u];} y[i]=s; y[i+1]=t; } }
+TWO(2) TWO(4) TWO(8) TWO(16)
+/* 4 rows, U each */
+#define FOUR(U) static void k4_##U(void){ for(int i=0;i+3<N;i+=4){ int64_t c[4]={-1,-1,-1,-1}; float a[4][U]={{0}}; int64_t p[4],e[4]; for(int r=0;r<4;r++){p[r]=pos[i+r];e[r]=pos[i+r+1];} \
+  while(p[0]+U<=e[0]&&p[1]+U<=e[1]&&p[2]+U<=e[2]&&p[3]+U<=e[3]){ for(int r=0;r<4;r++){PFV(p[r])} for(int u=0;u<U;u++) for(int r=0;r<4;r++){ c[r]+=gap[p[r]+u]+1; a[r][u]+=val[p[r]+u]*x[c[r]]; } for(int r=0;r<4;r++)p[r]+=U; } \
+  for(int r=0;r<4;r++){ for(;p[r]<e[r];p[r]++){c[r]+=gap[p[r]]+1;a[r][0]+=val[p[r]]*x[c[r]];} float s=0; for(int u=0;u<U;u++)s+=a[r][u]; y[i+r]=s; } } }
+FOUR(4) FOUR(8)
 int main(int argc,char**argv){ double dens=argc>1?atof(argv[1]):0.5; srand(1);
  pos=malloc((N+1)*8); size_t cap=(size_t)N*N; gap=malloc(cap+64); val=malloc(cap*4+64); x=malloc(N*4); y=malloc(N*4); W=calloc(cap,4);
  size_t nnz=0; pos[0]=0;
@@ -103,10 +123,10 @@ int main(int argc,char**argv){ double dens=argc>1?atof(argv[1]):0.5; srand(1);
    gap[nnz]=g; val[nnz]=(float)rand()/RAND_MAX; W[(size_t)i*N+j]=val[nnz]; nnz++; last=j;} } pos[i+1]=nnz; }
  for(int j=0;j<N;j++)x[j]=(float)rand()/RAND_MAX;
  printf("%d x %d, density %.2f, %zu stored entries\n",N,N,dens,nnz);
- void (*ks[])(void)={kA,kA4,kF,kW,kE,kC,kP,kQ,kS,kG}; const char*nm[]={"chain","4 partial sums","2 rows","u64 gap words","gather 8x2","gather 16","window permute","decode only","stream read","dense GEMV"}; int K=10;
+ void (*ks[])(void)={kA,kA4,kF,kW,kE,kC,kP,kU16,k2_2,k2_4,k2_8,k2_16,k4_4,k4_8,kQ,kS,kG}; const char*nm[]={"chain","4 partial sums","2 rows","u64 gap words","gather 8x2","gather 16","window permute","pf 16 sums","pf 2 rows x2","pf 2 rows x4","pf 2 rows x8","pf 2 rows x16","pf 4 rows x4","pf 4 rows x8","decode only","stream read","dense GEMV"}; int K=17;
  static float ref[8192]; kA(); memcpy(ref,y,N*4);
- double best[16]; for(int k=0;k<K;k++)best[k]=1e9;
+ double best[32]; for(int k=0;k<K;k++)best[k]=1e9;
  for(int r=0;r<9;r++) for(int k=0;k<K;k++){ double t=now(); ks[k](); t=now()-t; if(t<best[k])best[k]=t;
-   if(r==0 && k!=7 && k!=8){ float err=0; for(int i=0;i<N;i++){float d=y[i]-ref[i]; if(d<0)d=-d; if(d>err)err=d;} if(err>0.05f) printf("%s: wrong result (max err %g)\n",nm[k],err);} }
+   if(r==0 && k!=14 && k!=15){ float err=0; for(int i=0;i<N;i++){float d=y[i]-ref[i]; if(d<0)d=-d; if(d>err)err=d;} if(err>0.05f) printf("%s: wrong result (max err %g)\n",nm[k],err);} }
  for(int k=0;k<K;k++) printf("%-16s %7.2f ms  %.2fx dense\n",nm[k],best[k]*1e3,best[K-1]/best[k]);
  return 0; }

@@ -35,6 +35,10 @@ DELTA_PREFETCH = 1024
 #: 8192^2 / 2048^2 f32 SpMV at 50%, ms: DELTA(4) 2 gaps a load 12.7 / 0.91, 4 gaps 12.0 / 0.73, 8 gaps 22.1 / 0.77;
 #: DELTA(2) 4 gaps 12.6 / 0.79, 8 gaps 23.7 / 0.85 (dense GEMV 13.8 / 0.88).
 DELTA_WORD_GAPS = 4
+#: Entries of an unpacked delta walk per iteration of its unrolled loop (one prefetch each; the loop's
+#: partial sums take them in turn): 8192^2 f32 DELTA(8) SpMV at 50%, one thread, 4 partial sums: 4 entries
+#: 13.3-13.5 ms, 16 entries 12.3-12.6, 32 entries 13.1-13.2 (dense GEMV 13.2-14.5 in the same runs).
+DELTA_SPAN = 16
 
 
 def delta_word_bytes(bits: int) -> int:
@@ -132,16 +136,32 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
     b, args = ctx.b, ctx.args[k]
     lo = b.load_index(args.pos, ctx.at(parent))
     hi = b.load_index(args.pos, ctx.at(b.add(parent, b.index(1))))
+    return delta_span(ctx, k, lo, hi, b.index(DELTA_START), carry, inner)[1:]
 
+
+def delta_gap(ctx: Any, k: int, p: Value) -> Value:
+    """The stored gap of entry ``p`` of delta level ``k``: one element, or ``bits`` bits of byte
+    ``p * bits / 8`` when packed."""
+    b, args = ctx.b, ctx.args[k]
     bits = ctx.level(k).bits
+    if not delta_packed(bits):
+        return b.load_index(args.crd, ctx.at(p), unsigned=True)
+    bit = b.mul(p, b.index(bits))
+    byte = b.load_index(args.crd, ctx.at(_shr(b, bit, b.index(3))), unsigned=True)
+    return _field(b, _shr(b, byte, b.op(f"arith.andi {bit}, {b.index(7)} : index", "index", "i")), bits)
 
-    def gap(p: Value) -> Value:
-        """The stored gap of entry ``p``: one element, or ``bits`` bits of byte ``p * bits / 8`` when packed."""
-        if not delta_packed(bits):
-            return b.load_index(args.crd, ctx.at(p), unsigned=True)
-        bit = b.mul(p, b.index(bits))
-        byte = b.load_index(args.crd, ctx.at(_shr(b, bit, b.index(3))), unsigned=True)
-        return _field(b, _shr(b, byte, b.op(f"arith.andi {bit}, {b.index(7)} : index", "index", "i")), bits)
+
+def delta_coord(ctx: Any, k: int, run: Value, p: Value) -> Value:
+    """Coordinate of entry ``p`` of delta level ``k`` after the running coordinate ``run``."""
+    # (run + gap) + step: x86 folds it into one lea (measured faster than run + (gap + step))
+    return ctx.b.add(ctx.b.add(run, delta_gap(ctx, k, p)), ctx.b.index(DELTA_STEP))
+
+
+def delta_span(ctx: Any, k: int, lo: Value, hi: Value, run: Value, carry: Carry, inner: Inner) -> Carry:
+    """Entries ``lo .. hi`` of delta level ``k`` (one parent's, or the rest of it) after the running
+    coordinate ``run`` (:data:`DELTA_START` before a parent's first entry); returns the last coordinate
+    followed by the visitor's carry."""
+    b, args = ctx.b, ctx.args[k]
 
     def entry(p: Value, c: Carry, lanes: int) -> Carry:
         run, rest = c[0], c[1:]
@@ -160,18 +180,16 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
             if it != "index":
                 total = Value(b.index_cast(total.name, it, "index", "i"), "index")
             return [b.add(run, total)] + inner(p, coords, rest, lanes)
-        # (run + gap) + step: x86 folds it into one lea (measured faster than run + (gap + step))
-        coord = b.add(b.add(run, gap(p)), b.index(DELTA_STEP))
+        coord = delta_coord(ctx, k, run, p)
         return [coord] + inner(p, coord, rest, 1)
 
-    init = [b.index(DELTA_START)] + list(carry)
-    if delta_packed(bits):
-        return _packed_walk(ctx, k, lo, hi, init, entry, inner)[1:]
-    out = ctx.loop(k, lo, hi, init, entry, own=1, prefetch=_prefetcher(ctx, k, 1))
-    return out[1:]
+    init = [run] + list(carry)
+    if delta_packed(ctx.level(k).bits):
+        return _packed_walk(ctx, k, lo, hi, init, entry, inner)
+    return ctx.loop(k, lo, hi, init, entry, own=1, prefetch=delta_prefetcher(ctx, k, 1), per_step=DELTA_SPAN)
 
 
-def _prefetcher(ctx: Any, k: int, per: int, unit: int = 1) -> Callable[[Value], None] | None:
+def delta_prefetcher(ctx: Any, k: int, per: int, unit: int = 1) -> Callable[[Value], None] | None:
     """``f(iv)`` prefetching the values and gaps :data:`DELTA_PREFETCH` entries after iteration ``iv`` of a
     delta level's loop (``per`` entries and ``unit`` gap-buffer elements per iteration index: one and one
     unpacked, a word of packed gaps otherwise); None without ``ctx.values`` (GPU kernels) or below the last
@@ -235,7 +253,7 @@ def _packed_walk(ctx: Any, k: int, lo: Value, hi: Value, init: Carry,
             cc = [coord] + inner(b.add(base, b.index(u)), coord, cc[1:], 1)
         return cc
 
-    c = ctx.loop(k, first, last, c, word_entries, own=1, prefetch=_prefetcher(ctx, k, per, nbytes))
+    c = ctx.loop(k, first, last, c, word_entries, own=1, prefetch=delta_prefetcher(ctx, k, per, nbytes))
     return b.for_(b.max(b.mul(last, step), head_end), hi, one, c, lambda p, cc: entry(p, cc, 1))
 
 
@@ -291,6 +309,12 @@ def rule_for(level_format: str) -> LevelRule:
 
 
 _generation = 0
+
+
+def touch() -> None:
+    """Mark compiled walks stale (a walking setting changed): :func:`generation` moves on."""
+    global _generation
+    _generation += 1
 
 
 def generation() -> int:

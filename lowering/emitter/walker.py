@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from . import rules as _rules
+from . import interleave as _interleave, rules as _rules
 from .builder import Builder, Carry, Value
 from .operand import LevelArgs, WalkedOperand
 from .padding import nonzero
@@ -100,11 +100,12 @@ class WalkContext:
 
     def loop(self, k: int, lo: Value, hi: Value, carry: Carry,
              body: Callable[[Value, Carry, int], Carry], own: int = 0,
-             prefetch: Callable[[Value], None] | None = None) -> Carry:
+             prefetch: Callable[[Value], None] | None = None, per_step: int = 0) -> Carry:
         """A loop over ``lo..hi`` for level ``k``: parallel, strip-mined into vectors, unrolled into
         partial sums, or plain. ``carry[:own]`` are the rule's own sequential values (e.g. a running
         coordinate), the rest the visitor's accumulators. ``prefetch(iv)``: emitted once per iteration of
-        the unrolled main loop (not in plain or remainder loops)."""
+        the unrolled main loop (not in plain or remainder loops). ``per_step``: at least this many iterations
+        per unrolled step (the partial sums take them in turn; fewer prefetches per entry)."""
         b = self.b
         if k in (self.gather_level, self.unroll_level, self.vector_level):
             span = _static_span(b, lo, hi)
@@ -113,7 +114,7 @@ class WalkContext:
         if k == self.gather_level and len(carry) == own + 1:
             return self._gathered(lo, hi, carry, body, own)
         if k == self.unroll_level and len(carry) == own + 1:
-            return self._unrolled(lo, hi, carry, body, own, prefetch)
+            return self._unrolled(lo, hi, carry, body, own, prefetch, per_step)
         if k == self.vector_level and not carry:
             lanes = self.vector_lanes
             vl = b.index(lanes)
@@ -128,23 +129,24 @@ class WalkContext:
         return b.for_(lo, hi, b.index(1), carry, lambda iv, c: body(iv, c, 1))
 
     def _unrolled(self, lo: Value, hi: Value, carry: Carry, body: Callable[[Value, Carry, int], Carry],
-                  own: int, prefetch: Callable[[Value], None] | None = None) -> Carry:
+                  own: int, prefetch: Callable[[Value], None] | None = None, per_step: int = 0) -> Carry:
         b = self.b
         identity, combine = self.reduction
-        unroll = self.unroll
+        parts = self.unroll
+        unroll = max(parts, per_step)
         n = b.max(b.sub(hi, lo), b.index(0))
         mid = b.add(lo, b.sub(n, b.op(f"arith.remui {n}, {b.index(unroll)} : index", "index", "i")))
-        init = list(carry) + [identity() for _ in range(unroll - 1)]
+        init = list(carry) + [identity() for _ in range(parts - 1)]
 
         def step(iv: Value, c: Carry) -> Carry:
             if prefetch is not None:
                 prefetch(iv)
             state, accs = c[:own], c[own:]
-            new = []
+            new = list(accs)
             for u in range(unroll):
-                out = body(b.add(iv, b.index(u)), state + [accs[u]], 1)
+                out = body(b.add(iv, b.index(u)), state + [new[u % parts]], 1)
                 state = out[:own]
-                new.append(out[own])
+                new[u % parts] = out[own]
             return state + new
 
         res = b.for_(lo, mid, b.index(unroll), init, step)
@@ -335,6 +337,8 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
     if tiled:
         _tiled(ctx, n - 1, visitor, lambda: level(0, b.index(0), []), rows if ctx.rows is None else None,
                fill if per_tile else None)
+    elif _interleave.applies(ctx, carry_level, skip_zeros):
+        _interleave.walk_rows(ctx, visitor, entry, lambda: level(0, b.index(0), []))
     else:
         level(0, b.index(0), [])
 
