@@ -19,9 +19,46 @@ FORMATS = {"CSR": N.CSR, "BSR": N.BSR((2, 2)), "DELTA": N.DELTA(4)}
 
 
 @pytest.fixture(params=[True, False], ids=["openmp", "own-pool"])
-def use_openmp(request, monkeypatch):
-    monkeypatch.setattr(_threads, "USE_OPENMP", request.param)
-    return request.param
+def use_openmp(request):
+    with _threads.on_openmp_team(request.param):
+        yield request.param
+
+
+def test_team_used_only_inside_the_context(monkeypatch):
+    used = []
+    real = _threads._run_on_openmp
+    monkeypatch.setattr(_threads, "_run_on_openmp", lambda *a: (used.append(1), real(*a)))
+    _threads.run_chunks([lambda: None] * 4)
+    assert used == []
+    with _threads.on_openmp_team():
+        _threads.run_chunks([lambda: None] * 4)
+        assert used == [1]
+        with _threads.on_openmp_team(False):
+            _threads.run_chunks([lambda: None] * 4)
+        _threads.run_chunks([lambda: None] * 4)
+    assert used == [1, 1]
+    monkeypatch.setattr(_threads, "USE_OPENMP", False)
+    with _threads.on_openmp_team():
+        _threads.run_chunks([lambda: None] * 4)
+    assert used == [1, 1]
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support")
+def test_torchust_product_uses_team_after_a_parallel_copy(monkeypatch):
+    from frontend.torch_interface import TorchUST
+    used = []
+    real = _threads._run_on_openmp
+    monkeypatch.setattr(_threads, "_run_on_openmp", lambda *a: (used.append(1), real(*a)))
+    if torch.get_num_threads() < 2:
+        pytest.skip("torch runs on one thread: products are not split")
+    a = rand((3000, 700), dtype=np.float32, seed=4)
+    w = TorchUST.from_torch(torch.from_numpy(a).to_sparse_csr())
+    x = torch.randn(64, 700)  # the copy into the plan's buffer (44800 elements) runs on torch's team
+    with torch.no_grad():
+        for _ in range(2):
+            y = torch.nn.functional.linear(x, w)
+            np.testing.assert_allclose(y.numpy(), x.numpy() @ a.T, rtol=1e-4, atol=1e-3)
+    assert used
 
 
 def test_openmp_runtime_found_after_torch():

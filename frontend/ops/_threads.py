@@ -10,11 +10,14 @@ GIL, so chunks run in parallel). One chunk is one direct call: no pool, no extra
 from several threads are safe as long as each thread uses its own :class:`RowRangeCall` (workers never
 wait on other work, so calls cannot deadlock).
 
-When a GNU OpenMP runtime is already loaded in the process (torch's ``libgomp``), the chunks run on *its*
-thread team instead (``GOMP_parallel`` with a ctypes callback that claims chunks): after each parallel
-region of torch (a ``relu``, a copy, a GEMM) libgomp's threads spin for milliseconds waiting for the next
-one, so a thread of our own pool finds its core taken and the call runs at one thread's speed. Handing the
-chunks to the spinning threads themselves costs a few microseconds. :data:`USE_OPENMP` turns this off.
+Inside :func:`on_openmp_team` (the TorchUST products use it right after a copy torch ran in parallel), when
+a GNU OpenMP runtime is already loaded in the process (torch's ``libgomp``), the chunks run on *its* thread
+team instead (``GOMP_parallel`` with a ctypes callback that claims chunks): after each parallel region of
+torch (a ``relu``, a copy, a GEMM) libgomp's threads spin for milliseconds waiting for the next one, so a
+thread of our own pool finds its core taken and the call runs at one thread's speed; handing the chunks to
+the spinning threads costs a few microseconds. When torch's team sleeps, the own pool is better on a busy
+machine (libgomp's caller spins at the closing barrier where ours sleeps on a lock). :data:`USE_OPENMP`
+turns the team off everywhere.
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ import itertools
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from queue import SimpleQueue
 from typing import Any
 
@@ -103,9 +107,23 @@ def _pool(n: int) -> list[_Worker]:
     return _workers
 
 
-#: Run chunks on an already loaded GNU OpenMP runtime's threads (see the module docstring); False: always on
-#: this module's own worker threads.
+#: Let :func:`on_openmp_team` run chunks on an already loaded GNU OpenMP runtime's threads (see the module
+#: docstring); False: always on this module's own worker threads.
 USE_OPENMP = True
+_local = threading.local()
+
+
+@contextmanager
+def on_openmp_team(active: bool = True) -> Iterator[None]:
+    """Within the block (on this thread), :func:`run_chunks` runs on the loaded OpenMP runtime's team when
+    ``active`` and :data:`USE_OPENMP`: for calls that follow a parallel region of torch, whose team threads
+    still spin."""
+    before = getattr(_local, "openmp", False)
+    _local.openmp = active
+    try:
+        yield
+    finally:
+        _local.openmp = before
 
 _OMP_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _omp_tasks: dict[int, Callable[[], None]] = {}
@@ -141,13 +159,30 @@ def openmp_parallel() -> Any:
     return state["parallel"]
 
 
-def _run_on_openmp(parallel: Any, claim: Callable[[], None], threads: int, errors: list[BaseException]) -> None:
-    """``claim`` on ``threads`` threads of the OpenMP team (this thread is one of them); errors collected."""
+def _run_on_openmp(parallel: Any, calls: list[Any], threads: int, errors: list[BaseException]) -> None:
+    """``calls`` claimed one at a time by ``threads`` threads of the OpenMP team (this thread is one of them);
+    errors collected. The calling thread, out of chunks, sleeps on a condition until every chunk is done
+    before it enters libgomp's closing barrier, where it would spin (taking a core a straggler may need)."""
+    nxt, total = itertools.count().__next__, len(calls)
+    finished = [0]
+    cond = threading.Condition()
+    caller = threading.get_ident()
+
     def task() -> None:
-        try:
-            claim()
-        except BaseException as err:  # noqa: BLE001 -- re-raised by run_chunks on the calling thread
-            errors.append(err)
+        k = nxt()
+        while k < total:
+            try:
+                calls[k]()
+            except BaseException as err:  # noqa: BLE001 -- re-raised by run_chunks on the calling thread
+                errors.append(err)
+            with cond:
+                finished[0] += 1
+                if finished[0] == total:
+                    cond.notify_all()
+            k = nxt()
+        if threading.get_ident() == caller:
+            with cond:
+                cond.wait_for(lambda: finished[0] >= total)
 
     key = _omp_keys()
     _omp_tasks[key] = task
@@ -173,9 +208,9 @@ def run_chunks(calls: list[Any]) -> None:
             k = nxt()
 
     errors: list[BaseException] = []
-    parallel = openmp_parallel() if USE_OPENMP else None
+    parallel = openmp_parallel() if USE_OPENMP and getattr(_local, "openmp", False) else None
     if parallel is not None:
-        _run_on_openmp(parallel, claim, min(total, max(cpu_count(), 2)), errors)
+        _run_on_openmp(parallel, calls, min(total, max(cpu_count(), 2)), errors)
         if errors:
             raise errors[0]
         return
