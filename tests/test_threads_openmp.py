@@ -44,7 +44,7 @@ def test_team_used_only_inside_the_context(monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support")
-def test_torchust_product_uses_team_after_a_parallel_copy(monkeypatch):
+def test_torchust_products_use_the_team(monkeypatch):
     from frontend.torch_interface import TorchUST
     used = []
     real = _threads._run_on_openmp
@@ -53,12 +53,13 @@ def test_torchust_product_uses_team_after_a_parallel_copy(monkeypatch):
         pytest.skip("torch runs on one thread: products are not split")
     a = rand((3000, 700), dtype=np.float32, seed=4)
     w = TorchUST.from_torch(torch.from_numpy(a).to_sparse_csr())
-    x = torch.randn(64, 700)  # the copy into the plan's buffer (44800 elements) runs on torch's team
     with torch.no_grad():
-        for _ in range(2):
-            y = torch.nn.functional.linear(x, w)
-            np.testing.assert_allclose(y.numpy(), x.numpy() @ a.T, rtol=1e-4, atol=1e-3)
-    assert used
+        for batch in (1, 3, 64):
+            x = torch.randn(batch, 700)
+            for _ in range(2):
+                y = torch.nn.functional.linear(x, w)
+                np.testing.assert_allclose(y.numpy(), x.numpy() @ a.T, rtol=1e-4, atol=1e-3)
+    assert len(used) >= 4
 
 
 def test_openmp_runtime_found_after_torch():

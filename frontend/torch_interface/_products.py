@@ -102,18 +102,13 @@ def planned_product(s: TensorWrapper, d: torch.Tensor, side: str, transpose: boo
             mm.reset_operands(**{"b" if side == "left" else "a": dense_arg(d)})
             return to_torch(mm.execute(), type(s), d.device)
         buf.copy_(d.detach())
-        with on_openmp_team(buf.numel() >= TORCH_GRAIN_SIZE):  # torch copied in parallel: its team spins now
+        with on_openmp_team():  # chunks on torch's OpenMP team: after torch's ops its threads spin on our cores
             if output.usable:
                 return output.run(mm, type(s))
             out = to_torch(mm.execute(), type(s), d.device)
         output.learn(out)
         return out
 
-
-#: Elements from which torch runs an elementwise op (here: the copy into the plan's buffer) on its OpenMP team
-#: (``at::internal::GRAIN_SIZE``); right after one, that team's threads spin, and the product's chunks run on
-#: them (:func:`frontend.ops._threads.on_openmp_team`), else on the own worker pool.
-TORCH_GRAIN_SIZE = 32768
 
 
 class _Output:
