@@ -44,22 +44,27 @@ def test_team_used_only_inside_the_context(monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support")
-def test_torchust_products_use_the_team(monkeypatch):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_torchust_linear_on_the_team_matches_torch(monkeypatch, dtype, with_bias):
     from frontend.torch_interface import TorchUST
+    if torch.get_num_threads() < 2:
+        pytest.skip("torch runs on one thread: products are not split")
     used = []
     real = _threads._run_on_openmp
     monkeypatch.setattr(_threads, "_run_on_openmp", lambda *a: (used.append(1), real(*a)))
-    if torch.get_num_threads() < 2:
-        pytest.skip("torch runs on one thread: products are not split")
-    a = rand((3000, 700), dtype=np.float32, seed=4)
-    w = TorchUST.from_torch(torch.from_numpy(a).to_sparse_csr())
+    a = torch.from_numpy(rand((3000, 700), dtype=np.float64, seed=4)).to(dtype)
+    a[::7] = 0  # empty rows
+    w = TorchUST.from_torch(a.to_sparse_csr())
+    bias = torch.randn(3000, dtype=dtype) if with_bias else None
+    tol = 1e-4 if dtype == torch.float32 else 1e-10
     with torch.no_grad():
-        for batch in (1, 3, 64):
-            x = torch.randn(batch, 700)
-            for _ in range(2):
-                y = torch.nn.functional.linear(x, w)
-                np.testing.assert_allclose(y.numpy(), x.numpy() @ a.T, rtol=1e-4, atol=1e-3)
-    assert len(used) >= 4
+        for batch in (1, 3, 32):
+            x = torch.randn(batch, 700, dtype=dtype)
+            for _ in range(2):  # planned, then the cached plan
+                got = torch.nn.functional.linear(x, w, bias)
+                torch.testing.assert_close(got, torch.nn.functional.linear(x, a, bias), rtol=tol, atol=tol)
+    assert len(used) >= 6
 
 
 def test_openmp_runtime_found_after_torch():
