@@ -17,6 +17,7 @@ import torch
 
 from frontend.format import NamedFormats
 from frontend.ops import _api as ops, _sddmm as sampled_kernel
+from frontend.ops._threads import on_openmp_team
 from frontend.tensor._tensor import Tensor
 
 from . import _storage as torch_storage
@@ -101,11 +102,21 @@ def planned_product(s: TensorWrapper, d: torch.Tensor, side: str, transpose: boo
             mm.reset_operands(**{"b" if side == "left" else "a": dense_arg(d)})
             return to_torch(mm.execute(), type(s), d.device)
         buf.copy_(d.detach())
-        if output.usable:
-            return output.run(mm, type(s))
-        out = to_torch(mm.execute(), type(s), d.device)
+        with on_openmp_team(buf.numel() >= TORCH_GRAIN_SIZE):  # torch just copied on its team: it spins now
+            if output.usable:
+                return output.run(mm, type(s))
+            out = to_torch(mm.execute(), type(s), d.device)
         output.learn(out)
         return out
+
+
+
+#: Elements from which torch runs the copy into the plan's buffer on its OpenMP team (``at::internal::GRAIN_SIZE``).
+#: Right after that copy the team's threads spin, and the product's chunks run on them
+#: (:func:`frontend.ops._threads.on_openmp_team`); below it (batch 1) the team sleeps and the own pool runs them:
+#: a sleeping team, woken for a batch-1 SpMV, ran 6-10x slower in about half of the 30-round stretches measured,
+#: as torch.sparse's own batch-1 product did in the same stretches, where the own pool never did.
+TORCH_GRAIN_SIZE = 32768
 
 
 class _Output:
