@@ -31,14 +31,19 @@ def interleaved_min(fns: dict[str, Callable[[], Any]], repeats: int, warmup: int
 
 def round_robin(runs: dict[str, Callable[[], Any]], single: dict[str, float], repeats: int,
                 budget: float) -> dict[str, float]:
-    """Minimum seconds per call of each function over ``repeats`` rounds (ours, scipy, torch, ..., ours, ...);
-    a sample repeats a function ``ceil(MIN_SAMPLE / single[name])`` times. After two rounds, stops once
-    ``budget`` seconds have passed."""
+    """Minimum seconds per call of each function over ``repeats`` rounds; a sample repeats a function
+    ``ceil(MIN_SAMPLE / single[name])`` times. The order rotates every round (ours, scipy, torch, ...; then
+    scipy, torch, ..., ours; ...), so no contender always runs right after the same peer: a peer's OpenMP
+    threads still spinning, or the memory it just gave back to the system, would otherwise always land on the
+    one that follows it. After two rounds, stops once ``budget`` seconds have passed."""
     inner = {k: max(1, math.ceil(MIN_SAMPLE / max(single[k], 1e-9))) for k in runs}
     best = {k: math.inf for k in runs}
+    names = list(runs)
     start = time.perf_counter()
     for done in range(1, repeats + 1):
-        for k, fn in runs.items():
+        shift = (done - 1) % len(names)
+        for k in names[shift:] + names[:shift]:
+            fn = runs[k]
             n = inner[k]
             t0 = time.perf_counter()
             for _ in range(n):
