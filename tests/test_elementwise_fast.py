@@ -259,6 +259,35 @@ def test_merge_methods(conv, dtype, monkeypatch):
             np.testing.assert_array_equal(fn(conv(x), conv(y)).toarray(), ref_fn(conv(x), conv(y)).toarray())
 
 
+@pytest.mark.parametrize("chunks", [2, 3, 7, 40])
+def test_union_chunks_start_exactly(chunks, monkeypatch):
+    """The union's row chunks write at the exact offsets counted by ``@union_count`` (no join copy): rows
+    whose entries sit in a few long rows among empty ones (empty chunks and pieces), rows that share every
+    coordinate, rows apart, and more chunks than rows; equal scipy's ``+``/``-`` and leave no gap."""
+    from frontend.ops import _elementwise_fast as fast
+
+    _no_general_path(monkeypatch)
+    monkeypatch.setattr(fast, "MERGE_PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "cpu_count", lambda: chunks)
+    rng = np.random.default_rng(chunks)
+    dense_a = np.zeros((30, 50))
+    dense_a[[2, 3, 17], :] = rng.standard_normal((3, 50))  # three long rows, the rest empty
+    dense_a[20:25, 10:15] = 1.0
+    dense_b = np.zeros((30, 50))
+    dense_b[3, ::2] = 2.0  # half of a long row of A: shared coordinates
+    dense_b[17, :] = -dense_a[17, :]  # the same coordinates, values cancel: still stored
+    dense_b[20:25, 30:40] = 3.0  # apart from A's entries in those rows
+    dense_b[29, 49] = 4.0  # the last row and column
+    for x, y in ((dense_a, dense_b), (dense_b, dense_a), (dense_a, np.zeros((30, 50)))):
+        sx, sy = sp.csr_array(x), sp.csr_array(y)
+        for fn, ref in ((F.add, sx + sy), (F.subtract, sx - sy)):
+            got = fn(sx, sy)
+            got.check_format(full_check=True)
+            np.testing.assert_array_equal(got.toarray(), ref.toarray())
+            assert got.nnz == np.count_nonzero((x != 0) | (y != 0))
+            assert got.indptr[-1] == got.nnz == got.indices.size
+
+
 def _masked_softmax(d, axis, logarithm):
     """Softmax over the nonzeros of dense ``d`` along ``axis`` in float64 (absent entries: minus infinity)."""
     mask = d != 0

@@ -119,8 +119,10 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     """(pos, crd, values) of ``a op b`` for two (pos, crd, values) compressed matrices with the same number of
     rows, merged row by row. One chunk below :data:`MERGE_PARALLEL_MIN` entries: the output buffers are views
     of the used part of ``np.empty`` buffers of the bound ``nnz(A) + nnz(B)`` (the tail is never paged in);
-    row chunks on every core above it, each chunk's part moved down in place after the chunks before (none
-    when no row before it lost entries to the union or the intersection)."""
+    row chunks on every core above it. A union's chunks start at their exact offsets (the rows before each
+    are counted first, :func:`_union_starts`), so they write the result in place; an intersection's chunks
+    write from their bound's offset and are moved down after the chunks before (none when no row before it
+    lost entries)."""
     a_pos, a_crd, a_val = a
     b_pos, b_crd, b_val = b
     idx = np.dtype(f"int{width}")
@@ -143,7 +145,13 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
         return c_pos, crd[:end], val[:end]
     work = a_pos.astype(np.int64) + b_pos.astype(np.int64)  # row offsets of the bound
     bounds = balanced_bounds(work, cpu_count())
-    row_kernel_for(key, build)([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
+    kernel = row_kernel_for(key, build)
+    if op != "mul":  # the union: count the rows before each chunk, then every chunk writes at its exact offset
+        _union_starts(kernel, a_pos, a_crd, b_pos, b_crd, c_pos, work, bounds)
+        kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
+        end = int(c_pos[-1])
+        return c_pos, crd[:end], val[:end]
+    kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
     end = 0  # join in place: each chunk moved down to the end of the ones before (no move when none shrank)
     for r0, r1 in zip(bounds, bounds[1:]):
         if r1 <= r0:
@@ -155,6 +163,33 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
             c_pos[r0 + 1:r1 + 1] -= lo - end
         end += hi - lo
     return c_pos, crd[:end], val[:end]
+
+
+def _union_starts(kernel: Any, a_pos: np.ndarray, a_crd: np.ndarray, b_pos: np.ndarray, b_crd: np.ndarray,
+                  c_pos: np.ndarray, work: np.ndarray, bounds: tuple[int, ...]) -> None:
+    """Set ``c_pos[r]`` to the union's size of rows ``[0, r)`` at every chunk start ``r`` of ``bounds``: the
+    rows before the last chunk are counted (``@union_count``) in pieces on every core, each piece's running
+    counts starting from 0, then summed across pieces. ``@merge``'s chunks read their start there; the chunk
+    before one writes the same value there when it ends."""
+    c_pos[0] = 0
+    starts = [r for r in bounds[1:-1] if 0 < r < bounds[-1]]
+    if not starts:
+        return
+    last = max(starts)
+    pieces = balanced_bounds(work[:last + 1], cpu_count())
+    kernel([a_pos, a_crd, b_pos, b_crd], c_pos, pieces, "union_count")
+    spans = []  # (first row, last row, union size of the rows before the first) of each non-empty piece
+    before = 0
+    for p0, p1 in zip(pieces, pieces[1:]):
+        if p1 > p0:
+            spans.append((p0, p1, before))
+            before += int(c_pos[p1])
+    values = {}
+    for r in starts:
+        p0, p1, base = next(span for span in spans if span[0] < r <= span[1])
+        values[r] = base + int(c_pos[r])
+    for r, v in values.items():  # after every lookup: a start may be another piece's running count
+        c_pos[r] = v
 
 
 def _move_down(buf: np.ndarray, lo: int, hi: int, to: int) -> None:
