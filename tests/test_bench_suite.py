@@ -41,3 +41,24 @@ def test_markdown_names_the_machine_and_threads(suite_run: tuple[dict, str]) -> 
     _, md = suite_run
     assert "cores" in md and "torch.get_num_threads()" in md and "threads=None (None is the default" in md
     assert "| tiny 8x8 |" in md and "MISMATCH" not in md
+
+
+def test_round_robin_varies_each_contenders_predecessor() -> None:
+    """Every contender runs once a round; from the second round on the order is shuffled, so over the rounds a
+    contender follows more than one peer (a rotation would keep the same one), and the minimum is kept."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from suitekit.timing import round_robin
+    finally:
+        sys.path.remove(str(BENCH))
+    calls: list[str] = []
+    names = ["ours", "scipy", "torch", "mkl", "graphblas"]
+    runs = {k: (lambda k=k: calls.append(k)) for k in names}
+    best = round_robin(runs, {k: 1.0 for k in names}, repeats=8, budget=60.0)
+    assert set(best) == set(names) and all(0 <= t < 1 for t in best.values())
+    rounds = [calls[i:i + len(names)] for i in range(0, len(calls), len(names))]
+    assert len(rounds) == 8 and all(sorted(r) == sorted(names) for r in rounds)
+    assert rounds[0] == names
+    for k in names:
+        before = {r[i - 1] for r in rounds for i in range(1, len(r)) if r[i] == k}  # within rounds
+        assert len(before) >= 2, (k, before)

@@ -3,6 +3,7 @@ and the streaming read bandwidth the bound divides by."""
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,17 +33,21 @@ def interleaved_min(fns: dict[str, Callable[[], Any]], repeats: int, warmup: int
 def round_robin(runs: dict[str, Callable[[], Any]], single: dict[str, float], repeats: int,
                 budget: float) -> dict[str, float]:
     """Minimum seconds per call of each function over ``repeats`` rounds; a sample repeats a function
-    ``ceil(MIN_SAMPLE / single[name])`` times. The order rotates every round (ours, scipy, torch, ...; then
-    scipy, torch, ..., ours; ...), so no contender always runs right after the same peer: a peer's OpenMP
-    threads still spinning, or the memory it just gave back to the system, would otherwise always land on the
-    one that follows it. After two rounds, stops once ``budget`` seconds have passed."""
+    ``ceil(MIN_SAMPLE / single[name])`` times. The first round runs in the given order, every later one in a
+    seeded shuffle of it, so no contender always runs right after the same peer: a peer's OpenMP threads
+    still spinning, or the memory it just gave back to the system, would otherwise always land on the one that
+    follows it. (Rotating the order is not enough: it keeps every contender's predecessor.) After two rounds,
+    stops once ``budget`` seconds have passed."""
     inner = {k: max(1, math.ceil(MIN_SAMPLE / max(single[k], 1e-9))) for k in runs}
     best = {k: math.inf for k in runs}
     names = list(runs)
     start = time.perf_counter()
+    shuffle = random.Random(len(names)).shuffle
     for done in range(1, repeats + 1):
-        shift = (done - 1) % len(names)
-        for k in names[shift:] + names[:shift]:
+        order = list(names)
+        if done > 1:
+            shuffle(order)
+        for k in order:
             fn = runs[k]
             n = inner[k]
             t0 = time.perf_counter()
