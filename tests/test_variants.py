@@ -411,11 +411,14 @@ def test_fixed_stride_rule():
 
 
 @pytest.mark.parametrize("op", ["spmv", "spmm3"])
-def test_dia_tiles_fill_their_own_rows(op):
+def test_dia_tiles_fill_their_own_rows(op, monkeypatch):
     """DIA-I's row-range kernel zeroes each tile's output rows at the tile's start (no separate fill pass);
-    over several tiles and chunk bounds that cut tiles, every row is written once, as numpy's."""
-    from lowering.emitter.walker import RANGE_TILE
+    over several tiles and chunk bounds that cut tiles, every row is written once, as numpy's (tiles of 2048
+    rows here, to keep the dense reference small)."""
+    from lowering.emitter import walker
 
+    RANGE_TILE = 2048
+    monkeypatch.setattr(walker, "range_tile", lambda row_bytes: RANGE_TILE)
     rows = 2 * RANGE_TILE + 77
     a = np.zeros((rows, rows - 300))
     for off in (-40, -1, 0, 3, 500):

@@ -26,6 +26,14 @@ from .walker import NO_CARRY, loop_widths, row_mode, walk
 TILE_REGISTERS = 16
 
 
+def element_bytes(elem: str) -> int:
+    """Bytes of one value of MLIR element type ``elem`` (``f64`` 8, ``complex<f32>`` 8, ``i1`` 1)."""
+    if elem.startswith("complex<"):
+        return 2 * element_bytes(elem[len("complex<"):-1])
+    digits = "".join(ch for ch in elem if ch.isdigit())
+    return max(1, int(digits) // 8) if digits else 8
+
+
 def memref_type(shape: tuple[int, ...], elem: str) -> str:
     return f"memref<{''.join(f'{int(s)}x' for s in shape)}{elem}>"
 
@@ -152,6 +160,16 @@ class _Visitor:
 
     def reduce_lanes(self, v: Value) -> Value:
         return self.ar.reduce(v)
+
+    def row_bytes(self, dim: int) -> int:
+        ch, c = self.wsub[dim], self.c
+        if ch not in c.output_subscripts:
+            return 0
+        n = 1
+        for s, extent in zip(c.output_subscripts, c.output.shape):
+            if s != ch:
+                n *= int(extent)
+        return n * element_bytes(c.output.elem)
 
     def parallel_dims(self) -> set[int]:
         return {d for d, ch in enumerate(self.wsub) if ch in self.c.output_subscripts}

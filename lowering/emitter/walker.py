@@ -24,8 +24,21 @@ from .rules import CONTIGUOUS, gatherable_level, rule_for
 VECTOR_LANES = 8
 #: Independent accumulators of an unrolled innermost reduction loop (hides add latency).
 UNROLL = 16
-#: Rows per tile when a diagonal format's range level is tiled (keeps output and input windows in cache).
-RANGE_TILE = 2048
+#: Bytes of output rows per tile when a diagonal format's range level is tiled: the tile's output and input
+#: windows stay in L2 (1 MB: 131072 rows of an f64 SpMV). Tiles of 2048 rows (16 KB, in L1) restarted the
+#: hardware prefetch of every diagonal's stream each tile: DIA-I SpMV was 1.3-1.4x slower on 2-D/3-D Poisson
+#: and the 11-diagonal band; a 16-column f64 SpMM wants about 8192 rows, 131072 were 1.6-1.9x slower
+#: (docs/performance.md, "DIA-I row tiles").
+RANGE_TILE_BYTES = 1 << 20
+#: Fewest rows per tile (wide output rows).
+RANGE_TILE_MIN = 1024
+
+
+def range_tile(row_bytes: int) -> int:
+    """Rows per tile for output rows of ``row_bytes`` (0: unknown, the tile of one f64 per row): a power of
+    two, :data:`RANGE_TILE_BYTES` of output at most, :data:`RANGE_TILE_MIN` at least."""
+    rows = RANGE_TILE_BYTES // (row_bytes or 8)
+    return max(RANGE_TILE_MIN, 1 << max(rows, 1).bit_length() - 1)
 #: ``carry_level`` meaning "no loop-carried accumulator" (any value >= the number of levels).
 NO_CARRY = 1 << 30
 
@@ -58,6 +71,10 @@ class Visitor(Protocol):
 
     def reduce_lanes(self, v: Value) -> Value:
         """The scalar reduction of a vector accumulator."""
+
+    def row_bytes(self, dim: int) -> int:
+        """Bytes of output per coordinate of the walked operand's dimension ``dim`` (0: it does not index
+        the output)."""
 
 
 class WalkContext:
@@ -353,14 +370,16 @@ def _tiled(ctx: WalkContext, k: int, visitor: Visitor, walk_all: Callable[[], Ca
     lo, hi = rows if rows is not None else (b.index(0), b.index(ctx.extents[k]))
     x = list(ctx.fmt.dimensions).index(ctx.level(k).expr)
 
+    step = range_tile(visitor.row_bytes(x))
+
     def tile(t: Value) -> None:
-        ctx.tile = (t, b.min(b.add(t, b.index(RANGE_TILE)), hi))
+        ctx.tile = (t, b.min(b.add(t, b.index(step)), hi))
         if fill is not None:
             fill(ctx.tile)
         walk_all()
 
     if x in visitor.parallel_dims() and ctx.parallel_level is None:
-        b.parallel_step(lo, hi, b.index(RANGE_TILE), tile)
+        b.parallel_step(lo, hi, b.index(step), tile)
     else:
-        b.loop(lo, hi, b.index(RANGE_TILE), tile)
+        b.loop(lo, hi, b.index(step), tile)
     ctx.tile = None

@@ -1,6 +1,6 @@
 """DIA-I SpMV / SpMM for the GPU: one thread per row, walking the stored diagonals.
 
-The emitter walks DIA-I diagonal by diagonal inside row tiles of 2048 rows (good for CPU caches, one
+The emitter walks DIA-I diagonal by diagonal inside row tiles (`range_tile` rows; good for CPU caches, one
 GPU thread per tile). Here the row loop is outermost and parallel (``scf.parallel`` -> one thread
 per row after ``gpu-loops``), each thread loops over the diagonals: ``y[i] += val[d * rows + i] *
 x[i + off[d]]`` for ``0 <= i + off[d] < cols``. Rows are owned by their thread: no atomics. The

@@ -7,7 +7,7 @@ func.func @main(%in0_pos0: memref<?xi64>, %in0_crd0: memref<?xi64>, %in0_val: me
   %c3 = arith.constant 8 : index
   %c4 = arith.constant 1 : index
   %k7 = arith.constant 0.00000000000000000e+00 : f64
-  %c8 = arith.constant 2048 : index
+  %c8 = arith.constant 131072 : index
   %out1 = memref.alloc() : memref<8xf64>
   scf.for %iv5 = %c2 to %c3 step %c4 {
     memref.store %k7, %out1[%iv5] : memref<8xf64>
