@@ -19,7 +19,18 @@ import scipy.sparse as sp
 import frontend as F
 
 from .matrices import Case, canonical
-from .ops import Bench, Contender, Settings, csr_bytes, dense_same, sparse_same, tolerance, torch_csr, torch_to_scipy
+from .ops import (
+    Bench,
+    Contender,
+    Settings,
+    csr_bytes,
+    dense_same,
+    keeping_first,
+    sparse_same,
+    tolerance,
+    torch_csr,
+    torch_to_scipy,
+)
 from .peers import Peers
 
 
@@ -34,11 +45,7 @@ def _binary(kind: str) -> Callable[[Case, Peers, Settings], Bench]:
     def op(case: Case, peers: Peers, s: Settings) -> Bench:
         a = case.matrix
         b = second_operand(a)
-        last: list[Any] = []
-
-        def ours() -> Any:
-            last[:] = [ours_fn(a, b)]
-            return last[0]
+        ours, kept = keeping_first(lambda: ours_fn(a, b))
         out = {"ours": Contender(ours)}
         if peers.get("scipy"):
             out["scipy"] = Contender((lambda: a + b) if kind == "add" else (lambda: a.multiply(b)))
@@ -50,7 +57,7 @@ def _binary(kind: str) -> Callable[[Case, Peers, Settings], Bench]:
             run = (lambda: ag.ewise_add(bg).new()) if kind == "add" else (lambda: ag.ewise_mult(bg).new())
             out["graphblas"] = Contender(run, lambda r: gb.io.to_scipy_sparse(r, format="csr"))
         return Bench(out, sparse_same(tolerance(a.dtype)),
-                     lambda: csr_bytes(a) + csr_bytes(b) + csr_bytes(sp.csr_array(last[0])),
+                     lambda: csr_bytes(a) + csr_bytes(b) + csr_bytes(sp.csr_array(kept[0])),
                      "A + B (union)" if kind == "add" else "A * B (intersection)")
     op.__doc__ = f"elementwise {kind} of two CSR matrices"
     return op

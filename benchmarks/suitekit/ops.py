@@ -57,6 +57,22 @@ class Bench:
     keep: list[Any] = field(default_factory=list)  # objects the contenders need alive
 
 
+def keeping_first(fn: Callable[[], Any]) -> tuple[Callable[[], Any], list[Any]]:
+    """``fn`` wrapped to keep its first result (the bytes a sparse result moves are counted from it) and
+    the list that holds it. Later results are dropped after each call, as the peers' are: keeping the latest
+    instead made each call allocate its result while the previous one was still alive, and on this VM memory
+    the process has not just freed comes back slowly (ours 4-5x the call on one 1M-row add or SpGEMM per suite
+    run, 150-200 ms of system time; the same happened to scipy when it was the one to allocate it)."""
+    kept: list[Any] = []
+
+    def run() -> Any:
+        result = fn()
+        if not kept:
+            kept.append(result)
+        return result
+    return run, kept
+
+
 def csr_bytes(a: sp.csr_array) -> int:
     return a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
 
@@ -164,11 +180,7 @@ def spgemm(case: Case, peers: Peers, s: Settings) -> Bench:
     if flops > s.spgemm_max_flops:
         raise Skip(f"{flops:.1e} multiply-adds above {s.spgemm_max_flops:.0e}")
     mm = F.Matmul(a, b).plan()
-    last: list[Any] = []
-
-    def ours() -> Any:
-        last[:] = [mm.execute()]
-        return last[0]
+    ours, kept = keeping_first(mm.execute)
     out = {"ours": Contender(ours)}
     if peers.get("scipy"):
         out["scipy"] = Contender(lambda: a @ b)
@@ -182,7 +194,7 @@ def spgemm(case: Case, peers: Peers, s: Settings) -> Bench:
         out["graphblas"] = Contender(lambda: ag.mxm(bg).new(), lambda r: gb.io.to_scipy_sparse(r, format="csr"))
     note = "A @ A" if b is a else "A @ A.T"
     return Bench(out, sparse_same(tolerance(a.dtype)),
-                 lambda: csr_bytes(a) + (0 if b is a else csr_bytes(b)) + csr_bytes(sp.csr_array(last[0])), note)
+                 lambda: csr_bytes(a) + (0 if b is a else csr_bytes(b)) + csr_bytes(sp.csr_array(kept[0])), note)
 
 
 def sddmm(case: Case, peers: Peers, s: Settings) -> Bench:
