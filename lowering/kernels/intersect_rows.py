@@ -22,6 +22,8 @@ Each row pair takes one of four methods, picked from the two rows' lengths and f
 """
 from __future__ import annotations
 
+from .merge_rows import ROW_BOUNDS, merge_head
+
 #: A row pair is searched (binary search of the shorter row's entries in the longer one) when the longer row
 #: has more than this many times the shorter one's entries; below it the rows are merged.
 SEARCH_RATIO = 16
@@ -31,16 +33,7 @@ _MUL = {"float": "arith.mulf", "int": "arith.muli"}
 # rows: lengths, column ranges, and the method of each row pair
 _ROW = """\
   %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
-    %r1 = arith.addi %r, %c1 : index
-    %alo_p = memref.load %a_pos[%r] : memref<?x{ap}>
-    %ahi_p = memref.load %a_pos[%r1] : memref<?x{ap}>
-    %blo_p = memref.load %b_pos[%r] : memref<?x{bp}>
-    %bhi_p = memref.load %b_pos[%r1] : memref<?x{bp}>
-    %alo = arith.index_cast %alo_p : {ap} to index
-    %ahi = arith.index_cast %ahi_p : {ap} to index
-    %blo = arith.index_cast %blo_p : {bp} to index
-    %bhi = arith.index_cast %bhi_p : {bp} to index
-    %ane = arith.cmpi ult, %alo, %ahi : index
+""" + ROW_BOUNDS + """    %ane = arith.cmpi ult, %alo, %ahi : index
     %bne = arith.cmpi ult, %blo, %bhi : index
     %bothne = arith.andi %ane, %bne : i1
     %rowend = scf.if %bothne -> (index) {{
@@ -116,18 +109,7 @@ _ROW = """\
 
 # the run-skipping merge: %mm#2 = the row's end in the output
 _MERGE = """\
-            %mm:3 = scf.while (%i = %alo, %j = %blo, %n = %n0) : (index, index, index) -> (index, index, index) {{
-              %ia = arith.cmpi ult, %i, %ahi : index
-              %jb = arith.cmpi ult, %j, %bhi : index
-              %go = arith.andi %ia, %jb : i1
-              scf.condition(%go) %i, %j, %n : index, index, index
-            }} do {{
-            ^bb0(%i: index, %j: index, %n: index):
-              %xa = memref.load %a_crd[%i] : memref<?x{ac}>
-              %ca = arith.index_cast %xa : {ac} to index
-              %xb = memref.load %b_crd[%j] : memref<?x{bc}>
-              %cb = arith.index_cast %xb : {bc} to index
-              %eq = arith.cmpi eq, %ca, %cb : index
+{head_mm}              %eq = arith.cmpi eq, %ca, %cb : index
               %nx:3 = scf.if %eq -> (index, index, index) {{
                 %va = memref.load %a_val[%i] : memref<?x{e}>
                 %vb = memref.load %b_val[%j] : memref<?x{e}>
@@ -155,18 +137,7 @@ _MERGE = """\
 # the branch-free merge: one step per entry of either row (selects), values loaded every step, the product
 # stored at the row's next output position and kept (the position advanced) on a match only
 _STEPS = """\
-              %ms:3 = scf.while (%i = %alo, %j = %blo, %n = %n0) : (index, index, index) -> (index, index, index) {{
-                %ia = arith.cmpi ult, %i, %ahi : index
-                %jb = arith.cmpi ult, %j, %bhi : index
-                %go = arith.andi %ia, %jb : i1
-                scf.condition(%go) %i, %j, %n : index, index, index
-              }} do {{
-              ^bb0(%i: index, %j: index, %n: index):
-                %xa = memref.load %a_crd[%i] : memref<?x{ac}>
-                %ca = arith.index_cast %xa : {ac} to index
-                %xb = memref.load %b_crd[%j] : memref<?x{bc}>
-                %cb = arith.index_cast %xb : {bc} to index
-                %va = memref.load %a_val[%i] : memref<?x{e}>
+{head_ms}                %va = memref.load %a_val[%i] : memref<?x{e}>
                 %vb = memref.load %b_val[%j] : memref<?x{e}>
                 %a_first = arith.cmpi ult, %ca, %cb : index
                 %b_first = arith.cmpi ult, %cb, %ca : index
@@ -265,7 +236,8 @@ def build(elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc:
     mul = _MUL[kind]
     skip_a = _SKIP.format(res="ia2", start="i", hi="ahi", crd="a_crd", t=ac, key="cb")
     skip_b = _SKIP.format(res="jb2", start="j", hi="bhi", crd="b_crd", t=bc, key="ca")
-    merge = _MERGE.format(ac=ac, bc=bc, cc=cc, e=elem, mul=mul, skip_a=skip_a, skip_b=skip_b)
+    merge = _MERGE.format(ac=ac, bc=bc, cc=cc, e=elem, mul=mul, skip_a=skip_a, skip_b=skip_b,
+                          head_mm=merge_head("mm", "%alo", "%n0", "%ahi", ac, bc, " " * 12))
     # long A: B's entries searched in A (A's match at the search position %bs#0, B's at %p)
     search_in_a = _SEARCH.format(ind="          ", res="sa", slo="blo", shi="bhi", scrd="b_crd", st=bc,
                                  llo="alo", lhi="ahi", lcrd="a_crd", lt=ac, ia="%bs#0", ib="%p",
@@ -273,7 +245,8 @@ def build(elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc:
     search_in_b = _SEARCH.format(ind="            ", res="sb", slo="alo", shi="ahi", scrd="a_crd", st=ac,
                                  llo="blo", lhi="bhi", lcrd="b_crd", lt=bc, ia="%p", ib="%bs#0",
                                  e=elem, mul=mul, cc=cc)
-    steps = _STEPS.format(ac=ac, bc=bc, cc=cc, e=elem, mul=mul)
+    steps = _STEPS.format(ac=ac, bc=bc, cc=cc, e=elem, mul=mul,
+                          head_ms=merge_head("ms", "%alo", "%n0", "%ahi", ac, bc, " " * 14))
     body = _ROW.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, search_in_a=search_in_a, search_in_b=search_in_b,
                        merge=merge, steps=steps)
     return (f"func.func @merge(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>, "

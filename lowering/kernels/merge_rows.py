@@ -33,11 +33,10 @@ from __future__ import annotations
 _ARITH = {"float": {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf"},
           "int": {"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli"}}
 
-_HEAD = """\
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-{start}  %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
+
+#: The row loop's first lines: ``%r1`` and the row pair's position ranges ``[%alo, %ahi)`` and ``[%blo, %bhi)``
+#: (a format template over ``ap``/``bp``, the operands' position types).
+ROW_BOUNDS = """\
     %r1 = arith.addi %r, %c1 : index
     %alo_p = memref.load %a_pos[%r] : memref<?x{ap}>
     %ahi_p = memref.load %a_pos[%r1] : memref<?x{ap}>
@@ -47,18 +46,33 @@ _HEAD = """\
     %ahi = arith.index_cast %ahi_p : {ap} to index
     %blo = arith.index_cast %blo_p : {bp} to index
     %bhi = arith.index_cast %bhi_p : {bp} to index
-{skip}    %res:3 = scf.while (%i = %istart, %j = %blo, %n = %n0) : (index, index, index) -> (index, index, index) {{
-      %ia = arith.cmpi ult, %i, %alim : index
-      %jb = arith.cmpi ult, %j, %bhi : index
-      %go = arith.andi %ia, %jb : i1
-      scf.condition(%go) %i, %j, %n : index, index, index
-    }} do {{
-    ^bb0(%i: index, %j: index, %n: index):
-      %xa = memref.load %a_crd[%i] : memref<?x{ac}>
-      %ca = arith.index_cast %xa : {ac} to index
-      %xb = memref.load %b_crd[%j] : memref<?x{bc}>
-      %cb = arith.index_cast %xb : {bc} to index
-      %va = memref.load %a_val[%i] : memref<?x{e}>
+"""
+
+def merge_head(res: str, i0: str, n0: str, alim: str, ac: str, bc: str, indent: str) -> str:
+    """The head of a merge of a row pair's coordinate lists: ``%res:3 = scf.while`` over ``(%i, %j, %n)``
+    (A's position from ``i0`` below ``alim``, B's from ``%blo`` below ``%bhi``, a count from ``n0``) while
+    both lists have entries, down to the step's two coordinates ``%ca`` and ``%cb``."""
+    types = "(index, index, index)"
+    lines = [f"%{res}:3 = scf.while (%i = {i0}, %j = %blo, %n = {n0}) : {types} -> {types} {{",
+             f"  %ia = arith.cmpi ult, %i, {alim} : index",
+             "  %jb = arith.cmpi ult, %j, %bhi : index",
+             "  %go = arith.andi %ia, %jb : i1",
+             "  scf.condition(%go) %i, %j, %n : index, index, index",
+             "} do {",
+             "^bb0(%i: index, %j: index, %n: index):",
+             f"  %xa = memref.load %a_crd[%i] : memref<?x{ac}>",
+             f"  %ca = arith.index_cast %xa : {ac} to index",
+             f"  %xb = memref.load %b_crd[%j] : memref<?x{bc}>",
+             f"  %cb = arith.index_cast %xb : {bc} to index"]
+    return "".join(indent + line + "\n" for line in lines)
+
+
+_HEAD = """\
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+{start}  %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
+""" + ROW_BOUNDS + """{skip}{head_res}      %va = memref.load %a_val[%i] : memref<?x{e}>
       %vb = memref.load %b_val[%j] : memref<?x{e}>
       %a_first = arith.cmpi ult, %ca, %cb : index
       %b_first = arith.cmpi ult, %cb, %ca : index
@@ -191,31 +205,11 @@ attributes {{llvm.emit_c_interface}} {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %total = scf.for %r = %row_begin to %row_end step %c1 iter_args(%acc = %c0) -> (index) {{
-    %r1 = arith.addi %r, %c1 : index
-    %alo_p = memref.load %a_pos[%r] : memref<?x{ap}>
-    %ahi_p = memref.load %a_pos[%r1] : memref<?x{ap}>
-    %blo_p = memref.load %b_pos[%r] : memref<?x{bp}>
-    %bhi_p = memref.load %b_pos[%r1] : memref<?x{bp}>
-    %alo = arith.index_cast %alo_p : {ap} to index
-    %ahi = arith.index_cast %ahi_p : {ap} to index
-    %blo = arith.index_cast %blo_p : {bp} to index
-    %bhi = arith.index_cast %bhi_p : {bp} to index
-{disjoint}    %no_overlap = arith.ori %apart#0, %apart#1 : i1
+""" + ROW_BOUNDS + """{disjoint}    %no_overlap = arith.ori %apart#0, %apart#1 : i1
     %common = scf.if %no_overlap -> (index) {{
       scf.yield %c0 : index
     }} else {{
-      %m:3 = scf.while (%i = %alo, %j = %blo, %n = %c0) : (index, index, index) -> (index, index, index) {{
-        %ia = arith.cmpi ult, %i, %ahi : index
-        %jb = arith.cmpi ult, %j, %bhi : index
-        %go = arith.andi %ia, %jb : i1
-        scf.condition(%go) %i, %j, %n : index, index, index
-      }} do {{
-      ^bb0(%i: index, %j: index, %n: index):
-        %xa = memref.load %a_crd[%i] : memref<?x{ac}>
-        %ca = arith.index_cast %xa : {ac} to index
-        %xb = memref.load %b_crd[%j] : memref<?x{bc}>
-        %cb = arith.index_cast %xb : {bc} to index
-        %a_le = arith.cmpi ule, %ca, %cb : index
+{head_m}        %a_le = arith.cmpi ule, %ca, %cb : index
         %b_le = arith.cmpi ule, %cb, %ca : index
         %both = arith.cmpi eq, %ca, %cb : index
         %di = arith.select %a_le, %c1, %c0 : index
@@ -284,18 +278,7 @@ _RUNS_TEST = """\
 # the run-copying merge of a union: equal coordinates give one entry; otherwise the row behind copies its whole
 # run of smaller coordinates in a tight loop (one compare and a well-predicted branch an entry)
 _RUN_MERGE = """\
-      %ru:3 = scf.while (%i = %istart, %j = %blo, %n = %n0) : (index, index, index) -> (index, index, index) {{
-        %ia = arith.cmpi ult, %i, %alim : index
-        %jb = arith.cmpi ult, %j, %bhi : index
-        %go = arith.andi %ia, %jb : i1
-        scf.condition(%go) %i, %j, %n : index, index, index
-      }} do {{
-      ^bb0(%i: index, %j: index, %n: index):
-        %xa = memref.load %a_crd[%i] : memref<?x{ac}>
-        %ca = arith.index_cast %xa : {ac} to index
-        %xb = memref.load %b_crd[%j] : memref<?x{bc}>
-        %cb = arith.index_cast %xb : {bc} to index
-        %eq = arith.cmpi eq, %ca, %cb : index
+{head_ru}        %eq = arith.cmpi eq, %ca, %cb : index
         %nx:3 = scf.if %eq -> (index, index, index) {{
           %va = memref.load %a_val[%i] : memref<?x{e}>
           %vb = memref.load %b_val[%j] : memref<?x{e}>
@@ -363,7 +346,8 @@ def _runs(text: str, op: str, kind: str, ac: str, bc: str, cc: str, e: str) -> s
                               value="              %vb = memref.load %b_val[%k] : memref<?x" + e + ">\n" + b_alone)
     runs = (_RUNS_TEST.format(ac=ac, bc=bc)
             + "    %res:3 = scf.if %uruns -> (index, index, index) {\n"
-            + _RUN_MERGE.format(op=_ARITH[kind][op], ac=ac, bc=bc, cc=cc, e=e, copy_a=copy_a, copy_b=copy_b)
+            + _RUN_MERGE.format(op=_ARITH[kind][op], ac=ac, bc=bc, cc=cc, e=e, copy_a=copy_a, copy_b=copy_b,
+                                head_ru=merge_head("ru", "%istart", "%n0", "%alim", ac, bc, " " * 6))
             + "      scf.yield %ru#0, %ru#1, %ru#2 : index, index, index\n    } else {\n" + steps
             + "      scf.yield %rw#0, %rw#1, %rw#2 : index, index, index\n    }\n")
     lengths = ("    %alen_u = arith.subi %ahi, %alo : index\n"
@@ -396,7 +380,8 @@ def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp:
         body = _INTERSECT_STEP.format(op=arith, e=elem, cc=cc)
         tail = "    %rowend = arith.addi %res#2, %c0 : index\n"
     skip = _DISJOINT.format(ac=ac, bc=bc) + (_UNION_SKIP if union else _INTERSECT_SKIP)
-    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, e=elem, start=start, body=body, tail=tail, skip=skip)
+    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, e=elem, start=start, body=body, tail=tail, skip=skip,
+                        head_res=merge_head("res", "%istart", "%n0", "%alim", ac, bc, " " * 4))
     if union:
         text = _b_first(text, ac, bc, cc, elem, _b_alone(op, kind, elem, "        "))
         text = _runs(text, op, kind, ac, bc, cc, elem)
@@ -411,4 +396,5 @@ def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp:
 
 def _count(ap: str, ac: str, bp: str, bc: str, cp: str) -> str:
     """``@union_count`` for the operands' and result's position/coordinate types."""
-    return _COUNT.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, disjoint=_DISJOINT.format(ac=ac, bc=bc))
+    return _COUNT.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, disjoint=_DISJOINT.format(ac=ac, bc=bc),
+                         head_m=merge_head("m", "%alo", "%c0", "%ahi", ac, bc, " " * 6))
