@@ -22,7 +22,7 @@ Each row pair takes one of four methods, picked from the two rows' lengths and f
 """
 from __future__ import annotations
 
-from .merge_rows import ROW_BOUNDS, merge_head
+from .merge_rows import ROW_BOUNDS, ROW_ENDS, match_step, merge_head
 
 #: A row pair is searched (binary search of the shorter row's entries in the longer one) when the longer row
 #: has more than this many times the shorter one's entries; below it the rows are merged.
@@ -37,17 +37,7 @@ _ROW = """\
     %bne = arith.cmpi ult, %blo, %bhi : index
     %bothne = arith.andi %ane, %bne : i1
     %rowend = scf.if %bothne -> (index) {{
-      %alast = arith.subi %ahi, %c1 : index
-      %blast = arith.subi %bhi, %c1 : index
-      %xa0 = memref.load %a_crd[%alo] : memref<?x{ac}>
-      %xa1 = memref.load %a_crd[%alast] : memref<?x{ac}>
-      %xb0 = memref.load %b_crd[%blo] : memref<?x{bc}>
-      %xb1 = memref.load %b_crd[%blast] : memref<?x{bc}>
-      %ca0 = arith.index_cast %xa0 : {ac} to index
-      %ca1 = arith.index_cast %xa1 : {ac} to index
-      %cb0 = arith.index_cast %xb0 : {bc} to index
-      %cb1 = arith.index_cast %xb1 : {bc} to index
-      %a_before = arith.cmpi ult, %ca1, %cb0 : index
+""" + ROW_ENDS + """      %a_before = arith.cmpi ult, %ca1, %cb0 : index
       %b_before = arith.cmpi ult, %cb1, %ca0 : index
       %apart = arith.ori %a_before, %b_before : i1
       %got = scf.if %apart -> (index) {{
@@ -109,21 +99,7 @@ _ROW = """\
 
 # the run-skipping merge: %mm#2 = the row's end in the output
 _MERGE = """\
-{head_mm}              %eq = arith.cmpi eq, %ca, %cb : index
-              %nx:3 = scf.if %eq -> (index, index, index) {{
-                %va = memref.load %a_val[%i] : memref<?x{e}>
-                %vb = memref.load %b_val[%j] : memref<?x{e}>
-                %v = {mul} %va, %vb : {e}
-                %cc = arith.index_cast %ca : index to {cc}
-                memref.store %cc, %c_crd[%n] : memref<?x{cc}>
-                memref.store %v, %c_val[%n] : memref<?x{e}>
-                %i1 = arith.addi %i, %c1 : index
-                %j1 = arith.addi %j, %c1 : index
-                %n1 = arith.addi %n, %c1 : index
-                scf.yield %i1, %j1, %n1 : index, index, index
-              }} else {{
-                %lt = arith.cmpi ult, %ca, %cb : index
-                %sk:2 = scf.if %lt -> (index, index) {{
+{head_mm}{match_mm}                %sk:2 = scf.if %lt -> (index, index) {{
 {skip_a}                  scf.yield %ia2, %j : index, index
                 }} else {{
 {skip_b}                  scf.yield %i, %jb2 : index, index
@@ -237,7 +213,8 @@ def build(elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc:
     skip_a = _SKIP.format(res="ia2", start="i", hi="ahi", crd="a_crd", t=ac, key="cb")
     skip_b = _SKIP.format(res="jb2", start="j", hi="bhi", crd="b_crd", t=bc, key="ca")
     merge = _MERGE.format(ac=ac, bc=bc, cc=cc, e=elem, mul=mul, skip_a=skip_a, skip_b=skip_b,
-                          head_mm=merge_head("mm", "%alo", "%n0", "%ahi", ac, bc, " " * 12))
+                          head_mm=merge_head("mm", "%alo", "%n0", "%ahi", ac, bc, " " * 12),
+                          match_mm=match_step(mul, elem, cc, " " * 14))
     # long A: B's entries searched in A (A's match at the search position %bs#0, B's at %p)
     search_in_a = _SEARCH.format(ind="          ", res="sa", slo="blo", shi="bhi", scrd="b_crd", st=bc,
                                  llo="alo", lhi="ahi", lcrd="a_crd", lt=ac, ia="%bs#0", ib="%p",

@@ -48,6 +48,21 @@ ROW_BOUNDS = """\
     %bhi = arith.index_cast %bhi_p : {bp} to index
 """
 
+#: The first and last coordinates ``%ca0``/``%ca1`` and ``%cb0``/``%cb1`` of two non-empty rows (a format template
+#: over ``ac``/``bc``, the coordinate types).
+ROW_ENDS = """\
+      %alast = arith.subi %ahi, %c1 : index
+      %blast = arith.subi %bhi, %c1 : index
+      %xa0 = memref.load %a_crd[%alo] : memref<?x{ac}>
+      %xa1 = memref.load %a_crd[%alast] : memref<?x{ac}>
+      %xb0 = memref.load %b_crd[%blo] : memref<?x{bc}>
+      %xb1 = memref.load %b_crd[%blast] : memref<?x{bc}>
+      %ca0 = arith.index_cast %xa0 : {ac} to index
+      %ca1 = arith.index_cast %xa1 : {ac} to index
+      %cb0 = arith.index_cast %xb0 : {bc} to index
+      %cb1 = arith.index_cast %xb1 : {bc} to index
+"""
+
 def merge_head(res: str, i0: str, n0: str, alim: str, ac: str, bc: str, indent: str) -> str:
     """The head of a merge of a row pair's coordinate lists: ``%res:3 = scf.while`` over ``(%i, %j, %n)``
     (A's position from ``i0`` below ``alim``, B's from ``%blo`` below ``%bhi``, a count from ``n0``) while
@@ -64,6 +79,27 @@ def merge_head(res: str, i0: str, n0: str, alim: str, ac: str, bc: str, indent: 
              f"  %ca = arith.index_cast %xa : {ac} to index",
              f"  %xb = memref.load %b_crd[%j] : memref<?x{bc}>",
              f"  %cb = arith.index_cast %xb : {bc} to index"]
+    return "".join(indent + line + "\n" for line in lines)
+
+
+def match_step(op: str, e: str, cc: str, indent: str) -> str:
+    """A merge step's test for equal coordinates (after :func:`merge_head`): ``%nx:3 = scf.if`` stores
+    ``op(a, b)`` at ``%n`` and advances all three positions on a match; its else region starts with ``%lt``
+    (A's coordinate is the smaller)."""
+    lines = ["%eq = arith.cmpi eq, %ca, %cb : index",
+             "%nx:3 = scf.if %eq -> (index, index, index) {",
+             f"  %va = memref.load %a_val[%i] : memref<?x{e}>",
+             f"  %vb = memref.load %b_val[%j] : memref<?x{e}>",
+             f"  %v = {op} %va, %vb : {e}",
+             f"  %cc = arith.index_cast %ca : index to {cc}",
+             f"  memref.store %cc, %c_crd[%n] : memref<?x{cc}>",
+             f"  memref.store %v, %c_val[%n] : memref<?x{e}>",
+             "  %i1 = arith.addi %i, %c1 : index",
+             "  %j1 = arith.addi %j, %c1 : index",
+             "  %n1 = arith.addi %n, %c1 : index",
+             "  scf.yield %i1, %j1, %n1 : index, index, index",
+             "} else {",
+             "  %lt = arith.cmpi ult, %ca, %cb : index"]
     return "".join(indent + line + "\n" for line in lines)
 
 
@@ -141,17 +177,7 @@ _DISJOINT = """\
     %bne = arith.cmpi ult, %blo, %bhi : index
     %bothne = arith.andi %ane, %bne : i1
     %apart:2 = scf.if %bothne -> (i1, i1) {{
-      %alast = arith.subi %ahi, %c1 : index
-      %blast = arith.subi %bhi, %c1 : index
-      %xa0 = memref.load %a_crd[%alo] : memref<?x{ac}>
-      %xa1 = memref.load %a_crd[%alast] : memref<?x{ac}>
-      %xb0 = memref.load %b_crd[%blo] : memref<?x{bc}>
-      %xb1 = memref.load %b_crd[%blast] : memref<?x{bc}>
-      %ca0 = arith.index_cast %xa0 : {ac} to index
-      %ca1 = arith.index_cast %xa1 : {ac} to index
-      %cb0 = arith.index_cast %xb0 : {bc} to index
-      %cb1 = arith.index_cast %xb1 : {bc} to index
-      %a_before = arith.cmpi ult, %ca1, %cb0 : index
+""" + ROW_ENDS + """      %a_before = arith.cmpi ult, %ca1, %cb0 : index
       %b_before = arith.cmpi ult, %cb1, %ca0 : index
       scf.yield %a_before, %b_before : i1, i1
     }} else {{
@@ -278,21 +304,7 @@ _RUNS_TEST = """\
 # the run-copying merge of a union: equal coordinates give one entry; otherwise the row behind copies its whole
 # run of smaller coordinates in a tight loop (one compare and a well-predicted branch an entry)
 _RUN_MERGE = """\
-{head_ru}        %eq = arith.cmpi eq, %ca, %cb : index
-        %nx:3 = scf.if %eq -> (index, index, index) {{
-          %va = memref.load %a_val[%i] : memref<?x{e}>
-          %vb = memref.load %b_val[%j] : memref<?x{e}>
-          %v = {op} %va, %vb : {e}
-          %cc = arith.index_cast %ca : index to {cc}
-          memref.store %cc, %c_crd[%n] : memref<?x{cc}>
-          memref.store %v, %c_val[%n] : memref<?x{e}>
-          %i1 = arith.addi %i, %c1 : index
-          %j1 = arith.addi %j, %c1 : index
-          %n1 = arith.addi %n, %c1 : index
-          scf.yield %i1, %j1, %n1 : index, index, index
-        }} else {{
-          %lt = arith.cmpi ult, %ca, %cb : index
-          %sk:3 = scf.if %lt -> (index, index, index) {{
+{head_ru}{match_ru}          %sk:3 = scf.if %lt -> (index, index, index) {{
 {copy_a}            scf.yield %ka#0, %j, %ka#1 : index, index, index
           }} else {{
 {copy_b}            scf.yield %i, %kb#0, %kb#1 : index, index, index
@@ -347,7 +359,8 @@ def _runs(text: str, op: str, kind: str, ac: str, bc: str, cc: str, e: str) -> s
     runs = (_RUNS_TEST.format(ac=ac, bc=bc)
             + "    %res:3 = scf.if %uruns -> (index, index, index) {\n"
             + _RUN_MERGE.format(op=_ARITH[kind][op], ac=ac, bc=bc, cc=cc, e=e, copy_a=copy_a, copy_b=copy_b,
-                                head_ru=merge_head("ru", "%istart", "%n0", "%alim", ac, bc, " " * 6))
+                                head_ru=merge_head("ru", "%istart", "%n0", "%alim", ac, bc, " " * 6),
+                                match_ru=match_step(_ARITH[kind][op], e, cc, " " * 8))
             + "      scf.yield %ru#0, %ru#1, %ru#2 : index, index, index\n    } else {\n" + steps
             + "      scf.yield %rw#0, %rw#1, %rw#2 : index, index, index\n    }\n")
     lengths = ("    %alen_u = arith.subi %ahi, %alo : index\n"
