@@ -146,13 +146,20 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     work = a_pos.astype(np.int64) + b_pos.astype(np.int64)  # row offsets of the bound
     bounds = balanced_bounds(work, cpu_count())
     kernel = row_kernel_for(key, build)
-    if op != "mul":  # the union: count the rows before each chunk, then every chunk writes at its exact offset
+    union = op != "mul"
+    if union:  # count the rows before each chunk: every chunk writes at its exact offset
         _union_starts(kernel, a_pos, a_crd, b_pos, b_crd, c_pos, work, bounds)
-        kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
-        end = int(c_pos[-1])
-        return c_pos, crd[:end], val[:end]
     kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
-    end = 0  # join in place: each chunk moved down to the end of the ones before (no move when none shrank)
+    end = int(c_pos[-1]) if union else _join_chunks(crd, val, c_pos, work, bounds)
+    return c_pos, crd[:end], val[:end]
+
+
+def _join_chunks(crd: np.ndarray, val: np.ndarray, c_pos: np.ndarray, work: np.ndarray,
+                 bounds: tuple[int, ...]) -> int:
+    """Join the chunks an intersection wrote from their bound's offsets (``work[r0]``) in place: each chunk
+    moved down to the end of the ones before (no move when none shrank), its positions shifted; returns the
+    number of entries."""
+    end = 0
     for r0, r1 in zip(bounds, bounds[1:]):
         if r1 <= r0:
             continue
@@ -162,7 +169,7 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
             _move_down(val, lo, hi, end)
             c_pos[r0 + 1:r1 + 1] -= lo - end
         end += hi - lo
-    return c_pos, crd[:end], val[:end]
+    return end
 
 
 def _union_starts(kernel: Any, a_pos: np.ndarray, a_crd: np.ndarray, b_pos: np.ndarray, b_crd: np.ndarray,
@@ -171,11 +178,10 @@ def _union_starts(kernel: Any, a_pos: np.ndarray, a_crd: np.ndarray, b_pos: np.n
     rows before the last chunk are counted (``@union_count``) in pieces on every core, each piece's running
     counts starting from 0, then summed across pieces. ``@merge``'s chunks read their start there; the chunk
     before one writes the same value there when it ends."""
-    c_pos[0] = 0
-    starts = [r for r in bounds[1:-1] if 0 < r < bounds[-1]]
+    starts = sorted({r for r in bounds[1:-1] if 0 < r < bounds[-1]})
     if not starts:
         return
-    last = max(starts)
+    last = starts[-1]
     pieces = balanced_bounds(work[:last + 1], cpu_count())
     kernel([a_pos, a_crd, b_pos, b_crd], c_pos, pieces, "union_count")
     spans = []  # (first row, last row, union size of the rows before the first) of each non-empty piece
@@ -184,12 +190,9 @@ def _union_starts(kernel: Any, a_pos: np.ndarray, a_crd: np.ndarray, b_pos: np.n
         if p1 > p0:
             spans.append((p0, p1, before))
             before += int(c_pos[p1])
-    values = {}
-    for r in starts:
-        p0, p1, base = next(span for span in spans if span[0] < r <= span[1])
-        values[r] = base + int(c_pos[r])
-    for r, v in values.items():  # after every lookup: a start may be another piece's running count
-        c_pos[r] = v
+    for r in starts:  # each start reads only its own running count: set it in place
+        base = next(before for p0, p1, before in spans if p0 < r <= p1)
+        c_pos[r] = base + int(c_pos[r])
 
 
 def _move_down(buf: np.ndarray, lo: int, hi: int, to: int) -> None:
