@@ -17,8 +17,8 @@ Each row pair takes one of four methods, picked from the two rows' lengths and f
 
 - ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, c_crd, c_val, row_begin, row_end)`` writes the
   rows ``[row_begin, row_end)`` one after another from offset ``a_pos[row_begin] + b_pos[row_begin]`` (the
-  union's bound of the rows before, as :mod:`lowering.kernels.merge_rows`, so the callers' buffers and
-  chunk joins are the same) and ``c_pos[r + 1]`` = the end of row ``r``.
+  bound of the rows before: the caller moves each chunk down after the ones before) and ``c_pos[r + 1]`` =
+  the end of row ``r``.
 """
 from __future__ import annotations
 

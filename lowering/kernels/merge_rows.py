@@ -1,22 +1,22 @@
-"""Hand-written elementwise ``add``/``sub`` (the union) and ``mul`` (the intersection) of two matrices with
-(dense, compressed) levels in the same dimension order (CSR + CSR, CSC + CSC), a row-range kernel.
+"""Hand-written elementwise ``add``/``sub`` (the union) of two matrices with (dense, compressed) levels in the
+same dimension order (CSR + CSR, CSC + CSC), a row-range kernel. ``mul`` (the intersection) is
+:mod:`lowering.kernels.intersect_rows`, which shares this module's templates.
 
 Through the sparsifier a sparse result is built by inserting every entry through a growing buffer with a
 function call per entry (about 4x scipy's time for a union here). This kernel merges each row's two
 sorted coordinate lists instead, in one pass into buffers of the bound ``nnz(A) + nnz(B)``: a branch-free
-step (selects) while both lists have entries, then (for a union) copies of the rest of either list. Rows
-whose column ranges do not overlap (A's last coordinate before B's first, or the reverse; four loads per
-row) take no merge steps: the union copies both lists (the earlier one first), the intersection is empty.
-Union rows that both start with a run (first three coordinates consecutive: 4x4 blocks, bands) take a
-run-copying merge instead of the branch-free steps: the row behind copies its whole run of smaller
-coordinates in a tight loop (a well-predicted branch an entry). On the suite's block 4x4 add: 10.4 against
-20.0 ms (one thread, CPU time). The suite's ``multiply`` goes through :mod:`lowering.kernels.intersect_rows`.
+step (selects) while both lists have entries, then copies of the rest of either list. Rows whose column
+ranges do not overlap (A's last coordinate before B's first, or the reverse; four loads per row) take no
+merge steps: both lists are copied (the earlier one first). Rows that both start with a run (first three
+coordinates consecutive: 4x4 blocks, bands) take a run-copying merge instead of the branch-free steps: the
+row behind copies its whole run of smaller coordinates in a tight loop (a well-predicted branch an entry).
+On the suite's block 4x4 add: 10.4 against 20.0 ms (one thread, CPU time).
 
 - ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, c_crd, c_val, row_begin, row_end)`` writes the
   rows ``[row_begin, row_end)`` one after another from offset ``c_pos[row_begin]`` (set by the caller) and
   ``c_pos[r + 1]`` = the end of row ``r``. One chunk (rows from 0, ``c_pos[0] = 0``) gives the final
   buffers (views of their used part: the untouched tail of a large ``np.empty`` is never paged in).
-- ``@union_count(a_pos, a_crd, b_pos, b_crd, c_pos, row_begin, row_end)`` (unions only) counts each row's
+- ``@union_count(a_pos, a_crd, b_pos, b_crd, c_pos, row_begin, row_end)`` counts each row's
   union (``|A_r| + |B_r|`` minus the coordinates both store, from a branch-free counting merge; none for
   rows whose column ranges do not overlap) and writes ``c_pos[r + 1]`` = the count of rows
   ``[row_begin, r]``. Several chunks count the rows before each merge chunk first, so every chunk of
@@ -25,13 +25,11 @@ coordinates in a tight loop (a well-predicted branch an entry). On the suite's b
   suite's banded add, 107 of 250 ms in a process whose memory was fresh, 9 of 31 ms after.)
 
 A union keeps every coordinate of either operand (a sum that cancels stays a stored zero, as in the
-sparsifier's kernel); an intersection keeps the coordinates both store. Both passes run in row chunks on
-the frontend's thread pool.
+sparsifier's kernel). Both functions run in row chunks on the frontend's thread pool.
 """
 from __future__ import annotations
 
-_ARITH = {"float": {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf"},
-          "int": {"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli"}}
+_ARITH = {"float": {"add": "arith.addf", "sub": "arith.subf"}, "int": {"add": "arith.addi", "sub": "arith.subi"}}
 
 
 #: The row loop's first lines: ``%r1`` and the row pair's position ranges ``[%alo, %ahi)`` and ``[%blo, %bhi)``
@@ -112,7 +110,6 @@ _HEAD = """\
       %vb = memref.load %b_val[%j] : memref<?x{e}>
       %a_first = arith.cmpi ult, %ca, %cb : index
       %b_first = arith.cmpi ult, %cb, %ca : index
-      %both = arith.cmpi eq, %ca, %cb : index
       %i1 = arith.addi %i, %c1 : index
       %j1 = arith.addi %j, %c1 : index
       %ni = arith.select %b_first, %i, %i1 : index
@@ -160,17 +157,6 @@ _UNION_TAIL = """\
       scf.yield %q1 : index
     }}
 """
-# an intersection writes every step at %n (inside the row's bound) and advances %n on a match only
-_INTERSECT_STEP = """\
-      %v = {op} %va, %vb : {e}
-      %colc = arith.index_cast %ca : index to {cc}
-      memref.store %colc, %c_crd[%n] : memref<?x{cc}>
-      memref.store %v, %c_val[%n] : memref<?x{e}>
-      %inc = arith.select %both, %c1, %c0 : index
-      %nn = arith.addi %n, %inc : index
-"""
-
-
 # rows whose column ranges do not overlap skip the merge loop: (A's last < B's first, B's last < A's first)
 _DISJOINT = """\
     %ane = arith.cmpi ult, %alo, %ahi : index
@@ -190,14 +176,6 @@ _UNION_SKIP = """\
     %istart = arith.addi %alo, %c0 : index
     %alim = arith.select %apart#0, %alo, %ahi : index
 """
-# an intersection of rows that do not overlap (or one is empty): no steps
-_INTERSECT_SKIP = """\
-    %none = arith.ori %apart#0, %apart#1 : i1
-    %istart = arith.select %none, %ahi, %alo : index
-    %alim = arith.addi %ahi, %c0 : index
-"""
-
-
 # a union where B's row ends before A's starts: B's row copied, then A's (no merge steps)
 _B_FIRST = """\
       %bq = scf.for %k = %blo to %bhi step %c1 iter_args(%q = %n0) -> (index) {{
@@ -378,33 +356,26 @@ def _b_alone(op: str, kind: str, e: str, indent: str) -> str:
 
 
 def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc: str) -> str:
-    """The module (``@merge``) for ``op`` in ``add``/``sub``/``mul`` on values of MLIR type ``elem`` (``kind``
-    ``"float"`` or ``"int"``) with the operands' and result's position/coordinate types."""
-    if op not in ("add", "sub", "mul") or kind not in _ARITH:
+    """The module (``@merge`` and ``@union_count``) for ``op`` in ``add``/``sub`` on values of MLIR type
+    ``elem`` (``kind`` ``"float"`` or ``"int"``) with the operands' and result's position/coordinate types."""
+    if op not in ("add", "sub") or kind not in _ARITH:
         raise ValueError(f"merge kernel: no {op!r} on {kind} values")
-    union = op != "mul"
     start = (f"  %o_p = memref.load %c_pos[%row_begin] : memref<?x{cp}>\n"
              f"  %o = arith.index_cast %o_p : {cp} to index\n")
-    arith = _ARITH[kind][op]
-    if union:
-        body = _UNION_STEP.format(op=arith, e=elem, cc=cc, b_alone=_b_alone(op, kind, elem, "      "))
-        tail = _UNION_TAIL.format(ac=ac, bc=bc, cc=cc, e=elem, b_alone=_b_alone(op, kind, elem, "      "))
-    else:
-        body = _INTERSECT_STEP.format(op=arith, e=elem, cc=cc)
-        tail = "    %rowend = arith.addi %res#2, %c0 : index\n"
-    skip = _DISJOINT.format(ac=ac, bc=bc) + (_UNION_SKIP if union else _INTERSECT_SKIP)
+    b_alone = _b_alone(op, kind, elem, "      ")
+    body = _UNION_STEP.format(op=_ARITH[kind][op], e=elem, cc=cc, b_alone=b_alone)
+    tail = _UNION_TAIL.format(ac=ac, bc=bc, cc=cc, e=elem, b_alone=b_alone)
+    skip = _DISJOINT.format(ac=ac, bc=bc) + _UNION_SKIP
     text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, e=elem, start=start, body=body, tail=tail, skip=skip,
                         head_res=merge_head("res", "%istart", "%n0", "%alim", ac, bc, " " * 4))
-    if union:
-        text = _b_first(text, ac, bc, cc, elem, _b_alone(op, kind, elem, "        "))
-        text = _runs(text, op, kind, ac, bc, cc, elem)
+    text = _b_first(text, ac, bc, cc, elem, _b_alone(op, kind, elem, "        "))
+    text = _runs(text, op, kind, ac, bc, cc, elem)
     zero = "0.0" if kind == "float" else "0"
     return (f"func.func @merge(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>, "
             f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %c_pos: memref<?x{cp}>, "
             f"%c_crd: memref<?x{cc}>, %c_val: memref<?x{elem}>, %row_begin: index, %row_end: index) "
             "attributes {llvm.emit_c_interface} {\n"
-            f"  %zero = arith.constant {zero} : {elem}\n" + text + "}\n"
-            + (_count(ap, ac, bp, bc, cp) if union else ""))
+            f"  %zero = arith.constant {zero} : {elem}\n" + text + "}\n" + _count(ap, ac, bp, bc, cp))
 
 
 def _count(ap: str, ac: str, bp: str, bc: str, cp: str) -> str:
