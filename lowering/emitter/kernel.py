@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mlir_bridge.signature import DTYPES
+
 from .arith import Arith, vtype
 from .builder import Builder, Carry, Value, element_type
 from .operand import WalkedOperand
@@ -24,14 +26,6 @@ from .walker import NO_CARRY, loop_widths, row_mode, walk
 #: Most accumulators (vectors or scalars) an output row tile keeps in registers (AVX-512 has 32 vector
 #: registers; the dense operand's chunks and the broadcast entry need some of the rest).
 TILE_REGISTERS = 16
-
-
-def element_bytes(elem: str) -> int:
-    """Bytes of one value of MLIR element type ``elem`` (``f64`` 8, ``complex<f32>`` 8, ``i1`` 1)."""
-    if elem.startswith("complex<"):
-        return 2 * element_bytes(elem[len("complex<"):-1])
-    digits = "".join(ch for ch in elem if ch.isdigit())
-    return max(1, int(digits) // 8) if digits else 8
 
 
 def memref_type(shape: tuple[int, ...], elem: str) -> str:
@@ -169,7 +163,8 @@ class _Visitor:
         for s, extent in zip(c.output_subscripts, c.output.shape):
             if s != ch:
                 n *= int(extent)
-        return n * element_bytes(c.output.elem)
+        dtype = DTYPES.get(c.output.elem)
+        return n * (dtype.itemsize if dtype is not None else 1)  # i1 (bool): one byte
 
     def parallel_dims(self) -> set[int]:
         return {d for d, ch in enumerate(self.wsub) if ch in self.c.output_subscripts}

@@ -32,6 +32,8 @@ UNROLL = 16
 RANGE_TILE_BYTES = 1 << 20
 #: Fewest rows per tile (wide output rows).
 RANGE_TILE_MIN = 1024
+#: ``carry_level`` meaning "no loop-carried accumulator" (any value >= the number of levels).
+NO_CARRY = 1 << 30
 
 
 def range_tile(row_bytes: int) -> int:
@@ -39,8 +41,6 @@ def range_tile(row_bytes: int) -> int:
     two, :data:`RANGE_TILE_BYTES` of output at most, :data:`RANGE_TILE_MIN` at least."""
     rows = RANGE_TILE_BYTES // (row_bytes or 8)
     return max(RANGE_TILE_MIN, 1 << max(rows, 1).bit_length() - 1)
-#: ``carry_level`` meaning "no loop-carried accumulator" (any value >= the number of levels).
-NO_CARRY = 1 << 30
 
 
 def loop_widths(lanes: int | None) -> tuple[int, int]:
