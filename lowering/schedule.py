@@ -9,7 +9,9 @@ measurements written down in ``docs/performance.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from frontend.format import delta_packed
 
 from .emitter.kernel import row_parallel, walked_index
 
@@ -21,6 +23,10 @@ if TYPE_CHECKING:
 WIDE_LANES = 8
 #: Partial sums of reductions over long rows (hide the add latency; 8 and 16 were slower: remainders).
 MID_LANES = 4
+#: Partial sums of unpacked delta rows (DELTA(8)), whose loop takes ``rules.DELTA_SPAN`` = 16 entries a
+#: step: 8192^2 f32 DELTA(8) SpMV at 50%, one thread, 10.8-10.9 ms with 4, 10.3 with 8, 10.4-10.7 with 16
+#: (in cache, 2048^2: 0.62 / 0.62-0.64 / 0.64). Bit-packed delta rows keep :data:`MID_LANES` (8: 1.5x slower).
+DELTA_LANES = 8
 #: Reductions over stored entries run a scalar loop below this mean row length (the unrolled loop's
 #: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on
 #: (12: 4x4-block rows of 16 entries, whose mean can fall a hair under 16, run 0.38-0.46x the scalar time).
@@ -136,8 +142,17 @@ def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str
     if stats is None:
         return 1, "no stats: scalar"
     if stats.row_mean >= LONG_ROW:
+        if _unpacked_delta(c.inputs[w].fmt):
+            why = f"unpacked delta rows avg {stats.row_mean:.1f} >= {LONG_ROW}: {DELTA_LANES} partial sums"
+            return DELTA_LANES, why
         return MID_LANES, f"rows avg {stats.row_mean:.1f} >= {LONG_ROW}: {MID_LANES} partial sums"
     return 1, f"rows avg {stats.row_mean:.1f} < {LONG_ROW}: scalar"
+
+
+def _unpacked_delta(fmt: Any) -> bool:
+    """Whether the level under the rows of ``fmt`` is a delta level of whole-byte gaps."""
+    levels = fmt.levels[1:2] if fmt is not None else []
+    return any(lv.format.value == "delta" and not delta_packed(lv.bits) for lv in levels)
 
 
 def _gather(c: Contraction, w: int, stats: OperandStats | None) -> tuple[bool, str]:

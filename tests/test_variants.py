@@ -24,6 +24,7 @@ from lowering.pipelines import Pipeline
 from lowering.schedule import (
     AUTO_MIN_WORK,
     CHUNKS_PER_THREAD,
+    DELTA_LANES,
     DYNAMIC_MIN_WORK,
     LONG_ROW,
     MID_LANES,
@@ -274,6 +275,15 @@ def test_short_rows_scalar_long_rows_partial_sums():
     assert choose_schedule(c, stats(mean=LONG_ROW), 1, None).lanes == MID_LANES
     assert choose_schedule(c, stats(mean=2048.0), 1, None).lanes == MID_LANES
     assert choose_schedule(c, None, 1, None).lanes == 1
+
+
+def test_unpacked_delta_rows_take_more_partial_sums():
+    """DELTA(8)'s 16-entry steps take DELTA_LANES partial sums; bit-packed DELTA(4) and short rows do not."""
+    assert DELTA_LANES != MID_LANES
+    got = choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=2048.0), 1, None)
+    assert got.lanes == DELTA_LANES and "unpacked delta" in got.reason
+    assert choose_schedule(spmv_contraction(N.DELTA(4)), stats(mean=2048.0), 1, None).lanes == MID_LANES
+    assert choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=5.0), 1, None).lanes == 1
 
 
 def test_dense_columns_are_vectorized():

@@ -28,9 +28,15 @@ DELTA_STEP = 1
 #: Gathered delta walks compute coordinates in i32 below this level extent (else in ``index``).
 DELTA_I32_EXTENT = 1 << 31
 #: Entries ahead of the current one that an unrolled delta walk prefetches (values and gaps), once per
-#: unrolled iteration: the row's loop alone kept too few DRAM reads in flight (8192^2 f32 DELTA(8) SpMV,
-#: one thread: 18.1 ms without, 13.2 with; 512-4096 all within 2%; docs/performance.md).
-DELTA_PREFETCH = 1024
+#: unrolled iteration, into L2 (:data:`DELTA_LOCALITY`): the row's loop alone kept too few DRAM reads in
+#: flight. 8192^2 f32 DELTA(8) SpMV at 50%, one thread, ms: no prefetch 18.1; into L1 (``locality<3>``)
+#: 1024 ahead 12.2-12.6; into L2 512 ahead 13.9-14.1, 1024 11.1, 2048 10.6-10.9, 4096 10.4-12.8
+#: (docs/performance.md).
+DELTA_PREFETCH = 2048
+#: ``memref.prefetch`` locality of the delta walks (1: x86 ``prefetcht2``, into L2). Into L1 (3) the
+#: prefetched lines pushed out the lines of x and of the current entries: DELTA(8) SpMV 12.2-12.6 ms at
+#: 8192^2 and 0.87 ms at 2048^2 (in cache) against 10.6-10.9 and 0.62 with 1 (2: 11.5 and 0.62).
+DELTA_LOCALITY = 1
 #: Gaps a bit-packed delta walk takes from one load (whole bytes: ``max(1, DELTA_WORD_GAPS * bits // 8)``).
 #: 8192^2 / 2048^2 f32 SpMV at 50%, ms: DELTA(4) 2 gaps a load 12.7 / 0.91, 4 gaps 12.0 / 0.73, 8 gaps 22.1 / 0.77;
 #: DELTA(2) 4 gaps 12.6 / 0.79, 8 gaps 23.7 / 0.85 (dense GEMV 13.8 / 0.88).
@@ -202,8 +208,8 @@ def delta_prefetcher(ctx: Any, k: int, per: int, unit: int = 1) -> Callable[[Val
     def fetch(iv: Value) -> None:
         at = b.add(b.mul(iv, b.index(per)) if per > 1 else iv, b.index(DELTA_PREFETCH))
         g = b.add(b.mul(iv, b.index(unit)) if unit > 1 else iv, b.index(DELTA_PREFETCH * unit // per))
-        b.emit(f"memref.prefetch {vals}[{ctx.at(at)}], read, locality<3>, data : {vals.type}")
-        b.emit(f"memref.prefetch {crd}[{ctx.at(g)}], read, locality<3>, data : {crd.type}")
+        b.emit(f"memref.prefetch {vals}[{ctx.at(at)}], read, locality<{DELTA_LOCALITY}>, data : {vals.type}")
+        b.emit(f"memref.prefetch {crd}[{ctx.at(g)}], read, locality<{DELTA_LOCALITY}>, data : {crd.type}")
     return fetch
 
 

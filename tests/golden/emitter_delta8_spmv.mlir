@@ -24,7 +24,7 @@ func.func @main(%in0_pos1: memref<?xi64>, %in0_crd1: memref<?xi8>, %in0_val: mem
   %k31 = arith.constant 0.00000000000000000e+00 : f64
   %k32 = arith.constant 0.00000000000000000e+00 : f64
   %k33 = arith.constant 0.00000000000000000e+00 : f64
-  %c53 = arith.constant 1024 : index
+  %c53 = arith.constant 2048 : index
   %c75 = arith.constant 2 : index
   %c86 = arith.constant 3 : index
   %c97 = arith.constant 4 : index
@@ -53,8 +53,8 @@ func.func @main(%in0_pos1: memref<?xi64>, %in0_crd1: memref<?xi8>, %in0_val: mem
     %r52:17 = scf.for %iv34 = %i8 to %i18 step %c15 iter_args(%a35 = %c12, %a36 = %k6, %a37 = %k19, %a38 = %k20, %a39 = %k21, %a40 = %k22, %a41 = %k23, %a42 = %k24, %a43 = %k25, %a44 = %k26, %a45 = %k27, %a46 = %k28, %a47 = %k29, %a48 = %k30, %a49 = %k31, %a50 = %k32, %a51 = %k33) -> (index, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64) {
       %i54 = arith.addi %iv34, %c53 : index
       %i55 = arith.addi %iv34, %c53 : index
-      memref.prefetch %in0_val[%i54], read, locality<3>, data : memref<?xf64>
-      memref.prefetch %in0_crd1[%i55], read, locality<3>, data : memref<?xi8>
+      memref.prefetch %in0_val[%i54], read, locality<1>, data : memref<?xf64>
+      memref.prefetch %in0_crd1[%i55], read, locality<1>, data : memref<?xi8>
       %l56 = memref.load %in0_crd1[%iv34] : memref<?xi8>
       %l57 = arith.extui %l56 : i8 to i64
       %i58 = arith.index_cast %l57 : i64 to index
