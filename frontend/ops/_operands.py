@@ -130,7 +130,26 @@ def half_result(tensors: Sequence[Tensor]) -> np.dtype | None:
 
 def cast_values(t: Tensor, dtype: np.dtype) -> Tensor:
     """``t`` with its values cast to ``dtype`` (a copy) over the same index buffers (still validated)."""
-    val = np.asarray(to_host(t.val)).astype(dtype)  # (a NumPy view first: torch bfloat16 via ml_dtypes)
+    return _with_values(t, np.asarray(to_host(t.val)).astype(dtype))  # (a NumPy view first: torch bfloat16)
+
+
+def aligned(values: Any, alignment: int) -> bool:
+    """Whether the buffer of ``values`` (a NumPy or CPU torch array) starts at a multiple of ``alignment`` bytes."""
+    address = values.data_ptr() if hasattr(values, "data_ptr") else np.asarray(values).__array_interface__["data"][0]
+    return address % alignment == 0
+
+
+def aligned_copy(t: Tensor, alignment: int) -> Tensor:
+    """``t`` with a copy of its values whose buffer starts at a multiple of ``alignment`` bytes."""
+    src = np.asarray(to_host(t.val))
+    raw = np.empty(src.nbytes + alignment, np.uint8)
+    start = -raw.ctypes.data % alignment
+    val = raw[start:start + src.nbytes].view(src.dtype).reshape(src.shape)
+    np.copyto(val, src)
+    return _with_values(t, val)
+
+
+def _with_values(t: Tensor, val: np.ndarray) -> Tensor:
     new = Tensor(t.tensor_format, t.shape, t._pos, t._crd, val, index_type=t.index_type, package=t.package,
                  device=t.device)
     if t._validated is not None:

@@ -17,12 +17,23 @@ from lowering.dispatch import path_of, registry_state
 from lowering.emitter import row_parallel
 from lowering.kernels.registry import match_kernel
 from lowering.miscompiles import unsupported_levels
-from lowering.schedule import Schedule, choose_schedule
+from lowering.schedule import REALIGN_BYTES, Schedule, choose_schedule
 from mlir_bridge.errors import CompileError
 
 from . import _blocks as blocks
 from ._kernel_cache import Kernel, get_kernel, row_major, spec_of
-from ._operands import cast_values, check_cpu, elem_of, half_elem, operand, operand_key, out_width, result_shape
+from ._operands import (
+    aligned,
+    aligned_copy,
+    cast_values,
+    check_cpu,
+    elem_of,
+    half_elem,
+    operand,
+    operand_key,
+    out_width,
+    result_shape,
+)
 from ._options import MatmulOptions, pipeline_key
 from ._plan import MatmulInfo
 from ._reroute import Reroutes, apply, entry_format, format_name, reroute, result_format
@@ -85,7 +96,9 @@ class PreparedOp:
         self.conversions: tuple[str, ...] = ()  # copies made so that a kernel takes the operands (_reroute)
         self._reroute(names)
         self.out_dtype: np.dtype | None = None  # a half type the float32 result is cast back to (in_dtype)
-        self.casts: list[tuple[Any, Any]] = []  # (cast copy's values, the source's values): promoted operands
+        #: (copy's values, the source's values), refreshed by a planned execute: promoted operands' cast copies
+        #: (:meth:`in_dtype`), then dense operands' aligned copies (:meth:`_realign_dense`)
+        self.casts: list[tuple[Any, Any]] = []
         self.base_key = self._structural_key()
         self.initial_key = self.base_key  # before a fallback's conversions (reset_operands compares it)
         self._schedule(rows)
@@ -189,6 +202,7 @@ class PreparedOp:
             c = self._described()
             if match_kernel(c) is None:
                 self._apply(self._schedule_for(stored[0], c))
+                self._realign_dense()
         self.two_pass_threads = None
         if self.out_format is not None and self.target == "cpu":  # a two-pass kernel (SpGEMM): row chunks
             self.two_pass_threads = kernel_threads(match_kernel(self._described()), self.threads_option)
@@ -214,6 +228,17 @@ class PreparedOp:
     def _apply(self, decision: tuple[Schedule, bool, tuple[int, ...]]) -> None:
         self.schedule, self.row_range, self.bounds = decision
         self.lanes, self.stride, self.gather = decision[0].lanes, decision[0].stride, decision[0].gather
+
+    def _realign_dense(self) -> None:
+        """Where the schedule asks for it (``Schedule.realign``), dense operands (rank 2 and up) whose values do not
+        start at a multiple of ``REALIGN_BYTES`` are read from aligned copies (refreshed by a planned execute)."""
+        if self.schedule is None or not self.schedule.realign:
+            return
+        for k, t in enumerate(self.tensors):
+            if row_major(t.tensor_format) and len(t.shape) >= 2 and not aligned(t.val, REALIGN_BYTES):
+                copy = aligned_copy(t, REALIGN_BYTES)
+                self.tensors[k] = copy
+                self.casts.append((copy.val, t.val))
 
     def info(self) -> MatmulInfo:
         """What runs and why: path, lanes, chunks, split and the schedule's reason."""
@@ -249,6 +274,8 @@ class PreparedOp:
         if self.schedule is not None:
             stored = next(t for t in tensors if not row_major(t.tensor_format))
             op._apply(op._schedule_for(stored, self._described()))
+            op.casts = []  # (a template's operands are never promoted: its copies were aligned ones)
+            op._realign_dense()
             if (op.lanes, op.stride, op.gather, op.row_range) != (self.lanes, self.stride, self.gather,
                                                                   self.row_range):
                 op.kernel = None
@@ -407,7 +434,7 @@ class PreparedOp:
         """Results cast to ``dtype`` (a half type: the operands were float32 copies) unless None; ``raw`` /
         ``cast``: the operands before and after promotion (a planned call refreshes the copies); returns self."""
         self.out_dtype = dtype
-        self.casts = [(c.val, r.val) for r, c in zip(raw, cast) if c is not r]
+        self.casts = [(c.val, r.val) for r, c in zip(raw, cast) if c is not r] + self.casts
         return self
 
     def refresh_casts(self) -> None:
