@@ -25,6 +25,7 @@ from lowering.schedule import (
     AUTO_MIN_WORK,
     CHUNKS_PER_THREAD,
     DELTA_LANES,
+    DELTA_LONG_ROW,
     DYNAMIC_MIN_WORK,
     LONG_ROW,
     MID_LANES,
@@ -278,11 +279,13 @@ def test_short_rows_scalar_long_rows_partial_sums():
 
 
 def test_unpacked_delta_rows_take_more_partial_sums():
-    """DELTA(8)'s 16-entry steps take DELTA_LANES partial sums; bit-packed DELTA(4) and short rows do not."""
+    """DELTA(8) rows from DELTA_LONG_ROW entries take DELTA_LANES partial sums; bit-packed DELTA(4) and shorter
+    rows do not."""
     assert DELTA_LANES != MID_LANES
-    got = choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=2048.0), 1, None)
+    got = choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=DELTA_LONG_ROW), 1, None)
     assert got.lanes == DELTA_LANES and "unpacked delta" in got.reason
-    assert choose_schedule(spmv_contraction(N.DELTA(4)), stats(mean=2048.0), 1, None).lanes == MID_LANES
+    assert choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=DELTA_LONG_ROW - 1), 1, None).lanes == MID_LANES
+    assert choose_schedule(spmv_contraction(N.DELTA(4)), stats(mean=DELTA_LONG_ROW), 1, None).lanes == MID_LANES
     assert choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=5.0), 1, None).lanes == 1
 
 
