@@ -26,13 +26,12 @@ if TYPE_CHECKING:
 WIDE_LANES = 8
 #: Partial sums of reductions over long rows (hide the add latency; 8 and 16 were slower: remainders).
 MID_LANES = 4
-#: Partial sums of unpacked delta rows (DELTA(8)) of at least :data:`DELTA_LONG_ROW` entries, whose loop takes
-#: ``rules.DELTA_SPAN`` = 16 entries a step: 8192^2 f32 DELTA(8) SpMV at 50% (rows of 4096), one thread,
-#: 10.8-10.9 ms with 4, 10.3 with 8, 10.4-10.7 with 16 (in cache, 2048^2: 0.62 / 0.62-0.64 / 0.64). Shorter rows
-#: keep :data:`MID_LANES`: pruned 4096^2 rows of 2048 tie (2.79 / 2.84 ms with 8 / 4), rows of 410 (90%)
-#: 0.70 / 0.56 ms. Bit-packed delta rows keep :data:`MID_LANES` (8: 1.5x slower: their word loop unrolls 8 words).
+#: Partial sums of unpacked delta rows (DELTA(8)), whose loop takes ``rules.DELTA_SPAN`` = 16 entries a step:
+#: 8192^2 f32 DELTA(8) SpMV at 50% (rows of 4096), one thread, 10.8-10.9 ms with 4, 10.3 with 8, 10.4-10.7 with
+#: 16 (in cache, 2048^2: 0.62 / 0.62-0.64 / 0.64). Pruned 4096^2 weights, 4 / 8 sums in one process (kernel
+#: cache cleared between the two), ms: 50% 3.91 / 3.73, 2.75 / 2.74; 70% 2.19 / 2.00, 1.99 / 1.72; 90% 0.70 /
+#: 0.68, 0.71 / 0.72. Bit-packed delta rows keep :data:`MID_LANES` (8: 1.5x slower: their word loop unrolls 8).
 DELTA_LANES = 8
-DELTA_LONG_ROW = 2048
 #: Reductions over stored entries run a scalar loop below this mean row length (the unrolled loop's
 #: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on
 #: (12: 4x4-block rows of 16 entries, whose mean can fall a hair under 16, run 0.38-0.46x the scalar time).
@@ -165,8 +164,8 @@ def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str
     if stats is None:
         return 1, "no stats: scalar"
     if stats.row_mean >= LONG_ROW:
-        if stats.row_mean >= DELTA_LONG_ROW and _unpacked_delta(c.inputs[w].fmt):
-            why = f"unpacked delta rows avg {stats.row_mean:.1f} >= {DELTA_LONG_ROW}: {DELTA_LANES} partial sums"
+        if _unpacked_delta(c.inputs[w].fmt):
+            why = f"unpacked delta rows avg {stats.row_mean:.1f} >= {LONG_ROW}: {DELTA_LANES} partial sums"
             return DELTA_LANES, why
         return MID_LANES, f"rows avg {stats.row_mean:.1f} >= {LONG_ROW}: {MID_LANES} partial sums"
     return 1, f"rows avg {stats.row_mean:.1f} < {LONG_ROW}: scalar"

@@ -25,7 +25,6 @@ from lowering.schedule import (
     AUTO_MIN_WORK,
     CHUNKS_PER_THREAD,
     DELTA_LANES,
-    DELTA_LONG_ROW,
     DYNAMIC_MIN_WORK,
     LONG_ROW,
     MID_LANES,
@@ -279,14 +278,13 @@ def test_short_rows_scalar_long_rows_partial_sums():
 
 
 def test_unpacked_delta_rows_take_more_partial_sums():
-    """DELTA(8) rows from DELTA_LONG_ROW entries take DELTA_LANES partial sums; bit-packed DELTA(4) and shorter
-    rows do not."""
+    """Long DELTA(8) rows take DELTA_LANES partial sums; bit-packed DELTA(4) rows MID_LANES, short rows none."""
     assert DELTA_LANES != MID_LANES
-    got = choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=DELTA_LONG_ROW), 1, None)
-    assert got.lanes == DELTA_LANES and "unpacked delta" in got.reason
-    assert choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=DELTA_LONG_ROW - 1), 1, None).lanes == MID_LANES
-    assert choose_schedule(spmv_contraction(N.DELTA(4)), stats(mean=DELTA_LONG_ROW), 1, None).lanes == MID_LANES
-    assert choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=5.0), 1, None).lanes == 1
+    for mean in (LONG_ROW, 2048.0):
+        got = choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=mean), 1, None)
+        assert got.lanes == DELTA_LANES and "unpacked delta" in got.reason
+        assert choose_schedule(spmv_contraction(N.DELTA(4)), stats(mean=mean), 1, None).lanes == MID_LANES
+    assert choose_schedule(spmv_contraction(N.DELTA(8)), stats(mean=LONG_ROW - 1), 1, None).lanes == 1
 
 
 def test_dense_columns_are_vectorized():
