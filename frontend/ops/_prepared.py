@@ -234,11 +234,12 @@ class PreparedOp:
         start at a multiple of ``REALIGN_BYTES`` are read from aligned copies (refreshed by a planned execute)."""
         if self.schedule is None or not self.schedule.realign:
             return
-        for k, t in enumerate(self.tensors):
+        tensors = list(self.tensors)  # (never the caller's list)
+        for k, t in enumerate(tensors):
             if row_major(t.tensor_format) and len(t.shape) >= 2 and not aligned(t.val, REALIGN_BYTES):
-                copy = aligned_copy(t, REALIGN_BYTES)
-                self.tensors[k] = copy
-                self.casts.append((copy.val, t.val))
+                tensors[k] = aligned_copy(t, REALIGN_BYTES)
+                self.casts.append((tensors[k].val, t.val))
+        self.tensors = tensors
 
     def info(self) -> MatmulInfo:
         """What runs and why: path, lanes, chunks, split and the schedule's reason."""
