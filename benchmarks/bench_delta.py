@@ -54,8 +54,8 @@ def child(size: int, sparsity: float, bits: list[int], threads: int, rounds: int
     settle = SETTLE_S if threads > 1 else 0.0
     for _ in range(rounds):
         for k, fn in fns.items():
-            time.sleep(settle)
             if settle:
+                time.sleep(settle)
                 fn()  # wakes this side's threads; the next calls find them spinning, as back-to-back calls do
             for _ in range(BURST if settle else 1):
                 t0 = clock()

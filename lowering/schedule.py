@@ -148,9 +148,7 @@ def _free_extent(c: Contraction, w: int) -> int:
 
 def _split(c: Contraction, w: int) -> str:
     """``"nnz"`` when the level under the walked operand's row level has positions, else ``"rows"``."""
-    fmt = c.inputs[w].fmt
-    levels = fmt.levels[1:2] if fmt is not None else []
-    return "nnz" if any(lv.format.value in _POSITIONED for lv in levels) else "rows"
+    return "nnz" if any(lv.format.value in _POSITIONED for lv in _under_rows(c.inputs[w].fmt)) else "rows"
 
 
 def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str]:
@@ -171,10 +169,14 @@ def _lanes(c: Contraction, w: int, stats: OperandStats | None) -> tuple[int, str
     return 1, f"rows avg {stats.row_mean:.1f} < {LONG_ROW}: scalar"
 
 
+def _under_rows(fmt: Any) -> list[Any]:
+    """The level under the row level of ``fmt`` (none for row-major operands or rank 1)."""
+    return list(fmt.levels[1:2]) if fmt is not None else []
+
+
 def _unpacked_delta(fmt: Any) -> bool:
     """Whether the level under the rows of ``fmt`` is a delta level of whole-byte gaps."""
-    levels = fmt.levels[1:2] if fmt is not None else []
-    return any(lv.format.value == "delta" and not delta_packed(lv.bits) for lv in levels)
+    return any(lv.format.value == "delta" and not delta_packed(lv.bits) for lv in _under_rows(fmt))
 
 
 def _gather(c: Contraction, w: int, stats: OperandStats | None) -> tuple[bool, str]:

@@ -10,7 +10,7 @@ import numpy as np
 from frontend.format import NamedFormats, TensorFormat, index_width, mlir_type
 from frontend.interop._scipy import canonical_compressed
 from frontend.interop._view_cache import shared_view
-from frontend.storage._buffers import as_torch, numpy_dtype, package_of_type as buffer_package_of_type
+from frontend.storage._buffers import as_torch, data_pointer, numpy_dtype, package_of_type as buffer_package_of_type
 from frontend.storage._layout import to_host
 from frontend.tensor._tensor import Tensor
 
@@ -135,8 +135,7 @@ def cast_values(t: Tensor, dtype: np.dtype) -> Tensor:
 
 def aligned(values: Any, alignment: int) -> bool:
     """Whether the buffer of ``values`` (a NumPy or CPU torch array) starts at a multiple of ``alignment`` bytes."""
-    address = values.data_ptr() if hasattr(values, "data_ptr") else np.asarray(values).__array_interface__["data"][0]
-    return address % alignment == 0
+    return data_pointer(values) % alignment == 0
 
 
 def aligned_copy(t: Tensor, alignment: int) -> Tensor:
