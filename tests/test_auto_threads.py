@@ -85,6 +85,19 @@ def test_balanced_bounds_within_one_row_of_the_ideal():
     assert balanced_bounds(np.zeros(5, np.int64), 3) == (0, 0, 0, 4)
 
 
+@pytest.mark.parametrize("start", [0, 7])
+def test_balanced_bounds_same_in_every_offset_type(start):
+    """int32 and int64 offsets are searched in their own type (no copy): the same bounds as the float search,
+    also for offsets not starting at 0 (a row slice's positions)."""
+    rng = np.random.default_rng(16)
+    for rows in (0, 1, 2, 5, 33, 400):
+        offsets = start + np.concatenate(([0], np.cumsum(rng.integers(0, 9, rows))))
+        for n in (1, 2, 3, 5, 8):
+            want = balanced_bounds(offsets.astype(np.float64), n)
+            assert balanced_bounds(offsets.astype(np.int32), n) == want
+            assert balanced_bounds(offsets.astype(np.int64), n) == want
+
+
 def test_stats_measured_once_per_buffer_set():
     a = rand((20, 15), density=0.3, seed=10)
     t = stored(a, "CSR")

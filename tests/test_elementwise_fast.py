@@ -2,6 +2,8 @@
 CSC operands (SciPy objects seen before, or Tensors) of one shape and value type go straight to the merge /
 row-sum kernels. Checked against scipy and against the general path, with the general path switched off so
 a wrong dispatch fails."""
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -140,14 +142,13 @@ def test_rowsum_chunks(monkeypatch):
     real = fast.balanced_bounds  # called for chunked runs only
     monkeypatch.setattr(fast, "balanced_bounds", lambda *a: seen.append(a[1]) or real(*a))
     monkeypatch.setattr(fast, "cpu_count", lambda: 2)
-    monkeypatch.setattr(fast, "ROWSUM_SHORT_PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "ROWSUM_PARALLEL_MIN", ((16, 1), (math.inf, 1 << 24)))
     np.testing.assert_array_equal(F.sum(sp.csr_array(x.toarray()), 1), one)  # short rows: chunks
     assert len(seen) == 1
-    monkeypatch.setattr(fast, "ROWSUM_SHORT_ROW", 1)  # now "long" rows: below the long-row threshold
+    monkeypatch.setattr(fast, "ROWSUM_PARALLEL_MIN", ((0.5, 1), (math.inf, 1 << 24)))  # now "long" rows
     np.testing.assert_array_equal(F.sum(sp.csr_array(x.toarray()), 1), one)
     assert len(seen) == 1
-    monkeypatch.setattr(fast, "ROWSUM_PARALLEL_MIN", 1)
-    monkeypatch.setattr(fast, "ROWSUM_SHORT_PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "ROWSUM_PARALLEL_MIN", ((math.inf, 1),))
     monkeypatch.setattr(fast, "cpu_count", lambda: 3)
     np.testing.assert_array_equal(F.sum(x, 1), one)
 
@@ -371,8 +372,7 @@ def test_rowsum_vector_rows(dtype, monkeypatch):
         _no_general_path(m)
         for chunks in (False, True):
             if chunks:
-                m.setattr(fast, "ROWSUM_PARALLEL_MIN", 1)
-                m.setattr(fast, "ROWSUM_SHORT_PARALLEL_MIN", 1)
+                m.setattr(fast, "ROWSUM_PARALLEL_MIN", ((math.inf, 1),))
                 m.setattr(fast, "cpu_count", lambda: 3)
             np.testing.assert_array_equal(F.sum(sp.csr_array(d), 1), want)
             np.testing.assert_array_equal(F.sum(sp.csc_array(d.T), 0), want)

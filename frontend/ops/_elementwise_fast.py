@@ -13,6 +13,7 @@ validation (:func:`frontend.storage._validate.recheck`).
 from __future__ import annotations
 
 import ctypes
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -30,21 +31,22 @@ from ._operands import check_cpu, operand, to_caller_package
 from ._stats import balanced_bounds
 from ._threads import cpu_count
 
-#: Stored entries (both operands) from which the merge kernels run on every core (below: one thread). The
-#: merge is memory-bound: on 2 shared cores two chunks of 2.2M entries took 4-8 ms against 3.0 ms for one.
-MERGE_PARALLEL_MIN = 1 << 23
+#: Stored entries (both operands) from which the merge kernels run on every core (below: one thread). Two
+#: chunks (a counting pass, then each chunk writes at its exact offset) took 0.83-0.89x one thread's time
+#: from 1M entries (5 and 50 per row), 1.1-1.4x below 512k (`benchmarks/bench_elementwise_threads.py`).
+MERGE_PARALLEL_MIN = 1 << 20
 #: Stored entries (both operands) from which the intersection (``mul``) runs on every core. Its rows are
-#: compute-bound (dependent compares) and its output small, so chunks pay earlier than the union's.
-INTERSECT_PARALLEL_MIN = 1 << 22
-#: Stored entries from which the row sums run on every core. Long rows (vector steps) are memory-bound and
-#: one thread reads them at about 25 GB/s (pruned 4096^2 f32), so two pay only on the largest; under load
-#: from other processes one thread wins there (pruned 0.8-8.4M f32 entries).
-ROWSUM_PARALLEL_MIN = 1 << 24
-#: The same for short rows (at most :data:`ROWSUM_SHORT_ROW` entries on average), where each row's masked
-#: load and reduction make the kernel compute-bound: torch (two threads) beat one thread on the suite's
-#: 5-11M entry rows of 5-11 entries (banded 11 diagonals, uniform, poisson2d).
-ROWSUM_SHORT_PARALLEL_MIN = 1 << 22
-ROWSUM_SHORT_ROW = 64
+#: compute-bound (dependent compares) and its output small, so chunks pay earlier than the union's: 0.85x
+#: one thread's time at 256k entries, 0.57-0.69x from 1M; 1.1-1.2x at 128k.
+INTERSECT_PARALLEL_MIN = 1 << 18
+#: Stored entries from which the row sums run on every core, by mean row length: ``(longest mean, entries)``
+#: pairs, the first that fits applies. Short rows (a masked load and a reduction per row) are compute-bound:
+#: two threads took 0.67x one thread's time from 1M entries of 5 per row and 0.87x at 16 per row (0.56-0.64x
+#: from 4M); 64 per row paid from 2-4M. Long rows (vector steps) are memory-bound and one thread reads them at
+#: about 25 GB/s (pruned 4096^2 f32), so two pay only on the largest; under load from other processes one
+#: thread wins there (pruned 0.8-8.4M f32 entries). Chunk bounds cost ~2 us (a search in the positions' own
+#: integer type), a chunked call ~40-60 us more than one thread's (`benchmarks/bench_elementwise_threads.py`).
+ROWSUM_PARALLEL_MIN: tuple[tuple[float, int], ...] = ((16, 1 << 20), (64, 1 << 22), (math.inf, 1 << 24))
 #: Stored entries from which softmax's row kernel runs on every core (below: one thread).
 ROW_PARALLEL_MIN = 1 << 17
 #: Stored entries up to which a lean call reuses the prepared call (descriptors packed once) that it keeps on
@@ -143,7 +145,7 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
         run_rows(key, build, "merge", small, (a_pos, a_crd, a_val, b_pos, b_crd, b_val), (c_pos, crd, val), outer)
         end = int(c_pos[-1])
         return c_pos, crd[:end], val[:end]
-    work = a_pos.astype(np.int64) + b_pos.astype(np.int64)  # row offsets of the bound
+    work = np.add(a_pos, b_pos, dtype=np.int64)  # row offsets of the bound
     bounds = balanced_bounds(work, cpu_count())
     kernel = row_kernel_for(key, build)
     union = op != "mul"
@@ -263,6 +265,12 @@ def fast_binary(op: str, a: Any, b: Any) -> Any:
     return to_caller_package(out, package)
 
 
+def rowsum_parallel_min(entries: int, rows: int) -> int:
+    """The stored entries from which row sums over ``rows`` rows holding ``entries`` run on every core
+    (:data:`ROWSUM_PARALLEL_MIN`)."""
+    return next(least for longest, least in ROWSUM_PARALLEL_MIN if entries <= rows * longest)
+
+
 def fast_rowsum(a: Any, axis: Any) -> Any:
     """``sum(a, axis)`` of a CSR ``a`` along its rows (``axis=1``) or a CSC ``a`` along its columns
     (``axis=0``) through the row-sum kernel, in the callers' package; None when the general path must run."""
@@ -287,11 +295,10 @@ def fast_rowsum(a: Any, axis: Any) -> Any:
     build = lambda: row_sum.build(elem, kind, p)  # noqa: E731 - built once per key
     rows = len(pos) - 1
     out = np.empty(rows, val.dtype)
-    short = val.size <= rows * ROWSUM_SHORT_ROW
-    if val.size < (ROWSUM_SHORT_PARALLEL_MIN if short else ROWSUM_PARALLEL_MIN) or rows <= 1 or cpu_count() == 1:
+    if val.size < rowsum_parallel_min(val.size, rows) or rows <= 1 or cpu_count() == 1:
         run_rows(key, build, "rowsum", t if val.size <= PREPARED_MAX else None, (pos, val), (out,), rows, slot)
     else:
-        bounds = balanced_bounds(pos.astype(np.int64, copy=False), cpu_count())
+        bounds = balanced_bounds(pos, cpu_count())
         row_kernel_for(key, build)([pos, val], out, bounds, "rowsum")
     return out if type(a) is not Tensor else to_caller_package(out, None)
 
@@ -311,7 +318,7 @@ def softmax_values(pos: np.ndarray, val: np.ndarray, logarithm: bool, chunks: in
     if n <= 1 or rows <= 1:
         run_rows(key, build, "main", holder if val.size <= PREPARED_MAX else None, (pos, val), (out,), rows, slot)
         return out
-    return row_kernel_for(key, build)([pos, val], out, balanced_bounds(pos.astype(np.int64, copy=False), n))
+    return row_kernel_for(key, build)([pos, val], out, balanced_bounds(pos, n))
 
 
 def fast_softmax(a: Any, axis: Any, logarithm: bool) -> Any:

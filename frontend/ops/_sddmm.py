@@ -146,7 +146,7 @@ def sampled_dot(p: Pattern, x: np.ndarray, yt: np.ndarray, values: np.ndarray | 
             kernel.function("sddmm")(*args)
         return out
     if p.rows == "compressed":
-        bounds = balanced_bounds(p.first.astype(np.int64, copy=False), n)
+        bounds = balanced_bounds(p.first, n)
     else:
         bounds = tuple(chunk_bounds(outer, n))
     return kernel([p.first, p.second, a, u, v], out, bounds, "sddmm")

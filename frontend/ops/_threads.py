@@ -68,10 +68,16 @@ def chunk_bounds(rows: int, n: int) -> list[int]:
 def balanced_bounds(offsets: np.ndarray, n: int) -> tuple[int, ...]:
     """``n + 1`` row boundaries splitting rows with cumulative entries ``offsets`` (``offsets[r]`` = entries
     before row r) into ``n`` chunks of near-equal entries: each boundary is the first row whose start reaches
-    the ideal share, so every chunk is within one row's length of ``nnz / n``."""
+    the ideal share, so every chunk is within one row's length of ``nnz / n``. Integer offsets (int32 or
+    int64) are searched in their own type (the first start reaching ``first + ceil(k * nnz / n)``): a float or
+    wider target would make NumPy copy the whole buffer (0.5-1 ms on 1M rows)."""
     rows = len(offsets) - 1
-    total = int(offsets[-1]) - int(offsets[0])
-    targets = int(offsets[0]) + np.arange(1, n) * (total / n)
+    first = int(offsets[0])
+    total = int(offsets[-1]) - first
+    if offsets.dtype.kind in "iu":
+        targets = np.array([first - (-k * total // n) for k in range(1, n)], dtype=offsets.dtype)
+    else:
+        targets = first + np.arange(1, n) * (total / n)
     inner = np.searchsorted(offsets, targets, side="left").clip(0, rows)
     return (0, *(int(b) for b in np.maximum.accumulate(inner)), rows)
 
