@@ -8,6 +8,8 @@ and the first column below 256: DELTA(8) without padding entries) and ``pruned``
 start from scipy's own CSR (int32 indices) viewed without a copy.  For pairs scipy lacks, the budget is the
 bytes a conversion must move (read the source, write the target) and the time NumPy takes to copy that
 many bytes; the ratio is our time over that copy's.
+Each round times every call once; rounds after the first run them in a seeded shuffle, so no call always
+follows the same one (memory a call gives back changes the page faults of the next).
 Every time also shows ours as a share of the bound: the bytes the conversion must move (the source read, the
 target's new buffers written) over the copy bandwidth NumPy reaches in the same run. ``--suite`` adds the
 scipy pairs on suite matrices (2-D Poisson 1000^2, power-law 1M rows without BSR, 4x4 blocks).
@@ -15,6 +17,7 @@ Run: ``.venv/bin/python benchmarks/bench_convert.py [n] [per_row] [repeats] [--s
 """
 from __future__ import annotations
 
+import random
 import sys
 import time
 from collections.abc import Callable
@@ -103,14 +106,22 @@ def run(cases: list[Case], repeats: int, rate: float) -> None:
         del out
     scratch = {k: np.ones(v // 16 + 1) for k, v in need.items()}  # a copy moving the same bytes (read + write)
     best: dict[str, list[float]] = {label: [np.inf, np.inf] for label, _, _, _ in cases}
-    for _ in range(repeats):
-        for label, ours, theirs, _ in cases:
-            other = theirs if theirs is not None else (lambda label=label: scratch[label].copy())
-            for slot, fn in ((0, ours), (1, other)):
-                t0 = time.perf_counter()
-                out = fn()
-                best[label][slot] = min(best[label][slot], time.perf_counter() - t0)
-                del out
+    calls = [(label, slot, fn) for label, ours, theirs, _ in cases
+             for slot, fn in ((0, ours), (1, theirs if theirs is not None else
+                                         (lambda label=label: scratch[label].copy())))]
+    shuffle = random.Random(len(calls)).shuffle
+    for done in range(repeats):
+        # the first round in order, later ones shuffled (seeded): a call's time depends on what the call before
+        # it gave back (scipy's CSR->DIA frees ~1 GB in small pieces, after which the next call's huge pages
+        # take compaction), so no call may always follow the same one (as in suitekit.timing.round_robin)
+        order = list(calls)
+        if done:
+            shuffle(order)
+        for label, slot, fn in order:
+            t0 = time.perf_counter()
+            out = fn()
+            best[label][slot] = min(best[label][slot], time.perf_counter() - t0)
+            del out
     print(f"{'pair':24s} {'ours s':>8s} {'ref s':>8s} {'ratio':>6s} {'% bound':>8s}  reference")
     for label, _, theirs, _ in cases:
         mine, other = best[label]

@@ -281,3 +281,58 @@ def test_scratch_is_kept_and_never_shared(monkeypatch: pytest.MonkeyPatch) -> No
     assert sum(x.nbytes for x in _kernels._scratch_free) <= 1000
     view = _kernels._scratch_view(c, (2, 3), np.int64)
     assert view.shape == (2, 3) and view.dtype == np.int64 and np.shares_memory(view, c)
+
+
+def _dia_reference(n: int, m: int, offsets: list[int], val: np.ndarray, ext_z: int, minus: bool,
+                   z_is_row: bool) -> tuple[list[int], list[int], list[complex]]:
+    """Rows of diagonals slot by slot (the definition ``dia_rows`` implements)."""
+    ptr, idx, out = [0], [], []
+    for i in range(n):
+        for t, d in enumerate(offsets):
+            other = d + i if minus else d - i
+            z = i if z_is_row else other
+            if 0 <= other < m and z < ext_z and val[t * ext_z + z] != 0:
+                idx.append(other)
+                out.append(val[t * ext_z + z])
+        ptr.append(len(idx))
+    return ptr, idx, out
+
+
+@pytest.mark.parametrize("unroll", [16, 0])  # the kernel for exactly nd diagonals, and the checked loop
+def test_dia_rows_kernels_match_the_definition(unroll: int, many_ranges: None,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both diagonal kernels, every orientation (x - y / x + y, the range level on the row or the other
+    dimension), square and non-square shapes, data narrower than the shape, zeros inside and at the edges,
+    offsets outside the shape, one diagonal and many."""
+    monkeypatch.setattr(_kernels, "DIA_UNROLL_MAX", unroll)
+    rng = np.random.default_rng(21)
+    for n, m in ((1, 1), (9, 9), (13, 7), (7, 13), (40, 40), (0, 5)):
+        for offsets in ([], [0], [-2, 0, 3], [-n - 1, -1, 0, 1, 2, m + 3], list(range(-8, 9, 2))):
+            for minus in (True, False):
+                offs = offsets if minus else [d + (n - 1) // 2 for d in offsets]
+                for z_is_row in (True, False):
+                    for ext_z in {max(n, m), max(1, (n if z_is_row else m) - 2)}:
+                        for dtype, index in ((np.float64, np.int32), (np.complex128, np.int64), (np.int8, np.int32)):
+                            val = (rng.integers(-3, 4, len(offs) * ext_z) * (rng.random(len(offs) * ext_z) < .8))
+                            val = val.astype(dtype)
+                            val[:1] = 0
+                            ptr, idx, out = _kernels.dia_rows(n, m, np.array(offs), val, ext_z, minus, z_is_row,
+                                                              np.dtype(index))
+                            want = _dia_reference(n, m, offs, val, ext_z, minus, z_is_row)
+                            assert ptr.dtype == idx.dtype == index and out.dtype == dtype
+                            np.testing.assert_array_equal(ptr, want[0])
+                            np.testing.assert_array_equal(idx, want[1])
+                            np.testing.assert_array_equal(out, np.array(want[2], dtype))
+
+
+@pytest.mark.parametrize("minus", [True, False])
+@pytest.mark.parametrize("z_is_row", [True, False])
+def test_inside_rows_are_inside(minus: bool, z_is_row: bool) -> None:
+    """``_inside_rows`` gives exactly the rows whose every diagonal slot is inside the shape and the data."""
+    for n, m, ext_z, offsets in ((20, 20, 20, [-3, 0, 4]), (10, 30, 30, [0, 5, 12]), (30, 10, 8, [-7, -1, 2]),
+                                 (5, 5, 5, [-9, 0]), (12, 12, 9, [2, 6])):
+        ia, ib = _kernels._inside_rows(n, m, np.array(offsets), ext_z, minus, z_is_row)
+        for i in range(n):
+            other = [d + i if minus else d - i for d in offsets]
+            ok = all(0 <= o < m and (i if z_is_row else o) < ext_z for o in other)
+            assert ok == (ia <= i < ib), (n, m, ext_z, offsets, i)

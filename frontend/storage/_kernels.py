@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lowering.kernels.convert import Layout, block_module, compile_kernels, module, nm_module
+from lowering.kernels.convert import Layout, block_module, compile_kernels, dia_module, module, nm_module
 
 _INDEX = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
 #: Entries (or slots) below which a kernel runs on one thread: a chunk handed to a worker costs a few us.
@@ -27,6 +27,9 @@ EXPAND_SHARE = 64
 #: output on two cores): one thread below ~8M slots (2-D Poisson 1000^2, 5M slots: 17.6 ms on one thread,
 #: 24 ms on two, scipy 19 ms).
 DIA_SHARE = 64
+#: Most diagonals with a kernel of their own (``dia_rows_<s><z><nd>``: offsets loaded once, the rows whose
+#: every slot lies inside walked by a straight-line row, unchecked); more take the checked loop.
+DIA_UNROLL_MAX = 16
 #: Bucketed transpose: entries per bucket (its counting sort stays in L2) and most buckets (write streams).
 BUCKET_ENTRIES = 1 << 14
 MAX_BUCKETS = 1 << 11
@@ -73,6 +76,11 @@ def _nm_functions(lay: Layout, n: int, m: int) -> Any:
 @cache
 def _block_functions(lay: Layout, r: int, c: int) -> Any:
     return compile_kernels(block_module(lay, r, c))
+
+
+@cache
+def _dia_functions(lay: Layout, nd: int) -> Any:
+    return compile_kernels(dia_module(lay, nd))
 
 
 #: Bytes of scratch kept between calls (the transposes' per-range counts, the bucketed transpose's bucket
@@ -296,6 +304,25 @@ def _inside_before(rows: np.ndarray, d: np.ndarray, m: int, minus: bool) -> np.n
     return np.maximum(hi - lo, 0).sum(axis=1)
 
 
+def _inside_rows(n: int, m: int, offsets: np.ndarray, ext_z: int, minus: bool, z_is_row: bool
+                 ) -> tuple[int, int]:
+    """``(ia, ib)``: the rows ``[ia, ib)`` (within ``[0, n)``; empty when ``ia >= ib``) where every diagonal's
+    slot lies inside the shape (other coordinate ``d + i`` (``minus``) or ``d - i`` in ``[0, m)``) and inside
+    the data (``i`` (``z_is_row``) or the other coordinate below ``ext_z``)."""
+    d = offsets.astype(np.int64)
+    if minus:  # 0 <= d + i < m
+        lo, hi = -d, m - d
+        if not z_is_row:
+            hi = np.minimum(hi, ext_z - d)
+    else:  # 0 <= d - i < m
+        lo, hi = d - m + 1, d + 1
+        if not z_is_row:
+            lo = np.maximum(lo, d - ext_z + 1)
+    top = min(n, ext_z) if z_is_row else n
+    ia = max(0, int(lo.max()))
+    return ia, max(ia, min(top, int(hi.min())))
+
+
 def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, minus: bool, z_is_row: bool,
              index: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows ``(ptr, idx, val)`` of diagonals: row ``i`` holds (other coordinate ``d + i`` (``minus``) or
@@ -317,9 +344,14 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     out_val = np.empty(bound, dtype=val.dtype)
     out_words = _words(out_val, lay)
     fns = _functions(lay)
-    fn = fns.function(f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}")
-    _run([partial(fn, offsets, words, ptr, out_idx, out_words, int(cuts[j]), int(cuts[j + 1]), nd, m, ext_z,
-                  int(starts[j])) for j in range(k) if cuts[j + 1] > cuts[j]])
+    name = f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}"
+    if 0 < nd <= DIA_UNROLL_MAX:  # (..., m, extz, start, ia, ib)
+        fn, mid, tail = _dia_functions(lay, nd).function(f"{name}{nd}"), (), _inside_rows(n, m, offsets, ext_z,
+                                                                                          minus, z_is_row)
+    else:  # (..., nd, m, extz, start)
+        fn, mid, tail = fns.function(name), (nd,), ()
+    _run([partial(fn, offsets, words, ptr, out_idx, out_words, int(cuts[j]), int(cuts[j + 1]), *mid, m, ext_z,
+                  int(starts[j]), *tail) for j in range(k) if cuts[j + 1] > cuts[j]])
     # close the gaps the dropped zeros left between ranges
     end = _close_gaps(fns, ptr, out_idx, out_words, [int(x) for x in cuts], [int(x) for x in starts[:k]])
     out_idx, out_val = _trimmed(out_idx, out_val, end)

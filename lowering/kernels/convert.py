@@ -113,31 +113,38 @@ class _Fn:
     def cmp(self, pred: str, a: str, b: str) -> str:
         return self.v(f"arith.cmpi {pred}, {a}, {b} : index")
 
-    def copy_value(self, src: str, s: str, dst: str, d: str) -> None:
-        """Value ``s`` of ``src`` to slot ``d`` of ``dst`` (all its words)."""
-        V, L = self.lay.vty, self.lay.lanes
-        if L == 1:
-            self.emit(f"memref.store {self.v(f'memref.load %{src}[{s}] : memref<?x{V}>')}, %{dst}[{d}] : memref<?x{V}>")
-            return
-        s0, d0 = self.mul(s, self.c(L)), self.mul(d, self.c(L))
-        for k in range(L):
-            sk, dk = (s0, d0) if k == 0 else (self.add(s0, self.c(k)), self.add(d0, self.c(k)))
-            word = self.v(f"memref.load %{src}[{sk}] : memref<?x{V}>")
-            self.emit(f"memref.store {word}, %{dst}[{dk}] : memref<?x{V}>")
-
-    def nonzero(self, src: str, s: str) -> str:
-        """i1: whether value ``s`` of ``src`` is nonzero."""
+    def words(self, src: str, s: str) -> list[str]:
+        """The words of value ``s`` of ``src``, loaded."""
         V, L = self.lay.vty, self.lay.lanes
         base = s if L == 1 else self.mul(s, self.c(L))
+        return [self.v(f"memref.load %{src}[{base if k == 0 else self.add(base, self.c(k))}] : memref<?x{V}>")
+                for k in range(L)]
+
+    def put(self, dst: str, d: str, words: list[str]) -> None:
+        """``words`` (of one value) to slot ``d`` of ``dst``."""
+        V, L = self.lay.vty, self.lay.lanes
+        base = d if L == 1 else self.mul(d, self.c(L))
+        for k, w in enumerate(words):
+            self.emit(f"memref.store {w}, %{dst}[{base if k == 0 else self.add(base, self.c(k))}] : memref<?x{V}>")
+
+    def is_nonzero(self, words: list[str]) -> str:
+        """i1: whether the value of ``words`` is nonzero (float words: sign bit ignored)."""
+        V = self.lay.vty
         out = ""
-        for k in range(L):
-            at = base if k == 0 else self.add(base, self.c(k))
-            w = self.v(f"memref.load %{src}[{at}] : memref<?x{V}>")
+        for w in words:
             if self.lay.floats:
                 w = self.v(f"arith.shli {w}, {self.v(f'arith.constant 1 : {V}')} : {V}")
             nz = self.v(f"arith.cmpi ne, {w}, %vz : {V}")
             out = nz if not out else self.v(f"arith.ori {out}, {nz} : i1")
         return out
+
+    def copy_value(self, src: str, s: str, dst: str, d: str) -> None:
+        """Value ``s`` of ``src`` to slot ``d`` of ``dst`` (all its words)."""
+        self.put(dst, d, self.words(src, s))
+
+    def nonzero(self, src: str, s: str) -> str:
+        """i1: whether value ``s`` of ``src`` is nonzero."""
+        return self.is_nonzero(self.words(src, s))
 
     def open_for(self, iv: str, lo: str, hi: str, carried: list[tuple[str, str, str]] | None = None) -> str:
         """``scf.for``; ``carried``: (arg name, init, type); returns the results' name (or '')."""
@@ -368,6 +375,39 @@ def _coo_ptr(lay: Layout) -> str:
     return f.text()
 
 
+_DIA_PARAMS = [("off", "I"), ("val", "V"), ("ptr", "I"), ("oidx", "I"), ("oval", "V"), ("lo", "x"), ("hi", "x")]
+
+
+def _dia_rows(f: _Fn, sign: str, zrow: bool, lo: str, hi: str, p0: str, nd: str, iv: str = "i") -> str:
+    """The row loop ``[lo, hi)`` of diagonals ``off[0 .. nd)`` from slot ``p0`` on, each slot checked: its
+    result's name (``#0``: the slot after the last row)."""
+    I = f.lay.ity
+    rows = f.open_for(iv, lo, hi, [(f"p0{iv}", p0, "index")])
+    res = f.open_for(f"t{iv}", "%c0", nd, [(f"p{iv}", f"%p0{iv}", "index")])
+    i, p = f"%{iv}", f"%p{iv}"
+    d = f.ld("off", f"%t{iv}")
+    other = f.add(d, i) if sign == "m" else f.v(f"arith.subi {d}, {i} : index")
+    inside = f.v(f"arith.andi {f.cmp('sge', other, '%c0')}, {f.cmp('slt', other, '%m')} : i1")
+    # a range level storing fewer slots than its dimension (scipy DIA data narrower than the shape)
+    inside = f.v(f"arith.andi {inside}, {f.cmp('slt', i if zrow else other, '%extz')} : i1")
+    nxt = f.name()
+    f.emit(f"{nxt} = scf.if {inside} -> (index) {{")
+    slot = f.add(f.mul(f"%t{iv}", "%extz"), i if zrow else other)
+    nz = f.nonzero("val", slot)
+    f.emit(f"memref.store {f.v(f'arith.index_cast {other} : index to {I}')}, %oidx[{p}] : memref<?x{I}>")
+    f.copy_value("val", slot, "oval", p)
+    f.emit(f"scf.yield {f.add(p, f.v(f'arith.select {nz}, %c1, %c0 : index'))} : index")
+    f.emit("} else {")
+    f.emit(f"scf.yield {p} : index")
+    f.emit("}")
+    f.emit(f"scf.yield {nxt} : index")
+    f.emit("}")
+    f.st(f"{res}#0", "ptr", f.add(i, "%c1"))
+    f.emit(f"scf.yield {res}#0 : index")
+    f.emit("}")
+    return f"{rows}#0"
+
+
 def _dia(lay: Layout, sign: str, zrow: bool) -> str:
     """Rows ``[lo, hi)`` of diagonals ``off[0 .. nd)`` written from slot ``start`` on, ``ptr[i + 1]`` after
     each row; the value of (diagonal t, row i) is at ``t * extz + (i if zrow else other)`` (a slot exists
@@ -375,33 +415,48 @@ def _dia(lay: Layout, sign: str, zrow: bool) -> str:
     inside the shape is stored and kept only when nonzero (no branch), so a range writes at most as many
     slots as it has inside the shape."""
     f = _Fn(lay, f"dia_rows_{sign}{'r' if zrow else 'o'}",
-            [("off", "I"), ("val", "V"), ("ptr", "I"), ("oidx", "I"), ("oval", "V"), ("lo", "x"), ("hi", "x"),
-             ("nd", "x"), ("m", "x"), ("extz", "x"), ("start", "x")])
-    I = lay.ity
-    rows = f.open_for("i", "%lo", "%hi", [("p0", "%start", "index")])
-    res = f.open_for("t", "%c0", "%nd", [("p", "%p0", "index")])
-    d = f.ld("off", "%t")
-    other = f.add(d, "%i") if sign == "m" else f.v(f"arith.subi {d}, %i : index")
-    inside = f.v(f"arith.andi {f.cmp('sge', other, '%c0')}, {f.cmp('slt', other, '%m')} : i1")
-    # a range level storing fewer slots than its dimension (scipy DIA data narrower than the shape)
-    inside = f.v(f"arith.andi {inside}, {f.cmp('slt', '%i' if zrow else other, '%extz')} : i1")
-    nxt = f.name()
-    f.emit(f"{nxt} = scf.if {inside} -> (index) {{")
-    slot = f.add(f.mul("%t", "%extz"), "%i" if zrow else other)
-    nz = f.nonzero("val", slot)
-    f.emit(f"memref.store {f.v(f'arith.index_cast {other} : index to {I}')}, %oidx[%p] : memref<?x{I}>")
-    f.copy_value("val", slot, "oval", "%p")
-    f.emit(f"scf.yield {f.add('%p', f.v(f'arith.select {nz}, %c1, %c0 : index'))} : index")
-    f.emit("} else {")
-    f.emit("scf.yield %p : index")
-    f.emit("}")
-    f.emit(f"scf.yield {nxt} : index")
-    f.emit("}")
-    f.st(f"{res}#0", "ptr", f.add("%i", "%c1"))
-    f.emit(f"scf.yield {res}#0 : index")
-    f.emit("}")
-    del rows
+            _DIA_PARAMS + [("nd", "x"), ("m", "x"), ("extz", "x"), ("start", "x")])
+    _dia_rows(f, sign, zrow, "%lo", "%hi", "%start", "%nd")
     return f.text()
+
+
+def _dia_unrolled(lay: Layout, sign: str, zrow: bool, nd: int) -> str:
+    """``dia_rows`` for exactly ``nd`` diagonals with the rows ``[ia, ib)`` whose every slot lies inside the
+    shape and the data (the caller computes them) walked by a straight-line row: the offsets and each
+    diagonal's first slot are loaded once, and a slot is stored unconditionally and kept when nonzero (its
+    store is overwritten by the next slot's otherwise: inside rows never write past their range's slots). The
+    rows before ``ia`` and from ``ib`` on take the checked loop."""
+    f = _Fn(lay, f"dia_rows_{sign}{'r' if zrow else 'o'}{nd}",
+            _DIA_PARAMS + [("m", "x"), ("extz", "x"), ("start", "x"), ("ia", "x"), ("ib", "x")])
+    I = lay.ity
+    a = f.v(f"arith.maxui %lo, {f.v('arith.minui %ia, %hi : index')} : index")
+    b = f.v(f"arith.maxui {a}, {f.v('arith.minui %ib, %hi : index')} : index")
+    n = f.c(nd)
+    before = _dia_rows(f, sign, zrow, "%lo", a, "%start", n, "e")
+    ds = [f.ld("off", f.c(t)) for t in range(nd)]
+    # slot of (t, i): t * extz + i (zrow), t * extz + d + i (other = d + i) or t * extz + d - i (other = d - i)
+    bases = [f.mul(f.c(t), "%extz") if zrow else f.add(f.mul(f.c(t), "%extz"), ds[t]) for t in range(nd)]
+    rows = f.open_for("u", a, b, [("pu", before, "index")])
+    p = "%pu"
+    for t in range(nd):
+        other = f.add(ds[t], "%u") if sign == "m" else f.v(f"arith.subi {ds[t]}, %u : index")
+        slot = f.v(f"arith.subi {bases[t]}, %u : index") if sign == "p" and not zrow else f.add(bases[t], "%u")
+        words = f.words("val", slot)
+        f.emit(f"memref.store {f.v(f'arith.index_cast {other} : index to {I}')}, %oidx[{p}] : memref<?x{I}>")
+        f.put("oval", p, words)
+        p = f.add(p, f.v(f"arith.select {f.is_nonzero(words)}, %c1, %c0 : index"))
+    f.st(p, "ptr", f.add("%u", "%c1"))
+    f.emit(f"scf.yield {p} : index")
+    f.emit("}")
+    _dia_rows(f, sign, zrow, b, "%hi", f"{rows}#0", n, "w")
+    return f.text()
+
+
+def dia_module(lay: Layout, nd: int) -> str:
+    """The module of the diagonal kernels for exactly ``nd`` diagonals (all four orientations)."""
+    if nd < 1:
+        raise ValueError(f"need at least one diagonal, got {nd}")
+    return "module {\n" + "\n".join(_dia_unrolled(lay, s, z, nd) for s in "mp" for z in (True, False)) + "\n}\n"
 
 
 def _shift_down(lay: Layout) -> str:
