@@ -225,3 +225,19 @@ def test_out_alias_check_follows_the_operands():
         mm.execute(out=buf)
     other = np.empty(6)
     np.testing.assert_allclose(mm.execute(out=other), a @ buf[:5])
+
+
+def test_summed_bounds_are_the_bounds_of_the_sum():
+    """``summed_bounds(a, b, n)`` (bisection on ``a[r] + b[r]``) equals ``balanced_bounds(a + b, n)``: empty,
+    one-row, skewed and mixed-width position buffers."""
+    from frontend.ops._threads import summed_bounds
+
+    rng = np.random.default_rng(17)
+    for rows in (0, 1, 2, 7, 100, 1000):
+        for skew in (False, True):
+            la = rng.zipf(1.7, rows) if skew else rng.integers(0, 6, rows)
+            lb = rng.integers(0, 3, rows)
+            a = np.concatenate(([0], np.cumsum(la))).astype(np.int32)
+            b = np.concatenate(([0], np.cumsum(lb))).astype(np.int64)
+            for n in (1, 2, 3, 8):
+                assert summed_bounds(a, b, n) == balanced_bounds(a.astype(np.int64) + b, n)

@@ -29,7 +29,7 @@ from lowering.kernels import intersect_rows, merge_rows, row_softmax, row_sum
 from ._elementwise_kernels import note_kernel, row_kernel_for
 from ._operands import check_cpu, operand, to_caller_package
 from ._stats import balanced_bounds
-from ._threads import cpu_count
+from ._threads import cpu_count, summed_bounds
 
 #: Stored entries (both operands) from which the merge kernels run on every core (below: one thread). Two
 #: chunks (a counting pass, then each chunk writes at its exact offset) took 0.83-0.89x one thread's time
@@ -120,7 +120,8 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(pos, crd, values) of ``a op b`` for two (pos, crd, values) compressed matrices with the same number of
     rows, merged row by row. One chunk below :data:`MERGE_PARALLEL_MIN` entries: the output buffers are views
-    of the used part of ``np.empty`` buffers of the bound ``nnz(A) + nnz(B)`` (the tail is never paged in);
+    of the used part of ``np.empty`` buffers of the bound ``nnz(A) + nnz(B)`` (``min`` of them for the
+    intersection; the tail is never paged in);
     row chunks on every core above it. A union's chunks start at their exact offsets (the rows before each
     are counted first, :func:`_union_starts`), so they write the result in place; an intersection's chunks
     write from their bound's offset and are moved down after the chunks before (none when no row before it
@@ -136,7 +137,8 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
         key = ("merge", op, elem, *types)
         build = lambda: merge_rows.build(op, elem, kind, *types)  # noqa: E731 - built once per key
     outer = len(a_pos) - 1
-    bound = int(a_pos[-1]) + int(b_pos[-1])
+    # slots: a union holds at most both rows' entries, an intersection the shorter row's
+    bound = min(int(a_pos[-1]), int(b_pos[-1])) if op == "mul" else int(a_pos[-1]) + int(b_pos[-1])
     c_pos = np.empty(outer + 1, idx)
     c_pos[0] = 0
     crd, val = np.empty(bound, idx), np.empty(bound, a_val.dtype)
@@ -145,27 +147,27 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
         run_rows(key, build, "merge", small, (a_pos, a_crd, a_val, b_pos, b_crd, b_val), (c_pos, crd, val), outer)
         end = int(c_pos[-1])
         return c_pos, crd[:end], val[:end]
-    work = np.add(a_pos, b_pos, dtype=np.int64)  # row offsets of the bound
-    bounds = balanced_bounds(work, cpu_count())
+    bounds = summed_bounds(a_pos, b_pos, cpu_count())  # balanced by both operands' entries
     kernel = row_kernel_for(key, build)
     union = op != "mul"
     if union:  # count the rows before each chunk: every chunk writes at its exact offset
-        _union_starts(kernel, a_pos, a_crd, b_pos, b_crd, c_pos, work, bounds)
+        _union_starts(kernel, a_pos, a_crd, b_pos, b_crd, c_pos, bounds)
     kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
-    end = int(c_pos[-1]) if union else _join_chunks(crd, val, c_pos, work, bounds)
+    end = int(c_pos[-1]) if union else _join_chunks(crd, val, c_pos, a_pos, b_pos, bounds)
     return c_pos, crd[:end], val[:end]
 
 
-def _join_chunks(crd: np.ndarray, val: np.ndarray, c_pos: np.ndarray, work: np.ndarray,
+def _join_chunks(crd: np.ndarray, val: np.ndarray, c_pos: np.ndarray, a_pos: np.ndarray, b_pos: np.ndarray,
                  bounds: tuple[int, ...]) -> int:
-    """Join the chunks an intersection wrote from their bound's offsets (``work[r0]``) in place: each chunk
-    moved down to the end of the ones before (no move when none shrank), its positions shifted; returns the
-    number of entries."""
+    """Join the chunks an intersection wrote from their bound's offsets (``min(a_pos[r0], b_pos[r0])``) in
+    place: each chunk moved down to the end of the ones before (no move when no row before lost entries
+    against its shorter operand row, e.g. equal patterns), its positions shifted; returns the number of
+    entries."""
     end = 0
     for r0, r1 in zip(bounds, bounds[1:]):
         if r1 <= r0:
             continue
-        lo, hi = int(work[r0]), int(c_pos[r1])
+        lo, hi = min(int(a_pos[r0]), int(b_pos[r0])), int(c_pos[r1])
         if lo != end:
             _move_down(crd, lo, hi, end)
             _move_down(val, lo, hi, end)
@@ -175,7 +177,7 @@ def _join_chunks(crd: np.ndarray, val: np.ndarray, c_pos: np.ndarray, work: np.n
 
 
 def _union_starts(kernel: Any, a_pos: np.ndarray, a_crd: np.ndarray, b_pos: np.ndarray, b_crd: np.ndarray,
-                  c_pos: np.ndarray, work: np.ndarray, bounds: tuple[int, ...]) -> None:
+                  c_pos: np.ndarray, bounds: tuple[int, ...]) -> None:
     """Set ``c_pos[r]`` to the union's size of rows ``[0, r)`` at every chunk start ``r`` of ``bounds``: the
     rows before the last chunk are counted (``@union_count``) in pieces on every core, each piece's running
     counts starting from 0, then summed across pieces. ``@merge``'s chunks read their start there; the chunk
@@ -184,7 +186,7 @@ def _union_starts(kernel: Any, a_pos: np.ndarray, a_crd: np.ndarray, b_pos: np.n
     if not starts:
         return
     last = starts[-1]
-    pieces = balanced_bounds(work[:last + 1], cpu_count())
+    pieces = summed_bounds(a_pos[:last + 1], b_pos[:last + 1], cpu_count())
     kernel([a_pos, a_crd, b_pos, b_crd], c_pos, pieces, "union_count")
     spans = []  # (first row, last row, union size of the rows before the first) of each non-empty piece
     before = 0

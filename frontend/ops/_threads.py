@@ -82,6 +82,30 @@ def balanced_bounds(offsets: np.ndarray, n: int) -> tuple[int, ...]:
     return (0, *(int(b) for b in np.maximum.accumulate(inner)), rows)
 
 
+def summed_bounds(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, ...]:
+    """``balanced_bounds(a + b, n)`` for two cumulative-entry buffers of one length (two operands' row
+    positions), found by bisection on the sum at each target: a few dozen scalar reads instead of a pass that
+    adds (and widens) both buffers (2 ms on 1M rows)."""
+    rows = len(a) - 1
+
+    def at(r: int) -> int:
+        return int(a[r]) + int(b[r])
+    first = at(0)
+    total = at(rows) - first
+    out = [0]
+    for k in range(1, n):
+        target = first - (-k * total // n)  # the first row whose start reaches first + ceil(k * total / n)
+        lo, hi = out[-1], rows
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if at(mid) < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        out.append(lo)
+    return (*out, rows)
+
+
 class _Worker:
     """A daemon thread running ``(call, done, errors)`` tasks from its queue: ``done`` (a held lock) is
     released when ``call()`` returns; an exception is appended to ``errors``."""

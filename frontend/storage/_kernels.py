@@ -345,11 +345,13 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     out_words = _words(out_val, lay)
     fns = _functions(lay)
     name = f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}"
+    mid: tuple[int, ...] = ()
+    tail: tuple[int, ...] = ()
     if 0 < nd <= DIA_UNROLL_MAX:  # (..., m, extz, start, ia, ib)
-        fn, mid, tail = _dia_functions(lay, nd).function(f"{name}{nd}"), (), _inside_rows(n, m, offsets, ext_z,
-                                                                                          minus, z_is_row)
+        fn, tail = _dia_functions(lay, nd).function(f"{name}{nd}"), _inside_rows(n, m, offsets, ext_z, minus,
+                                                                                 z_is_row)
     else:  # (..., nd, m, extz, start)
-        fn, mid, tail = fns.function(name), (nd,), ()
+        fn, mid = fns.function(name), (nd,)
     _run([partial(fn, offsets, words, ptr, out_idx, out_words, int(cuts[j]), int(cuts[j + 1]), *mid, m, ext_z,
                   int(starts[j]), *tail) for j in range(k) if cuts[j + 1] > cuts[j]])
     # close the gaps the dropped zeros left between ranges

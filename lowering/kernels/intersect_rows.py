@@ -16,9 +16,11 @@ Each row pair takes one of four methods, picked from the two rows' lengths and f
   position every step and kept (the position advanced) on a match only.
 
 - ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, c_crd, c_val, row_begin, row_end)`` writes the
-  rows ``[row_begin, row_end)`` one after another from offset ``a_pos[row_begin] + b_pos[row_begin]`` (the
-  bound of the rows before: the caller moves each chunk down after the ones before) and ``c_pos[r + 1]`` =
-  the end of row ``r``.
+  rows ``[row_begin, row_end)`` one after another from offset ``min(a_pos[row_begin], b_pos[row_begin])``
+  (a bound of the rows before: a row of the intersection holds at most the shorter row's entries; the caller
+  moves each chunk down after the ones before, which never happens when the two patterns are equal) and
+  ``c_pos[r + 1]`` = the end of row ``r``. The rows ``[r0, r1)`` write inside ``[min(a_pos[r0], b_pos[r0]),
+  min(a_pos[r1], b_pos[r1]))``, so chunks never overlap and ``min(nnz(A), nnz(B))`` slots hold the result.
 """
 from __future__ import annotations
 
@@ -238,6 +240,6 @@ def build(elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc:
             f"  %ob_p = memref.load %b_pos[%row_begin] : memref<?x{bp}>\n"
             f"  %oa = arith.index_cast %oa_p : {ap} to index\n"
             f"  %ob = arith.index_cast %ob_p : {bp} to index\n"
-            "  %o = arith.addi %oa, %ob : index\n" + body + "}\n")
+            "  %o = arith.minui %oa, %ob : index\n" + body + "}\n")
 
 
