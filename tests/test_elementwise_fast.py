@@ -483,3 +483,34 @@ def test_repeated_calls_on_one_operand(monkeypatch):
                 np.testing.assert_allclose(F.log_softmax(x, axis).toarray(), _masked_softmax(d, 1, True),
                                            rtol=1e-13, atol=1e-13)
     assert len(kernels_of(F.sum, x, 1)) == 1 and len(kernels_of(F.softmax, x, 1)) == 1
+
+
+@pytest.mark.parametrize("chunks", [2, 3, 7, 40])
+def test_intersection_chunks_join(chunks, monkeypatch):
+    """The intersection's row chunks write from ``min(a_pos, b_pos)`` of their first row into ``min(nnz)``
+    slots: equal patterns need no move (each chunk starts where the one before ended), a subset pattern, one
+    with rows lost against both operands and disjoint rows move down; all equal scipy's ``multiply``."""
+    from frontend.ops import _elementwise_fast as fast
+
+    _no_general_path(monkeypatch)
+    monkeypatch.setattr(fast, "INTERSECT_PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "cpu_count", lambda: chunks)
+    moves = []
+    real = fast._move_down
+    monkeypatch.setattr(fast, "_move_down", lambda *a: moves.append(a[1:]) or real(*a))
+    rng = np.random.default_rng(chunks)
+    a = rng.standard_normal((37, 23)) * (rng.random((37, 23)) < 0.3)
+    a[[4, 5, 30]] = 0  # empty rows
+    subset = a * (rng.random(a.shape) < 0.5)
+    other = rng.standard_normal(a.shape) * (rng.random(a.shape) < 0.3)
+    disjoint = np.where(a == 0, 1.0, 0.0)
+    for b, moved in ((2 * a, False), (subset, None), (other, None), (disjoint, None)):
+        moves.clear()
+        for x, y in ((a, b), (b, a)):
+            got = F.multiply(sp.csr_array(x), sp.csr_array(y))
+            got.check_format(full_check=True)
+            ref = sp.csr_array(x).multiply(sp.csr_array(y))
+            np.testing.assert_array_equal(got.toarray(), ref.toarray())
+            assert got.nnz == np.count_nonzero(x * y)
+        if moved is False:
+            assert not moves  # equal patterns: every chunk already in place
