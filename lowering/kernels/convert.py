@@ -14,7 +14,9 @@ range per thread. Every function writes only inside the range it is given, so ra
 - ``dia_rows_<s><z>``: rows of diagonals (offset ``d``; other coordinate ``d + i`` for ``s = m`` (``x - y``),
   ``d - i`` for ``s = p`` (``x + y``); the range level follows the row (``z = r``) or the other dimension
   (``z = o``)), nonzeros only, in one pass from a given first slot (the caller bounds every range's slots);
-  ``shift_down(idx, val, frm, to, count)`` closes the gaps between ranges.
+  ``shift_down(idx, val, frm, to, count)`` closes the gaps between ranges. ``dia_module(lay, nd)``: the same
+  for exactly ``nd`` diagonals (``dia_rows_<s><z><nd>``, extra arguments ``ia, ib``): the rows ``[ia, ib)``,
+  whose every slot is inside, as a straight-line row without checks.
 
 Block kernels (a module per block shape ``r x c``, constants so that divisions are shifts):
 
