@@ -30,6 +30,9 @@ DIA_SHARE = 64
 #: Most diagonals with a kernel of their own (``dia_rows_<s><z><nd>``: offsets loaded once, the rows whose
 #: every slot lies inside walked by a straight-line row, unchecked); more take the checked loop.
 DIA_UNROLL_MAX = 16
+#: ... from this many slots (rows x diagonals): each diagonal count is a module of its own (~0.4 s to compile
+#: once, then on disk), worth it where the checked loop's extra ~0.5 ns a slot adds up.
+DIA_UNROLL_MIN_SLOTS = 1 << 18
 #: Bucketed transpose: entries per bucket (its counting sort stays in L2) and most buckets (write streams).
 BUCKET_ENTRIES = 1 << 14
 MAX_BUCKETS = 1 << 11
@@ -347,7 +350,7 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     name = f"dia_rows_{'m' if minus else 'p'}{'r' if z_is_row else 'o'}"
     mid: tuple[int, ...] = ()
     tail: tuple[int, ...] = ()
-    if 0 < nd <= DIA_UNROLL_MAX:  # (..., m, extz, start, ia, ib)
+    if 0 < nd <= DIA_UNROLL_MAX and n * nd >= DIA_UNROLL_MIN_SLOTS:  # (..., m, extz, start, ia, ib)
         fn, tail = _dia_functions(lay, nd).function(f"{name}{nd}"), _inside_rows(n, m, offsets, ext_z, minus,
                                                                                  z_is_row)
     else:  # (..., nd, m, extz, start)
