@@ -125,7 +125,7 @@ def _build(text: str, stages: tuple, tgt: Target, workdir: Path) -> tuple[Path, 
     from mlir_bridge.isolate import run_job
 
     verify_text(text)  # in-process: cheap, and gives diagnostics for bad IR
-    job = Job(text, stages, "compile", tuple(tgt.compile_env().items()))
+    job = Job(text, stages, "compile", tuple(tgt.compile_env().items()), llvm_ir=tgt.translate_in_child)
     run_job(job, workdir)  # checks that workdir is still a trusted folder
     sigs = tuple(Signature.from_json(s) for s in json.loads(trust.read_file(workdir / "signatures.json")))
     llvm_module, so_path = workdir / "llvm.mlirbc", workdir / "module.so"

@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlir_bridge import toolchain
+from mlir_bridge import toolchain, trust
 from mlir_bridge.errors import CompileError
 
 
@@ -26,6 +26,7 @@ class Target:
     environment needed);
     ``extra_libs`` are other shared libraries linked by path (e.g. an OpenMP runtime), their
     folders added to the rpath so a fresh process finds them when it loads a cached module.
+    ``translate_in_child``: see the field.
     """
 
     name: str = "cpu"
@@ -36,6 +37,10 @@ class Target:
     ir_opt: bool = True
     link_libs: tuple[str, ...] = ("mlir_c_runner_utils",)
     extra_libs: tuple[str, ...] = ()
+    #: The crash-isolated compile child translates the module to LLVM IR itself (``llvm.ll`` beside the
+    #: bytecode; no ``mlir-translate`` process). Off for targets whose modules need translations the Python
+    #: bindings may not register (the CUDA target's GPU binaries).
+    translate_in_child: bool = True
 
     def fingerprint(self) -> str:
         """Stable text for cache keys (includes the host CPU when compiling for ``native``)."""
@@ -64,7 +69,12 @@ class Target:
     def compile_object(self, llvm_module: Path, out: Path) -> Path:
         """The object file (next to ``out``) of an LLVM-dialect module: translate, opt, llc."""
         ll, obj = out.with_suffix(".ll"), out.with_suffix(".o")
-        _run("translate", [toolchain.tool("mlir-translate"), "--mlir-to-llvmir", llvm_module, "-o", ll])
+        translated = Path(llvm_module).with_name("llvm.ll")  # written by the compile child (translate_in_child)
+        if self.translate_in_child and translated.is_file():
+            trust.require_file(translated)
+            ll = translated
+        else:
+            _run("translate", [toolchain.tool("mlir-translate"), "--mlir-to-llvmir", llvm_module, "-o", ll])
         triple = self.effective_triple()
         if self.ir_opt:  # LLVM IR optimizations (inlining, LICM, GVN, vectorizers): llc alone runs none
             opt_ll = out.with_suffix(".opt.bc")

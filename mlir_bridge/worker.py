@@ -2,7 +2,8 @@
 
 Runs in a forked child or, where ``fork`` is unavailable, as ``python -m mlir_bridge.worker DIR``
 (the job is pickled in ``DIR/job.pkl``). Outputs in the folder:
-``llvm.mlirbc`` + ``signatures.json`` (mode "compile"), ``stages.json`` (mode "stages"),
+``llvm.mlirbc`` + ``signatures.json`` (mode "compile"; ``llvm.ll`` too when the job asks for the LLVM IR),
+``stages.json`` (mode "stages"),
 ``error.json`` on a reported error, ``progress`` = the stage being run (to name a crash). Outputs are
 written 0600 without following symlinks; ``job.pkl`` is unpickled only from a trusted folder and file
 (``mlir_bridge.trust``).
@@ -30,6 +31,7 @@ class Job:
     stages: tuple[Stage, ...]
     mode: str  # "compile" | "stages"
     env: tuple[tuple[str, str], ...] = ()  # set in the child before any stage (the target's ``compile_env``)
+    llvm_ir: bool = False  # mode "compile": also write ``llvm.ll`` (the LLVM IR, translated in this process)
 
 
 def _progress(outdir: Path, name: str) -> None:
@@ -73,6 +75,15 @@ def execute(job: Job, outdir: Path) -> None:
     module.operation.write_bytecode(bytecode)
     trust.write_private(outdir / "llvm.mlirbc", bytecode.getvalue())
     trust.write_private(outdir / "signatures.json", json.dumps([s.to_json() for s in sigs.values()]).encode())
+    if job.llvm_ir:  # saves the target an mlir-translate process (~50 ms of its ~60 a kernel is its start-up)
+        _progress(outdir, "translate")
+        from mlir.dialects.llvm import translate_module_to_llvmir
+
+        try:
+            text = translate_module_to_llvmir(module.operation)
+        except Exception:  # noqa: BLE001 - no llvm.ll: the target runs mlir-translate, which reports it
+            return
+        trust.write_private(outdir / "llvm.ll", text.encode())
 
 
 def run_and_report(job: Job, outdir: Path) -> int:

@@ -355,3 +355,26 @@ def test_host_triple_reaches_opt_and_llc():
     mod.function("main")(out)
     assert not out.any()
     assert b"memset" in open(mod.path, "rb").read()
+
+
+@pytest.mark.parametrize("in_child", [True, False])
+def test_llvm_ir_from_the_compile_child_or_mlir_translate(in_child, monkeypatch):
+    """The CPU target takes the LLVM IR the compile child translated (``llvm.ll``, no ``mlir-translate``
+    process); a target that does not (``translate_in_child=False``, the CUDA one) runs ``mlir-translate``.
+    Both give a module that computes the same result."""
+    import dataclasses
+
+    from mlir_bridge import target as tgt_mod
+    from mlir_bridge.target import CPU
+
+    ran = []
+    real = tgt_mod._run
+    monkeypatch.setattr(tgt_mod, "_run", lambda stage, cmd: ran.append(stage) or real(stage, cmd))
+    monkeypatch.setenv("UST_MLIR_CACHE", "0")  # compile, never load from disk
+    target = CPU if in_child else dataclasses.replace(CPU, name="cpu-translate", translate_in_child=False)
+    fn = f"zero_fill_{in_child}"  # a text of its own: never in the memory cache yet
+    mod = mb.compile_module(ZERO_FILL.replace("@main", f"@{fn}"), Pipeline(), target=target)
+    out = np.full(100, np.nan)
+    mod.function(fn)(out)
+    assert not out.any()
+    assert ("translate" in ran) is not in_child and "llc" in ran

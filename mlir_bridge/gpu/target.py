@@ -60,6 +60,7 @@ class GpuTarget(Target):
     name: str = "gpu"
     device: str = "cuda"
     link_libs: tuple[str, ...] = ("mlir_cuda_runtime", "mlir_c_runner_utils")
+    translate_in_child: bool = False  # mlir-translate registers every dialect's translation (gpu.binary)
 
     def fingerprint(self) -> str:
         info = cuda_info()
