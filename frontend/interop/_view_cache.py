@@ -19,6 +19,7 @@ addresses, shapes and dtypes. The entries never hold the source object itself.
 from __future__ import annotations
 
 import copy
+import operator
 import threading
 import weakref
 from collections.abc import Callable
@@ -53,8 +54,13 @@ def _scipy_attrs(x: Any) -> tuple[str, ...] | None:
     return attrs if attrs is not None and type(x).__module__.startswith("scipy.") else None
 
 
+#: one getter per attribute tuple (all have two or more names, so each returns a tuple): half the time of a
+#: generator over ``getattr`` on the lean per-call paths (0.37 against 0.82 us a signature)
+_GETTERS = {attrs: operator.attrgetter(*attrs) for attrs in SCIPY_BUFFER_ATTRS.values()}
+
+
 def _identity_signature(x: Any, attrs: tuple[str, ...]) -> tuple:
-    return tuple(id(getattr(x, a)) for a in attrs) + (x.shape,)
+    return (*map(id, _GETTERS[attrs](x)), x.shape)
 
 
 def _address_signature(x: Any, buffers: list[Any]) -> tuple:
