@@ -19,6 +19,7 @@ taken and the call runs at one thread's speed; handing the chunks to the team co
 """
 from __future__ import annotations
 
+import bisect
 import ctypes
 import itertools
 import os
@@ -75,7 +76,7 @@ def balanced_bounds(offsets: np.ndarray, n: int) -> tuple[int, ...]:
     first = int(offsets[0])
     total = int(offsets[-1]) - first
     if offsets.dtype.kind in "iu":
-        targets = np.array([first - (-k * total // n) for k in range(1, n)], dtype=offsets.dtype)
+        targets = np.array(_share_starts(first, total, n), dtype=offsets.dtype)
     else:
         targets = first + np.arange(1, n) * (total / n)
     inner = np.searchsorted(offsets, targets, side="left").clip(0, rows)
@@ -91,19 +92,16 @@ def summed_bounds(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, ...]:
     def at(r: int) -> int:
         return int(a[r]) + int(b[r])
     first = at(0)
-    total = at(rows) - first
     out = [0]
-    for k in range(1, n):
-        target = first - (-k * total // n)  # the first row whose start reaches first + ceil(k * total / n)
-        lo, hi = out[-1], rows
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if at(mid) < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        out.append(lo)
+    for target in _share_starts(first, at(rows) - first, n):
+        out.append(bisect.bisect_left(range(rows + 1), target, lo=out[-1], key=at))
     return (*out, rows)
+
+
+def _share_starts(first: int, total: int, n: int) -> list[int]:
+    """``first + ceil(k * total / n)`` for ``k = 1 .. n - 1``: the entry counts the chunk boundaries must reach
+    (integers, exact)."""
+    return [first - (-k * total // n) for k in range(1, n)]
 
 
 class _Worker:

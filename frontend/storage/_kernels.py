@@ -307,12 +307,10 @@ def _inside_before(rows: np.ndarray, d: np.ndarray, m: int, minus: bool) -> np.n
     return np.maximum(hi - lo, 0).sum(axis=1)
 
 
-def _inside_rows(n: int, m: int, offsets: np.ndarray, ext_z: int, minus: bool, z_is_row: bool
-                 ) -> tuple[int, int]:
+def _inside_rows(n: int, m: int, d: np.ndarray, ext_z: int, minus: bool, z_is_row: bool) -> tuple[int, int]:
     """``(ia, ib)``: the rows ``[ia, ib)`` (within ``[0, n)``; empty when ``ia >= ib``) where every diagonal's
     slot lies inside the shape (other coordinate ``d + i`` (``minus``) or ``d - i`` in ``[0, m)``) and inside
-    the data (``i`` (``z_is_row``) or the other coordinate below ``ext_z``)."""
-    d = offsets.astype(np.int64)
+    the data (``i`` (``z_is_row``) or the other coordinate below ``ext_z``); ``d``: the int64 offsets."""
     if minus:  # 0 <= d + i < m
         lo, hi = -d, m - d
         if not z_is_row:
@@ -339,7 +337,8 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     words = _words(val, lay)
     k = _threads(n * nd // DIA_SHARE)
     cuts = np.array([n * j // k for j in range(k + 1)], dtype=np.int64)
-    starts = _inside_before(cuts, offsets.astype(np.int64), m, minus)  # slots before each range
+    d = offsets.astype(np.int64)
+    starts = _inside_before(cuts, d, m, minus)  # slots before each range
     bound = int(starts[-1])
     ptr = np.empty(n + 1, dtype=index)
     ptr[0] = 0
@@ -351,8 +350,7 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     mid: tuple[int, ...] = ()
     tail: tuple[int, ...] = ()
     if 0 < nd <= DIA_UNROLL_MAX and n * nd >= DIA_UNROLL_MIN_SLOTS:  # (..., m, extz, start, ia, ib)
-        fn, tail = _dia_functions(lay, nd).function(f"{name}{nd}"), _inside_rows(n, m, offsets, ext_z, minus,
-                                                                                 z_is_row)
+        fn, tail = _dia_functions(lay, nd).function(f"{name}{nd}"), _inside_rows(n, m, d, ext_z, minus, z_is_row)
     else:  # (..., nd, m, extz, start)
         fn, mid = fns.function(name), (nd,)
     _run([partial(fn, offsets, words, ptr, out_idx, out_words, int(cuts[j]), int(cuts[j + 1]), *mid, m, ext_z,
