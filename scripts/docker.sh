@@ -50,11 +50,22 @@ storage_dir() {  # where the runtime keeps images (the nearest existing folder)
 size_mb() { "${rt[@]}" image inspect --format '{{.Size}}' "$1" | awk '{printf "%d", $1 / 1048576}'; }
 
 # ---- build ---------------------------------------------------------------------------------------------------
-MIN_FREE_GB=12  # two images of about 3 GB plus build layers
+# a full build: the builder stage (venv ~2.6 GB), the CPU image's copy of it, the CUDA layer, and the runtime's
+# temporary copies while it commits each layer
+MIN_FREE_GB=16
+free_gb() { df -Pk "$(storage_dir)" | awk 'NR == 2 {printf "%d", $4 / 1048576}'; }
+prune_ours() {  # the untagged images our earlier builds left (old tags, builder stages): ~3 GB per build
+    local before after
+    before=$(free_gb)
+    "${rt[@]}" image prune -f --filter label=org.ust-mlir.build=1 >/dev/null 2>&1 || true
+    after=$(free_gb)
+    say "pruned untagged ust-mlir images: $before -> $after GB free"
+}
 build() {
-    local base start wheelhouse ca torch_index free_gb args=()
-    free_gb=$(df -Pk "$(storage_dir)" | awk 'NR == 2 {printf "%d", $4 / 1048576}')
-    [ "$free_gb" -ge "$MIN_FREE_GB" ] || skip "only $free_gb GB free for images (need $MIN_FREE_GB GB)"
+    local base start wheelhouse ca torch_index free args=()
+    prune_ours
+    free=$(free_gb)
+    [ "$free" -ge "$MIN_FREE_GB" ] || skip "only $free GB free for images (need $MIN_FREE_GB GB)"
     if ! base=$(bash scripts/base-image.sh "${rt[*]}" "$CPU_BASE_IMAGE"); then
         skip "no base image: $CPU_BASE_IMAGE cannot be pulled and debootstrap failed"
     fi
@@ -93,6 +104,7 @@ build() {
     start=$(date +%s)
     "${rt[@]}" build "${args[@]}" --build-arg "BASE_IMAGE=$CPU_IMAGE" -f docker/Dockerfile.cuda -t "$CUDA_IMAGE" .
     say "built $CUDA_IMAGE in $(( $(date +%s) - start )) s: $(size_mb "$CUDA_IMAGE") MB"
+    prune_ours  # this build's builder stage and the images the new tags replaced
 }
 
 # ---- checks inside the images, with no network ----------------------------------------------------------------
