@@ -27,6 +27,8 @@ class Function:
         self.signature = sig
         self._m = Marshaller(sig, device)
         self._cfn = self._m.layout.bind_symbol(symbol)
+        #: returns nothing: BoundCall.run_fresh may skip decoding
+        self._fast = not self._m.layout.by_pointer and not sig.results
 
     @property
     def name(self) -> str:
@@ -127,6 +129,24 @@ class BoundCall:
         buf[word] = ptr
         buf[word + 1] = ptr
         self._keep[i], self._ptrs[i] = value, ptr
+
+    def run_fresh(self, i: int, value: np.ndarray) -> None:
+        """Run with array argument ``i`` replaced by ``value``: a fresh C-contiguous array (``np.empty``) of
+        the current one's shape and dtype, for a function that returns nothing (a kernel writing into
+        ``value``). Only the data pointer changes and no result is decoded: ~0.6 us against
+        :meth:`rebind_same` + call's ~1.4 us on the lean per-call paths. Anything else goes that way."""
+        keep = self._keep[i]
+        if (self._fn._fast and type(value) is np.ndarray and type(keep) is np.ndarray
+                and value.shape == keep.shape and value.dtype is keep.dtype):
+            ptr = data_pointer(value)
+            word = self._m.layout.offsets[i] >> 3
+            buf = self._buf
+            buf[word] = buf[word + 1] = ptr
+            self._keep[i], self._ptrs[i] = value, ptr
+            self._cfn(*self._cargs)
+            return
+        self.rebind_same(i, value)
+        self()
 
     def __call__(self) -> Any:
         ret = self._cfn(*self._cargs)

@@ -317,6 +317,33 @@ def test_rebind_same_swaps_the_data_pointer_only():
         call.rebind_same(1, [0.0] * 6)
 
 
+def test_run_fresh_writes_into_each_fresh_output():
+    fn = mb.compile_module(DOUBLE, PIPE).function("double")
+    x = np.arange(5.0)
+    call = fn.bind(x, np.zeros(5))
+    outs = [np.empty(5) for _ in range(3)]
+    for y in outs:  # each run writes its own output; the earlier ones keep their values
+        assert call.run_fresh(1, y) is None
+    for y in outs:
+        np.testing.assert_array_equal(y, 2 * x)
+    # another shape or dtype takes the checked rebind: taken whole, or refused
+    y6 = np.empty(6)
+    call.rebind_same(0, np.arange(6.0))
+    call.run_fresh(1, y6)
+    np.testing.assert_array_equal(y6, 2 * np.arange(6.0))
+    with pytest.raises(TypeError, match="dtype"):
+        call.run_fresh(1, np.empty(6, np.float32))
+
+
+def test_run_fresh_decodes_results_when_the_kernel_returns_them(spmv64):
+    """A kernel returning memrefs never takes the unchecked path (its results may alias inputs)."""
+    a = random_csr(7, 5, 0.5, seed=6)
+    call = spmv64.bind(*csr_buffers(a), np.ones(5), np.zeros(7))
+    y2 = np.zeros(7)
+    call.run_fresh(4, y2)
+    np.testing.assert_allclose(y2, a @ np.ones(5))
+
+
 def test_rebind_same_keeps_result_aliasing(spmv64):
     """Kernels returning memrefs (which may alias inputs) always take the checked rebind."""
     a = random_csr(7, 5, 0.5, seed=6)

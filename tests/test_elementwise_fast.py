@@ -483,6 +483,14 @@ def test_repeated_calls_on_one_operand(monkeypatch):
                 np.testing.assert_allclose(F.log_softmax(x, axis).toarray(), _masked_softmax(d, 1, True),
                                            rtol=1e-13, atol=1e-13)
     assert len(kernels_of(F.sum, x, 1)) == 1 and len(kernels_of(F.softmax, x, 1)) == 1
+    from frontend.ops import _elementwise_kernels as ek
+
+    with ek.recorded_kernels() as outer:  # nested blocks: each records its own calls, none stays open after
+        F.sum(x, 1)
+        with ek.recorded_kernels() as inner:
+            F.sum(x, 1)
+        F.sum(x, 1)
+    assert len(outer) == 2 and len(inner) == 1 and ek._open_recordings == 0
 
 
 @pytest.mark.parametrize("chunks", [2, 3, 7, 40])

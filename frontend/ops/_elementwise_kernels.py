@@ -75,23 +75,34 @@ def _cached(key: tuple, make: Callable[[], K]) -> K:
     return k
 
 
+#: :func:`recorded_kernels` blocks open in any thread: while none is, :func:`note_kernel` returns at once
+#: (a global read, not the ~0.4 us thread-local lookup, on every lean call)
+_open_recordings = 0
+
+
 def note_kernel(kernel: Any) -> None:
     """Record ``kernel`` as run when inside :func:`recorded_kernels` (for a call that did not look it up)."""
-    seen = getattr(_recording, "kernels", None)
-    if seen is not None:
-        seen.append(kernel)
+    if _open_recordings:
+        seen = getattr(_recording, "kernels", None)
+        if seen is not None:
+            seen.append(kernel)
 
 
 @contextlib.contextmanager
 def recorded_kernels() -> Iterator[list[Any]]:
     """The kernels the calling thread runs inside this block, in call order (for ``print_mlir``)."""
+    global _open_recordings
     got: list[Any] = []
     before = getattr(_recording, "kernels", None)
     _recording.kernels = got
+    with _lock:
+        _open_recordings += 1
     try:
         yield got
     finally:
         _recording.kernels = before
+        with _lock:
+            _open_recordings -= 1
 
 
 class RowKernel:
