@@ -64,24 +64,12 @@ def across_rows_module(elem: str, layout: str, k: int) -> str:
       %v = vector.gather %val[%o][%lane], %all, %zv : memref<?x{elem}>, {it}, {mt}, {vt} into {vt}
       %xv = vector.gather %x[%c0][%c], %all, %zv : memref<?x{elem}>, {it}, {mt}, {vt} into {vt}
 """
-    return f"""
-func.func @ell(%crd: memref<?xi64>, %val: memref<?x{elem}>, %x: memref<?x{elem}>, %y: memref<?x{elem}>,
-               %r0: index, %r1: index) attributes {{llvm.emit_c_interface}} {{
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %cL = arith.constant {L} : index
-  %cK = arith.constant {K} : index
+    return f"""{_head(elem, K)}
   %n = memref.dim %y, %c0 : memref<?x{elem}>
-  %all = arith.constant dense<true> : {mt}
-  %zv = arith.constant dense<0.0> : {vt}
   %zi = arith.constant dense<0> : {it}
   %lane0 = arith.constant dense<[0,1,2,3,4,5,6,7]> : {it}
   %lanek = arith.constant dense<{K}> : {it}
   %lane = arith.muli %lane0, %lanek : {it}
-  %span = arith.subi %r1, %r0 : index
-  %full = arith.divui %span, %cL : index
-  %fl = arith.muli %full, %cL : index
-  %rv = arith.addi %r0, %fl : index
   scf.for %r = %r0 to %rv step %cL {{
     %acc = scf.for %s = %c0 to %cK step %c1 iter_args(%a = %zv) -> ({vt}) {{
 {body}
@@ -90,22 +78,7 @@ func.func @ell(%crd: memref<?xi64>, %val: memref<?x{elem}>, %x: memref<?x{elem}>
     }}
     vector.store %acc, %y[%r] : memref<?x{elem}>, {vt}
   }}
-  %z = arith.constant 0.0 : {elem}
-  scf.for %r = %rv to %r1 step %c1 {{
-    %acc = scf.for %s = %c0 to %cK step %c1 iter_args(%a = %z) -> ({elem}) {{
-      %o = {"arith.muli %s, %n : index" if build_layout == "slot" else "arith.muli %r, %cK : index"}
-      %o2 = arith.addi %o, {"%r" if build_layout == "slot" else "%s"} : index
-      %ci = memref.load %crd[%o2] : memref<?xi64>
-      %c = arith.index_cast %ci : i64 to index
-      %v = memref.load %val[%o2] : memref<?x{elem}>
-      %xv = memref.load %x[%c] : memref<?x{elem}>
-      %m = arith.mulf %v, %xv : {elem}
-      %t = arith.addf %a, %m : {elem}
-      scf.yield %t : {elem}
-    }}
-    memref.store %acc, %y[%r] : memref<?x{elem}>
-  }}
-  return
+{_scalar_rest(elem, build_layout == "slot")}  return
 }}
 """
 
@@ -125,19 +98,7 @@ def _block_module(elem: str, k: int) -> str:
                   f"      %a{s} = vector.fma %v{s}, %x{s}, {acc} : {vt}"]
         acc = f"%a{s}"
     body = "\n".join(lines)
-    return f"""
-func.func @ell(%crd: memref<?xi64>, %val: memref<?x{elem}>, %x: memref<?x{elem}>, %y: memref<?x{elem}>,
-               %r0: index, %r1: index) attributes {{llvm.emit_c_interface}} {{
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %cL = arith.constant {L} : index
-  %cK = arith.constant {k} : index
-  %all = arith.constant dense<true> : vector<{L}xi1>
-  %zv = arith.constant dense<0.0> : {vt}
-  %span = arith.subi %r1, %r0 : index
-  %full = arith.divui %span, %cL : index
-  %fl = arith.muli %full, %cL : index
-  %rv = arith.addi %r0, %fl : index
+    return f"""{_head(elem, k)}
   scf.for %r = %r0 to %rv step %cL {{
     %b = arith.muli %r, %cK : index
     %bv = vector.load %val[%b] : memref<?x{elem}>, {bt}
@@ -145,11 +106,36 @@ func.func @ell(%crd: memref<?xi64>, %val: memref<?x{elem}>, %x: memref<?x{elem}>
 {body}
     vector.store {acc}, %y[%r] : memref<?x{elem}>, {vt}
   }}
-  %z = arith.constant 0.0 : {elem}
+{_scalar_rest(elem, False)}  return
+}}
+"""
+
+
+def _head(elem: str, k: int) -> str:
+    """``@ell``'s signature and the constants both layouts use; ``%rv``: the end of the full vectors."""
+    return f"""
+func.func @ell(%crd: memref<?xi64>, %val: memref<?x{elem}>, %x: memref<?x{elem}>, %y: memref<?x{elem}>,
+               %r0: index, %r1: index) attributes {{llvm.emit_c_interface}} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cL = arith.constant {LANES} : index
+  %cK = arith.constant {k} : index
+  %all = arith.constant dense<true> : vector<{LANES}xi1>
+  %zv = arith.constant dense<0.0> : vector<{LANES}x{elem}>
+  %span = arith.subi %r1, %r0 : index
+  %full = arith.divui %span, %cL : index
+  %fl = arith.muli %full, %cL : index
+  %rv = arith.addi %r0, %fl : index"""
+
+
+def _scalar_rest(elem: str, slot_major: bool) -> str:
+    """The rows ``[%rv, %r1)`` left after the full vectors, one at a time (``%n`` rows, ``%cK`` slots)."""
+    at = "arith.muli %s, %n : index" if slot_major else "arith.muli %r, %cK : index"
+    return f"""  %z = arith.constant 0.0 : {elem}
   scf.for %r = %rv to %r1 step %c1 {{
     %acc = scf.for %s = %c0 to %cK step %c1 iter_args(%a = %z) -> ({elem}) {{
-      %o = arith.muli %r, %cK : index
-      %o2 = arith.addi %o, %s : index
+      %o = {at}
+      %o2 = arith.addi %o, {"%r" if slot_major else "%s"} : index
       %ci = memref.load %crd[%o2] : memref<?xi64>
       %c = arith.index_cast %ci : i64 to index
       %v = memref.load %val[%o2] : memref<?x{elem}>
@@ -160,8 +146,6 @@ func.func @ell(%crd: memref<?xi64>, %val: memref<?x{elem}>, %x: memref<?x{elem}>
     }}
     memref.store %acc, %y[%r] : memref<?x{elem}>
   }}
-  return
-}}
 """
 
 
