@@ -383,7 +383,6 @@ _DIA_PARAMS = [("off", "I"), ("val", "V"), ("ptr", "I"), ("oidx", "I"), ("oval",
 def _dia_rows(f: _Fn, sign: str, zrow: bool, lo: str, hi: str, p0: str, nd: str, iv: str = "i") -> str:
     """The row loop ``[lo, hi)`` of diagonals ``off[0 .. nd)`` from slot ``p0`` on, each slot checked: its
     result's name (``#0``: the slot after the last row)."""
-    I = f.lay.ity
     rows = f.open_for(iv, lo, hi, [(f"p0{iv}", p0, "index")])
     res = f.open_for(f"t{iv}", "%c0", nd, [(f"p{iv}", f"%p0{iv}", "index")])
     i, p = f"%{iv}", f"%p{iv}"
@@ -395,10 +394,10 @@ def _dia_rows(f: _Fn, sign: str, zrow: bool, lo: str, hi: str, p0: str, nd: str,
     nxt = f.name()
     f.emit(f"{nxt} = scf.if {inside} -> (index) {{")
     slot = f.add(f.mul(f"%t{iv}", "%extz"), i if zrow else other)
-    nz = f.nonzero("val", slot)
-    f.emit(f"memref.store {f.v(f'arith.index_cast {other} : index to {I}')}, %oidx[{p}] : memref<?x{I}>")
-    f.copy_value("val", slot, "oval", p)
-    f.emit(f"scf.yield {f.add(p, f.v(f'arith.select {nz}, %c1, %c0 : index'))} : index")
+    words = f.words("val", slot)  # loaded once: stored, and tested for zero
+    f.st(other, "oidx", p)
+    f.put("oval", p, words)
+    f.emit(f"scf.yield {f.add(p, f.v(f'arith.select {f.is_nonzero(words)}, %c1, %c0 : index'))} : index")
     f.emit("} else {")
     f.emit(f"scf.yield {p} : index")
     f.emit("}")
@@ -430,7 +429,6 @@ def _dia_unrolled(lay: Layout, sign: str, zrow: bool, nd: int) -> str:
     rows before ``ia`` and from ``ib`` on take the checked loop."""
     f = _Fn(lay, f"dia_rows_{sign}{'r' if zrow else 'o'}{nd}",
             _DIA_PARAMS + [("m", "x"), ("extz", "x"), ("start", "x"), ("ia", "x"), ("ib", "x")])
-    I = lay.ity
     a = f.v(f"arith.maxui %lo, {f.v('arith.minui %ia, %hi : index')} : index")
     b = f.v(f"arith.maxui {a}, {f.v('arith.minui %ib, %hi : index')} : index")
     n = f.c(nd)
@@ -444,7 +442,7 @@ def _dia_unrolled(lay: Layout, sign: str, zrow: bool, nd: int) -> str:
         other = f.add(ds[t], "%u") if sign == "m" else f.v(f"arith.subi {ds[t]}, %u : index")
         slot = f.v(f"arith.subi {bases[t]}, %u : index") if sign == "p" and not zrow else f.add(bases[t], "%u")
         words = f.words("val", slot)
-        f.emit(f"memref.store {f.v(f'arith.index_cast {other} : index to {I}')}, %oidx[{p}] : memref<?x{I}>")
+        f.st(other, "oidx", p)
         f.put("oval", p, words)
         p = f.add(p, f.v(f"arith.select {f.is_nonzero(words)}, %c1, %c0 : index"))
     f.st(p, "ptr", f.add("%u", "%c1"))
@@ -782,7 +780,6 @@ def _from_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
         params += [("oidx", "I"), ("oval", "V")]
     f = _Fn(lay, f"from_blocks_{'fill' if fill else 'count'}",
             params + [("blo", "x"), ("bhi", "x"), ("n", "x"), ("m", "x")])
-    I = lay.ity
     R, C = f.c(r), f.c(c)
     f.open_for("br", "%blo", "%bhi")
     b0, b1 = _row_bounds(f, "bptr", "%br")
@@ -797,11 +794,12 @@ def _from_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     inner = f.open_for("j", "%c0", C, [("q", "%p", "index")])
     col = f.add(col0, "%j")
     slot = f.add(slot0, "%j")
-    keep = f.v(f"arith.andi {f.cmp('ult', col, '%m')}, {f.nonzero('bval', slot)} : i1")
+    words = f.words("bval", slot)  # loaded once: tested for zero, and stored when filling
+    keep = f.v(f"arith.andi {f.cmp('ult', col, '%m')}, {f.is_nonzero(words)} : i1")
     if fill:
         f.emit(f"scf.if {keep} {{")
-        f.emit(f"memref.store {f.v(f'arith.index_cast {col} : index to {I}')}, %oidx[%q] : memref<?x{I}>")
-        f.copy_value("bval", slot, "oval", "%q")
+        f.st(col, "oidx", "%q")
+        f.put("oval", "%q", words)
         f.emit("}")
     f.emit(f"scf.yield {f.add('%q', f.v(f'arith.select {keep}, %c1, %c0 : index'))} : index")
     f.emit("}")
@@ -821,7 +819,6 @@ def _from_blocks_rows(lay: Layout, r: int, c: int) -> str:
     f = _Fn(lay, "from_blocks_rows", [("bptr", "I"), ("bidx", "I"), ("bval", "V"), ("ptr", "I"), ("oidx", "I"),
                                       ("oval", "V"), ("blo", "x"), ("bhi", "x"), ("n", "x"), ("m", "x"),
                                       ("start", "x")])
-    I = lay.ity
     R, C = f.c(r), f.c(c)
     f.open_for("br", "%blo", "%bhi", [("p0", "%start", "index")])
     b0, b1 = _row_bounds(f, "bptr", "%br")
@@ -841,8 +838,7 @@ def _from_blocks_rows(lay: Layout, r: int, c: int) -> str:
     f.emit(f"{done} = scf.if {every} -> (index) {{")
     f.open_for("jc", "%c0", C)
     at = f.add("%p", "%jc")
-    cj = f.v(f"arith.index_cast {f.add(col0, '%jc')} : index to {I}")
-    f.emit(f"memref.store {cj}, %oidx[{at}] : memref<?x{I}>")
+    f.st(f.add(col0, "%jc"), "oidx", at)
     f.copy_value("bval", f.add(slot0, "%jc"), "oval", at)
     f.emit("}")
     f.emit(f"scf.yield {f.add('%p', C)} : index")
@@ -850,9 +846,10 @@ def _from_blocks_rows(lay: Layout, r: int, c: int) -> str:
     inner = f.open_for("j", "%c0", C, [("q", "%p", "index")])
     col = f.add(col0, "%j")
     slot = f.add(slot0, "%j")
-    keep = f.v(f"arith.andi {f.cmp('ult', col, '%m')}, {f.nonzero('bval', slot)} : i1")
-    f.emit(f"memref.store {f.v(f'arith.index_cast {col} : index to {I}')}, %oidx[%q] : memref<?x{I}>")
-    f.copy_value("bval", slot, "oval", "%q")
+    words = f.words("bval", slot)  # loaded once: tested for zero, and stored
+    keep = f.v(f"arith.andi {f.cmp('ult', col, '%m')}, {f.is_nonzero(words)} : i1")
+    f.st(col, "oidx", "%q")
+    f.put("oval", "%q", words)
     f.emit(f"scf.yield {f.add('%q', f.v(f'arith.select {keep}, %c1, %c0 : index'))} : index")
     f.emit("}")
     f.emit(f"scf.yield {inner}#0 : index")
