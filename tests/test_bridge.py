@@ -333,6 +333,8 @@ def test_run_fresh_writes_into_each_fresh_output():
     np.testing.assert_array_equal(y6, 2 * np.arange(6.0))
     with pytest.raises(TypeError, match="dtype"):
         call.run_fresh(1, np.empty(6, np.float32))
+    with pytest.raises(ValueError, match="contiguous"):  # same shape and dtype, but strided: never pointed at
+        call.run_fresh(1, np.empty(12)[::2])
 
 
 def test_run_fresh_decodes_results_when_the_kernel_returns_them(spmv64):
