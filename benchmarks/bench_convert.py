@@ -17,7 +17,7 @@ Run: ``.venv/bin/python benchmarks/bench_convert.py [n] [per_row] [repeats] [--s
 """
 from __future__ import annotations
 
-import random
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -28,7 +28,9 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from frontend import NamedFormats as N, Tensor  # noqa: E402
+from suitekit.timing import round_robin  # noqa: E402
 
 REPEATS = 5
 
@@ -105,23 +107,14 @@ def run(cases: list[Case], repeats: int, rate: float) -> None:
         need[label] = must_move(source, out)
         del out
     scratch = {k: np.ones(v // 16 + 1) for k, v in need.items()}  # a copy moving the same bytes (read + write)
-    best: dict[str, list[float]] = {label: [np.inf, np.inf] for label, _, _, _ in cases}
-    calls = [(label, slot, fn) for label, ours, theirs, _ in cases
-             for slot, fn in ((0, ours), (1, theirs if theirs is not None else
-                                         (lambda label=label: scratch[label].copy())))]
-    shuffle = random.Random(len(calls)).shuffle
-    for done in range(repeats):
-        # the first round in order, later ones shuffled (seeded): a call's time depends on what the call before
-        # it gave back (scipy's CSR->DIA frees ~1 GB in small pieces, after which the next call's huge pages
-        # take compaction), so no call may always follow the same one (as in suitekit.timing.round_robin)
-        order = list(calls)
-        if done:
-            shuffle(order)
-        for label, slot, fn in order:
-            t0 = time.perf_counter()
-            out = fn()
-            best[label][slot] = min(best[label][slot], time.perf_counter() - t0)
-            del out
+    runs = {f"{slot} {label}": fn for label, ours, theirs, _ in cases
+            for slot, fn in ((0, ours), (1, theirs if theirs is not None else
+                                         (lambda label=label: scratch[label].copy())))}
+    # one call a sample; the first round in order, later ones shuffled (seeded): a call's time depends on what
+    # the call before it gave back (scipy's CSR->DIA frees ~1 GB in small pieces, after which the next call's
+    # huge pages take compaction), so no call may always follow the same one
+    times = round_robin(runs, dict.fromkeys(runs, math.inf), repeats, math.inf)
+    best = {label: [times[f"0 {label}"], times[f"1 {label}"]] for label, _, _, _ in cases}
     print(f"{'pair':24s} {'ours s':>8s} {'ref s':>8s} {'ratio':>6s} {'% bound':>8s}  reference")
     for label, _, theirs, _ in cases:
         mine, other = best[label]
@@ -170,7 +163,6 @@ def main(n: int, per_row: int, repeats: int = REPEATS, suite: bool = False) -> N
     print(f"{sizes}; best of {repeats}; copy bandwidth {rate / 1e9:.1f} GB/s (read + write)")
     run(cases, repeats, rate)
     if suite:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from suitekit.matrices import block4x4, poisson, power_law
         # power-law's BSR 4x4 would hold ~30M mostly empty blocks (GBs): its CSR/CSC/COO pairs only
         for family, dia, bsr in ((poisson, True, True), (power_law, False, False), (block4x4, False, True)):
