@@ -5,8 +5,9 @@ torch, torch-mlir, CuPy, ptxas / fatbinary), the compile cache folder, threads, 
 (probed in a child process); then compiles (in a fresh cache folder) and runs one tiny product per available
 path and checks it against numpy: on the CPU the sparsifier (CSC SpMV), the emitter (DIA-J SpMV), the
 emitter's row-range kernel (CSR SpMV, what one-thread row-splittable products take) and the registered kernel
-(SpGEMM CSR @ CSR); with a CUDA device ``cusparse``, ``sparsifier-gpu`` and ``emitter-gpu``
-(CSR / DELTA(8) SpMV). A closing verdict and one ``FAILED:`` line per failure follow.
+(SpGEMM CSR @ CSR); with a CUDA device ``cusparse``, ``blocked-ELL`` (cuSPARSE's blocked-ELL SpMM),
+``sparsifier-gpu`` and ``emitter-gpu`` (CSR / BlockedELL 2x2 / CSR / DELTA(8) SpMV). A closing verdict and
+one ``FAILED:`` line per failure follow.
 
 Exit status (``EXIT_*``): 0 every check that applies passed (no GPU is fine); 1 something the CPU paths need is
 missing or a CPU run failed; 3 the CPU works but a GPU check failed on a machine with a device (or with
@@ -268,7 +269,7 @@ def cpu_runs(report: Report) -> None:
 def gpu_runs(report: Report, device: bool) -> None:
     """One compile-and-run per GPU path (operands copied to the device, results back), against numpy."""
     if not device:
-        for path in ("cusparse", "sparsifier-gpu", "emitter-gpu"):
+        for path in ("cusparse", "blocked-ELL", "sparsifier-gpu", "emitter-gpu"):
             report.add(Check(f"gpu {path}", "skip", "no CUDA device"))
         return
     from frontend.format import NamedFormats
@@ -279,7 +280,7 @@ def gpu_runs(report: Report, device: bool) -> None:
     x = np.arange(1.0, 6.0)
     want = a.toarray() @ x
 
-    def run(op_a: Any, op_x: Any, path: str) -> Callable[[], tuple[str, Any, np.ndarray]]:
+    def run(op_a: Any, op_x: Any, path: str, want: np.ndarray = want) -> Callable[[], tuple[str, Any, np.ndarray]]:
         def go() -> tuple[str, Any, np.ndarray]:
             mm = Matmul(op_a, op_x, device="cuda", path=path).plan()
             out = mm.execute()
@@ -290,6 +291,11 @@ def gpu_runs(report: Report, device: bool) -> None:
     # cuSPARSE takes the package's own device layouts; the generated paths take host operands with
     # device="cuda" (copied to the device, the result copied back to numpy)
     _check_run(report, "gpu cusparse", "gpu", lambda: run(*_device_operands(a, x), "cusparse")())
+    padded = np.zeros((8, 6))  # whole 2x2 blocks, as cuSPARSE's Blocked-ELL needs
+    padded[:7, :5] = a.toarray()
+    x6 = np.arange(1.0, 7.0)
+    ell = Tensor.from_dense(padded, NamedFormats.BlockedELL((2, 2)))
+    _check_run(report, "gpu blocked-ELL", "gpu", run(ell, x6, "cusparse", padded @ x6))
     _check_run(report, "gpu sparsifier-gpu", "gpu", run(a, x, "sparsifier-gpu"))
     delta = Tensor.from_package(a).convert(tensor_format=NamedFormats.DELTA(8))
     _check_run(report, "gpu emitter-gpu", "gpu", run(delta, x, "emitter-gpu"))

@@ -44,7 +44,8 @@ def test_cli_passes_on_a_cpu_only_machine(tmp_path: Path) -> None:
     for name in ("mlir-opt", "ptxas", "fatbinary", "cupy"):  # present or not: a line each
         assert _status(out, name) in ("ok", "missing")
     assert _status(out, "cuda device") == "missing"
-    assert [_status(out, f"gpu {p}") for p in ("cusparse", "sparsifier-gpu", "emitter-gpu")] == ["skip"] * 3
+    gpu_checks = ("cusparse", "blocked-ELL", "sparsifier-gpu", "emitter-gpu")
+    assert [_status(out, f"gpu {p}") for p in gpu_checks] == ["skip"] * 4
     assert "path kernel:spgemm-csr: matches numpy" in out and "path emitter: matches numpy" in out
     assert "(writable, private)" in out and str(tmp_path / "cache") in out
     assert out.strip().splitlines()[-1] == "verdict: CPU ok; GPU absent (no CUDA device)"
@@ -129,5 +130,6 @@ def test_missing_ptxas_counts_only_where_gpu_matters(monkeypatch: pytest.MonkeyP
 def test_cli_on_a_gpu_machine(tmp_path: Path) -> None:
     proc = _cli("--require-gpu", env={"UST_MLIR_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == EXIT_OK, proc.stdout + proc.stderr
-    for name in ("gpu cusparse", "gpu sparsifier-gpu", "gpu emitter-gpu", "cuda device", "ptxas"):
+    for name in ("gpu cusparse", "gpu blocked-ELL", "gpu sparsifier-gpu", "gpu emitter-gpu", "cuda device",
+                 "ptxas"):
         assert _status(proc.stdout, name) == "ok", name

@@ -3,7 +3,8 @@
 Paths (``GPU_PATHS``):
 
 * ``"cusparse"``: SpMV/SpMM of one sparse operand with a dense one, plain arithmetic, in a layout the
-  package passes to cuSPARSE as is (torch: CSR, COO, BSR; CuPy: CSR, CSC, COO): the vendor library
+  package passes to cuSPARSE as is (torch: CSR, COO, BSR; CuPy: CSR, CSC, COO; both: square-block
+  BlockedELL whose extents are whole blocks, through cuSPARSE's blocked-ELL SpMM): the vendor library
   beats the sparsifier's one-thread-per-row loops. (torch would convert CSC to CSR on every call: CSC
   operands of torch take the generated kernel, whose scatter is atomic.)
 * ``"sparsifier-gpu"``: MLIR's sparsifier with a parallelization strategy (``GpuPipeline``); the
@@ -20,7 +21,7 @@ from dataclasses import replace
 from ..contraction import Contraction
 from ..dispatch import Lowered
 from ..sparsifier.generic import build_module
-from .library import direct_layouts, library_layout
+from .library import direct_layouts, library_fits, library_layout
 from .pipeline import GpuPipeline
 
 GPU_PATHS = ("cusparse", "sparsifier-gpu", "emitter-gpu")
@@ -66,7 +67,7 @@ def library_ok(c: Contraction, package: str = "torch") -> bool:
         return False
     a, b = c.inputs
     return (a.elem in _LIBRARY_ELEMS and library_layout(a.fmt) in direct_layouts(package)
-            and not b.sparse and not b.encoded)
+            and library_fits(a.fmt, a.shape) and not b.sparse and not b.encoded)
 
 
 def _format_names(c: Contraction) -> str:

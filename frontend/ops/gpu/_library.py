@@ -5,6 +5,7 @@ The sparse operand's own buffers are wrapped (no conversion) by the interop writ
 compressed tensors or cupyx CSR/CSC matrices, COO (sorted, unique) as a coalesced torch COO tensor / cupyx
 COO matrix.
 The same code runs torch CPU tensors (MKL / native kernels), which is how it is tested without a GPU.
+Square-block BlockedELL goes to cuSPARSE's blocked-ELL SpMM (:mod:`frontend.ops.gpu._blocked_ell`).
 """
 from __future__ import annotations
 
@@ -41,6 +42,10 @@ def stream_context(stream: Any, package: str) -> Any:
 def library_matmul(a: Tensor, layout: str, b: Any, package: str, *, alpha: Any = 1, c: Any = None,
                    stream: Any = None) -> Any:
     """``alpha * a @ b`` (added to ``c`` in place when given) with ``a`` in ``layout``, ``b`` dense 1-D/2-D."""
+    if layout == "BlockedELL":  # neither package wraps it: cuSPARSE is called directly, on the given stream
+        from ._blocked_ell import blocked_ell_matmul
+
+        return blocked_ell_matmul(a, b, alpha=alpha, c=c, stream=stream)
     with stream_context(stream, package):
         if package == "torch":
             import torch

@@ -1,0 +1,148 @@
+"""SpMM/SpMV of a ``BlockedELL((b, b))`` tensor through cuSPARSE's blocked-ELL SpMM.
+
+cuSPARSE stores a block row's ``b`` rows one after the other, each ``ell_cols = K * b`` values long; ours
+(``(i // b : dense, j // b : loose_compressed, i % b : dense, j % b : dense)``) stores each ``b x b`` block
+contiguously. :func:`cusparse_layout` rearranges the blocks on the operand's own device (one gather and
+one transpose, in the operand's package: torch, CuPy, or NumPy on the host) and marks slots past a block
+row's count with column ``-1``; :func:`blocked_ell_matmul` hands the result to
+:class:`mlir_bridge.gpu.cusparse.Cusparse`. Host buffers (NumPy, torch CPU) pass their host addresses:
+that is how the glue is tested against a fake library without a GPU.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from frontend.format import dtype_name
+from frontend.storage import _buffers as buffers
+from frontend.tensor._tensor import Tensor
+
+
+def _is_torch(x: Any) -> bool:
+    return buffers.is_torch(x)
+
+
+def _module(x: Any) -> Any:
+    """NumPy or CuPy, whichever ``x`` (not a torch tensor) belongs to."""
+    if isinstance(x, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def _arange(like: Any, n: int) -> Any:
+    if _is_torch(like):
+        import torch
+
+        return torch.arange(n, device=like.device, dtype=like.dtype)
+    return _module(like).arange(n, dtype=like.dtype)
+
+
+def _where(cond: Any, x: Any, y: Any) -> Any:
+    if _is_torch(cond):
+        import torch
+
+        return torch.where(cond, x, y)
+    return _module(cond).where(cond, x, y)
+
+
+def _as_int32(x: Any) -> Any:
+    if _is_torch(x):
+        import torch
+
+        return x.to(torch.int32)
+    return x.astype(np.int32)
+
+
+def _empty(like: Any, shape: tuple[int, ...], dtype: Any = None) -> Any:
+    """An uninitialized array of ``shape`` where ``like`` lives (``like``'s dtype unless given)."""
+    if _is_torch(like):
+        import torch
+
+        return torch.empty(shape, dtype=like.dtype if dtype is None else dtype, device=like.device)
+    return _module(like).empty(shape, dtype=like.dtype if dtype is None else dtype)
+
+
+def cusparse_layout(t: Tensor) -> tuple[Any, Any, int]:
+    """``(col_ind, values, ell_cols)`` of ``t`` (a square-block BlockedELL) in cuSPARSE's Blocked-ELL layout:
+    int32 ``col_ind[rows / b][K]`` (``-1`` for an empty slot) and row-major ``values[rows][K * b]``, where
+    ``K`` is the most blocks of any block row (at least 1)."""
+    nbr, _, bh, bw = t.levels
+    if bh != bw:
+        raise ValueError(f"cuSPARSE's Blocked-ELL takes square blocks, got {bh}x{bw}")
+    pos, crd, val = t._pos[1], t._crd[1], t.val
+    lo, counts = pos[0::2], pos[1::2] - pos[0::2]
+    k = max(int(counts.max()), 1) if nbr else 1
+    slots = _arange(pos, k)
+    valid = slots[None, :] < counts[:, None]
+    if int(crd.shape[0]) == 0:  # nothing stored: every slot empty
+        col_ind = _as_int32(_where(valid, slots[None, :], -1))
+        values = _empty(val, (nbr * bh, k * bw))
+        values[...] = 0
+        return col_ind, values, k * bw
+    at = _where(valid, lo[:, None] + slots[None, :], 0)
+    col_ind = _as_int32(_where(valid, crd[at], -1))
+    blocks = val.reshape(-1, bh, bw)[at]  # (nbr, K, b, b)
+    blocks = _where(valid[:, :, None, None], blocks, 0)
+    return col_ind, blocks.swapaxes(1, 2).reshape(nbr * bh, k * bw), k * bw
+
+
+def blocked_ell_matmul(a: Tensor, b: Any, *, alpha: Any = 1, c: Any = None, stream: Any = None) -> Any:
+    """``alpha * a @ b`` (added to ``c`` in place when given) with ``a`` a square-block BlockedELL and ``b``
+    dense 1-D/2-D, both in one package on one device (or both on the host, against a fake library)."""
+    from mlir_bridge.gpu.call import package_of, stream_handle
+    from mlir_bridge.gpu.cusparse import BlockedEllOperand, Cusparse
+
+    rows, cols = (int(n) for n in a.shape)
+    block = int(a.levels[2])
+    col_ind, values, ell_cols = cusparse_layout(a)
+    n = 1 if b.ndim == 1 else int(b.shape[1])
+    dense_b = b.reshape(int(b.shape[0]), n)
+    if not buffers.is_contiguous(dense_b):
+        dense_b = dense_b.contiguous() if _is_torch(dense_b) else _module(dense_b).ascontiguousarray(dense_b)
+    out = c
+    if out is None:
+        out = _empty(values, (rows, n))
+        out[...] = 0
+    operand = BlockedEllOperand(rows, cols, block, ell_cols, buffers.data_pointer(col_ind),
+                                buffers.data_pointer(values), dtype_name(values.dtype))
+    package = package_of(values)
+    device = 0 if package is None else int(values.device.index or 0) if package == "torch" else int(values.device.id)
+    handle = 0 if package is None else stream_handle(stream, package, device)
+
+    def workspace(nbytes: int) -> tuple[int, Any]:
+        owner = _empty(values, (nbytes,), _uint8(values))
+        return buffers.data_pointer(owner), owner
+
+    with _on_device(package, device):
+        Cusparse.load().spmm_blocked_ell(operand, buffers.data_pointer(dense_b), buffers.data_pointer(out), n,
+                                         alpha=float(alpha), beta=0.0 if c is None else 1.0, stream=handle,
+                                         device=device, workspace=workspace)
+    # the caching allocators of torch and CuPy reuse freed buffers only in stream order: the temporaries
+    # above may go once the call is queued
+    return out if c is not None or b.ndim == 2 else out.reshape(rows)
+
+
+def _uint8(like: Any) -> Any:
+    if _is_torch(like):
+        import torch
+
+        return torch.uint8
+    return np.uint8
+
+
+def _on_device(package: str | None, device: int) -> Any:
+    """The package's current-device context (cuSPARSE handles and launches follow it)."""
+    import contextlib
+
+    if package == "torch":
+        import torch
+
+        return torch.cuda.device(device)
+    if package == "cupy":
+        import cupy
+
+        return cupy.cuda.Device(device)
+    return contextlib.nullcontext()
