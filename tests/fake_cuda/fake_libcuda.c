@@ -5,30 +5,16 @@
  * ELF or PTX text), cuLaunchKernel records the kernel name, grid, block, stream and the first
  * FAKE_PARAMS 8-byte kernel parameters in a text log that fake_log() returns.
  */
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
+
+#include "fake_log.h"
 
 #define FAKE_PARAMS 25
 typedef int CUresult;
-static char log_buf[1 << 16];
-static size_t log_len;
 static char names[64][128];
 static int nnames;
 static uintptr_t next_stream = 0x5000;
-
-static void say(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(log_buf + log_len, sizeof log_buf - log_len, fmt, ap);
-  va_end(ap);
-  if (n > 0 && log_len + (size_t)n < sizeof log_buf)
-    log_len += (size_t)n;
-}
-
-const char *fake_log(void) { return log_buf; }
-void fake_clear(void) { log_len = 0; log_buf[0] = 0; }
 
 CUresult cuInit(unsigned flags) { return 0; }
 CUresult cuDriverGetVersion(int *v) { *v = 12040; return 0; }

@@ -9,29 +9,17 @@
  * CUSPARSE_STATUS_INVALID_VALUE (3). Only float32 and float64 are computed. Descriptors and handles are
  * counted (fake_live() is the number not yet destroyed); fake_log() has one line per SpMM.
  */
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
+
+#include "fake_log.h"
 
 typedef struct { int64_t rows, cols, block, ell_cols; const int32_t *col; const void *val; int idx, base, type; } Ell;
 typedef struct { int64_t rows, cols, ld; void *val; int type, order; } Dn;
 typedef struct { void *stream; } Handle;
 
-static char log_buf[1 << 14];
-static size_t log_len;
 static int live;
 
-static void say(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(log_buf + log_len, sizeof log_buf - log_len, fmt, ap);
-  va_end(ap);
-  if (n > 0 && log_len + (size_t)n < sizeof log_buf)
-    log_len += (size_t)n;
-}
-
-const char *fake_log(void) { return log_buf; }
 int fake_live(void) { return live; }
 
 int cusparseCreate(Handle **h) { *h = calloc(1, sizeof(Handle)); live++; return 0; }
