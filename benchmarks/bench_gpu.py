@@ -1,4 +1,5 @@
-"""GPU speed: SpMV on a large stencil and the delta-format sweep, against cuSPARSE (ratios from one run).
+"""GPU speed: SpMV on a large stencil, the delta-format sweep and block-sparse SpMM, against cuSPARSE and
+cuBLAS (ratios from one run).
 
     .venv/bin/python benchmarks/bench_gpu.py [--rows 1500000] [--size 8192] [--quick]
 
@@ -11,6 +12,9 @@ Skipped (exit status 0, one line saying why) when no CUDA device or no CUDA-enab
    the same matrix in host memory (``threads="auto"``), so the ratios compare GPU and CPU too.
 2. The delta sweep (MACKO): ``size x size`` SpMV with uniformly random nonzeros, sparsity 50%..99%,
    float16 and float32: dense GEMV (torch.mv, cuBLAS) and torch CSR against ours DELTA(8) / DELTA(4).
+3. Block-sparse SpMM (block-pruned weights): ``size x size`` with 16 x 16 blocks kept at 10% and 30%,
+   times a ``size x 64`` dense matrix, float16 and float32: dense GEMM (torch.mm, cuBLAS) and torch BSR
+   (cuSPARSE bsrmm) against ours BlockedELL (cuSPARSE's blocked-ELL SpMM, ``path="cusparse"``).
 Times are medians of repeated, synchronized calls.
 """
 from __future__ import annotations
@@ -127,6 +131,38 @@ def bench_delta(size: int, sparsities: list[float], torch: Any) -> None:
                   f"   {t_dense / times[0]:5.2f}x {t_dense / times[1]:5.2f}x")
 
 
+def bench_blocked(size: int, torch: Any, block: int = 16, n: int = 64) -> None:
+    from frontend import NamedFormats as NF, Tensor
+    from frontend.ops.gpu._matmul import gpu_matmul_plan
+
+    sync = torch.cuda.synchronize
+    rng = np.random.default_rng(2)
+    nb = size // block
+    print(f"\nblock-sparse SpMM, {size} x {size} @ {size} x {n}, {block}x{block} blocks (ms; speedup = dense / this)")
+    print(f"{'dtype':>8} {'density':>8} {'dense':>8} {'torchBSR':>9} {'BlockedELL':>11}   speedup BSR, ELL")
+    for dtype in (np.float16, np.float32):
+        for density in (0.1, 0.3):
+            keep = np.kron(rng.random((nb, nb)) < density, np.ones((block, block), bool))
+            d = np.where(keep, rng.standard_normal((size, size)), 0).astype(dtype)
+            dense = torch.from_numpy(d).cuda()
+            b = torch.from_numpy(rng.standard_normal((size, n)).astype(dtype)).cuda()
+            t_dense = median_time(lambda: torch.mm(dense, b), sync)
+            bsr = dense.to_sparse_bsr((block, block))
+            t_bsr = median_time(lambda: torch.mm(bsr, b), sync)
+            host = Tensor.from_dense(d, NF.BlockedELL((block, block)))
+            ell = Tensor.from_buffers(host.tensor_format, host.shape,
+                                      [None if p is None else torch.from_numpy(p).cuda() for p in host._pos],
+                                      [None if c is None else torch.from_numpy(c).cuda() for c in host._crd],
+                                      torch.from_numpy(host.val).cuda())
+            plan = gpu_matmul_plan(ell, b).plan()
+            assert plan.path == "cusparse", plan.path
+            t_ell = median_time(plan.execute, sync)
+            err = float((plan.execute().float() - dense.float() @ b.float()).abs().max())
+            assert err < (0.5 if dtype == np.float16 else 1e-2) * max(1.0, size * density / 100), err
+            print(f"{np.dtype(dtype).name:>8} {density:8.2f} {t_dense * 1e3:8.3f} {t_bsr * 1e3:9.3f} "
+                  f"{t_ell * 1e3:11.3f}   {t_dense / t_bsr:5.2f}x {t_dense / t_ell:5.2f}x")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=1_500_000)
@@ -151,6 +187,7 @@ def main() -> int:
     print(f"device: {torch.cuda.get_device_name(0)} ({info.chip(0)}), driver {info.driver_version}")
     bench_stencil(rows, torch)
     bench_delta(size, [0.5, 0.9, 0.95, 0.99] if not args.quick else [0.9, 0.99], torch)
+    bench_blocked(size, torch)
     return 0
 
 
