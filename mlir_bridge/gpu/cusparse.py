@@ -5,7 +5,8 @@ Neither torch nor CuPy exposes cuSPARSE's Blocked-ELL matrix, so this module cal
 ``CUSPARSE_SPMM_BLOCKED_ELL_ALG1``. ``A`` is in cuSPARSE's layout (:class:`BlockedEllOperand`): block column
 indices ``[rows / block][ell_cols / block]`` (int32, ``-1`` for an empty slot) and values as a row-major
 ``rows x ell_cols`` matrix. The library is found by soname (torch's and CuPy's CUDA wheels carry
-``libcusparse.so.12``) or at ``UST_MLIR_CUSPARSE``; the tests point that at a fake that computes on the host.
+``libcusparse.so.12``), through ``cuda.pathfinder`` or in the NVIDIA wheels, or at ``UST_MLIR_CUSPARSE``;
+the tests point that at a fake that computes on the host.
 One handle per device; each call sets the caller's stream on it and returns without waiting.
 No ``mlir`` import.
 """
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 #: cudaDataType_t of the value types cuSPARSE's blocked-ELL SpMM takes, and the compute type of each.
@@ -63,10 +66,28 @@ class BlockedEllOperand:
                              f"got {self.rows} x {self.cols} with {self.ell_cols} ELL columns")
 
 
-def _find_library() -> ctypes.CDLL:
+def _candidates() -> list[str]:
+    """Where cuSPARSE may be: ``UST_MLIR_CUSPARSE`` alone when set; else the sonames (found at once when torch
+    or CuPy already loaded the library), what ``cuda.pathfinder`` (a CuPy dependency) locates, and the
+    NVIDIA wheels' ``lib`` folders on ``sys.path``."""
     path = os.environ.get("UST_MLIR_CUSPARSE")
+    if path:
+        return [path]
+    found = list(_SONAMES)
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib  # type: ignore[import-not-found, unused-ignore]
+
+        found.append(str(load_nvidia_dynamic_lib("cusparse").abs_path))
+    except Exception:  # noqa: BLE001 - not installed, or it found nothing: the other candidates remain
+        pass
+    for root in sys.path:
+        found += sorted(str(p) for p in Path(root or ".").glob("nvidia/*/lib/libcusparse.so*"))
+    return found
+
+
+def _find_library() -> ctypes.CDLL:
     errors = []
-    for name in ([path] if path else list(_SONAMES)):
+    for name in _candidates():
         try:
             return ctypes.CDLL(name)
         except OSError as err:
