@@ -139,6 +139,8 @@ check() {
     run_in "$CUDA_IMAGE" python -m frontend doctor
     say "$CUDA_IMAGE: a GPU SpMV compiled to a fatbin without a device"
     run_in "$CUDA_IMAGE" python docker/checks/gpu_fatbin.py
+    say "$CUDA_IMAGE: CUDA runtime libraries and cuSPARSE's blocked-ELL entry points"
+    run_in "$CUDA_IMAGE" python docker/checks/gpu_libraries.py
     say "all checks passed ($CPU_IMAGE $cpu_mb MB, $CUDA_IMAGE $cuda_mb MB)"
 }
 

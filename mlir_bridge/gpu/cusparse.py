@@ -75,7 +75,7 @@ def _candidates() -> list[str]:
         return [path]
     found = list(_SONAMES)
     try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib  # type: ignore[import-not-found, unused-ignore]
+        from cuda.pathfinder import load_nvidia_dynamic_lib
 
         found.append(str(load_nvidia_dynamic_lib("cusparse").abs_path))
     except Exception:  # noqa: BLE001 - not installed, or it found nothing: the other candidates remain
