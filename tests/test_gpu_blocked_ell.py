@@ -60,9 +60,10 @@ def _to(package: str, cuda: bool = False) -> Callable[[np.ndarray], Any]:
     return lambda a: xp.from_numpy(np.array(a)).to("cuda" if cuda else "cpu")
 
 
-def _blocked_ell(d: np.ndarray, block: int, package: str = "numpy", cuda: bool = False) -> Tensor:
+def _blocked_ell(d: np.ndarray, block: int, package: str = "numpy", cuda: bool = False,
+                 index_type: Any = np.int64) -> Tensor:
     """``d`` as BlockedELL((block, block)) whose buffers belong to ``package``."""
-    t = Tensor.from_dense(d, N.BlockedELL((block, block)))
+    t = Tensor.from_dense(d, N.BlockedELL((block, block)), index_type=index_type)
     wrap = _to(package, cuda)
     out = Tensor.from_buffers(t.tensor_format, t.shape, [None if p is None else wrap(p) for p in t._pos],
                               [None if c is None else wrap(c) for c in t._crd], wrap(t.val))
@@ -73,12 +74,14 @@ def _blocked_ell(d: np.ndarray, block: int, package: str = "numpy", cuda: bool =
 CASES = [((8, 12), 2), ((12, 8), 4), ((1, 1), 1), ((6, 6), 3), ((16, 16), 4), ((0, 0), 2), ((4, 10), 2)]
 
 
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
 @pytest.mark.parametrize("package", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape,block", CASES)
-def test_cusparse_layout_means_the_same_matrix(shape: tuple[int, int], block: int, dtype: str, package: str) -> None:
+def test_cusparse_layout_means_the_same_matrix(shape: tuple[int, int], block: int, dtype: str, package: str,
+                                               index_type: Any) -> None:
     d = _matrix(*shape, seed=sum(shape) + block, dtype=dtype)
-    t = _blocked_ell(d, block, package)
+    t = _blocked_ell(d, block, package, index_type=index_type)
     col_ind, values, ell_cols = cusparse_layout(t)
     assert type(col_ind) is type(t.val) and type(values) is type(t.val)  # computed where the operand lives
     col_ind, values = np.asarray(col_ind), np.asarray(values)
@@ -103,7 +106,7 @@ def fake_cusparse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ctypes.CDL
                     str(lib)], check=True)
     fake = ctypes.CDLL(str(lib))
     fake.fake_log.restype = ctypes.c_char_p
-    monkeypatch.setattr(Cusparse, "_loaded", Cusparse(fake))
+    monkeypatch.setattr(Cusparse, "_loaded", Cusparse(fake, host_memory=True))
     return fake
 
 
@@ -146,6 +149,9 @@ def test_library_errors_are_clear(fake_cusparse: ctypes.CDLL, monkeypatch: pytes
         Cusparse.load().spmm_blocked_ell(a, b.ctypes.data, c.ctypes.data, 1,
                                          workspace=lambda n: (np.empty(n, np.uint8).ctypes.data, None))
     assert fake_cusparse.fake_live() == 1  # descriptors destroyed on the error path too
+    monkeypatch.setattr(Cusparse, "_loaded", Cusparse(fake_cusparse))  # a real library reads device memory
+    with pytest.raises(TypeError, match="torch CUDA tensors or CuPy arrays"):
+        library_matmul(_blocked_ell(np.eye(4), 2), "BlockedELL", np.ones(4), "torch")
     monkeypatch.setattr(Cusparse, "_loaded", None)
     monkeypatch.setenv("UST_MLIR_CUSPARSE", "/nonexistent/libcusparse.so.12")
     with pytest.raises(RuntimeError, match="cuSPARSE .* cannot be loaded"):

@@ -102,8 +102,10 @@ class Cusparse:
     _loaded: Cusparse | None = None
     _load_lock = threading.Lock()
 
-    def __init__(self, lib: ctypes.CDLL) -> None:
+    def __init__(self, lib: ctypes.CDLL, host_memory: bool = False) -> None:
+        """``host_memory``: ``lib`` computes on host addresses (a test double), so host arrays may be passed."""
         self.lib = lib
+        self.host_memory = host_memory
         for name, argtypes in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = argtypes, ctypes.c_int

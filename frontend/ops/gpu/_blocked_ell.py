@@ -5,8 +5,9 @@ cuSPARSE stores a block row's ``b`` rows one after the other, each ``ell_cols = 
 contiguously. :func:`cusparse_layout` rearranges the blocks on the operand's own device (one gather and
 one transpose, in the operand's package: torch, CuPy, or NumPy on the host) and marks slots past a block
 row's count with column ``-1``; :func:`blocked_ell_matmul` hands the result to
-:class:`mlir_bridge.gpu.cusparse.Cusparse`. Host buffers (NumPy, torch CPU) pass their host addresses:
-that is how the glue is tested against a fake library without a GPU.
+:class:`mlir_bridge.gpu.cusparse.Cusparse`. Host buffers (NumPy, torch CPU) are refused, except by a library
+that computes in host memory (``Cusparse(lib, host_memory=True)``): that is how the glue is tested against
+a fake library without a GPU.
 """
 from __future__ import annotations
 
@@ -92,9 +93,14 @@ def cusparse_layout(t: Tensor) -> tuple[Any, Any, int]:
 def blocked_ell_matmul(a: Tensor, b: Any, *, alpha: Any = 1, c: Any = None, stream: Any = None) -> Any:
     """``alpha * a @ b`` (added to ``c`` in place when given) with ``a`` a square-block BlockedELL and ``b``
     dense 1-D/2-D, both in one package on one device (or both on the host, against a fake library)."""
-    from mlir_bridge.gpu.call import package_of, stream_handle
+    from mlir_bridge.gpu.call import device_index, package_of, stream_handle
     from mlir_bridge.gpu.cusparse import BlockedEllOperand, Cusparse
 
+    library = Cusparse.load()
+    package = package_of(a.val)
+    if package is None and not library.host_memory:
+        raise TypeError("cuSPARSE's blocked-ELL SpMM reads device memory: the operands must be torch CUDA tensors "
+                        "or CuPy arrays (or use device='cuda', which copies them over)")
     rows, cols = (int(n) for n in a.shape)
     block = int(a.levels[2])
     col_ind, values, ell_cols = cusparse_layout(a)
@@ -108,8 +114,7 @@ def blocked_ell_matmul(a: Tensor, b: Any, *, alpha: Any = 1, c: Any = None, stre
         out[...] = 0
     operand = BlockedEllOperand(rows, cols, block, ell_cols, buffers.data_pointer(col_ind),
                                 buffers.data_pointer(values), dtype_name(values.dtype))
-    package = package_of(values)
-    device = 0 if package is None else int(values.device.index or 0) if package == "torch" else int(values.device.id)
+    device = 0 if package is None else device_index(values)
     handle = 0 if package is None else stream_handle(stream, package, device)
 
     def workspace(nbytes: int) -> tuple[int, Any]:
@@ -117,9 +122,9 @@ def blocked_ell_matmul(a: Tensor, b: Any, *, alpha: Any = 1, c: Any = None, stre
         return buffers.data_pointer(owner), owner
 
     with _on_device(package, device):
-        Cusparse.load().spmm_blocked_ell(operand, buffers.data_pointer(dense_b), buffers.data_pointer(out), n,
-                                         alpha=float(alpha), beta=0.0 if c is None else 1.0, stream=handle,
-                                         device=device, workspace=workspace)
+        library.spmm_blocked_ell(operand, buffers.data_pointer(dense_b), buffers.data_pointer(out), n,
+                                 alpha=float(alpha), beta=0.0 if c is None else 1.0, stream=handle, device=device,
+                                 workspace=workspace)
     # the caching allocators of torch and CuPy reuse freed buffers only in stream order: the temporaries
     # above may go once the call is queued
     return out if c is not None or b.ndim == 2 else out.reshape(rows)
