@@ -37,8 +37,9 @@ def library_layout(fmt: TensorFormat | None) -> str | None:
 def library_fits(fmt: TensorFormat | None, shape: tuple[int, ...]) -> bool:
     """Whether the library takes a tensor of ``fmt`` and ``shape`` as it is: cuSPARSE's Blocked-ELL needs
     both extents divisible by the block size (no partial blocks)."""
-    if fmt is None or library_layout(fmt) != "BlockedELL":
-        return library_layout(fmt) is not None
+    layout = library_layout(fmt)
+    if layout != "BlockedELL" or fmt is None:
+        return layout is not None
     block = block_sizes(fmt)[0]
     return all(int(n) % block == 0 for n in shape)
 

@@ -20,12 +20,13 @@ from frontend.storage import _buffers as buffers
 from frontend.tensor._tensor import Tensor
 
 
-def _is_torch(x: Any) -> bool:
-    return buffers.is_torch(x)
+def _ns(x: Any) -> Any:
+    """The module whose functions make and combine arrays like ``x``: torch, NumPy or CuPy (the names used
+    here, ``where``/``arange``/``empty``/``zeros``/``asarray`` and the dtypes, are the same in all three)."""
+    if buffers.is_torch(x):
+        import torch
 
-
-def _module(x: Any) -> Any:
-    """NumPy or CuPy, whichever ``x`` (not a torch tensor) belongs to."""
+        return torch
     if isinstance(x, np.ndarray):
         return np
     import cupy
@@ -33,37 +34,10 @@ def _module(x: Any) -> Any:
     return cupy
 
 
-def _arange(like: Any, n: int) -> Any:
-    if _is_torch(like):
-        import torch
-
-        return torch.arange(n, device=like.device, dtype=like.dtype)
-    return _module(like).arange(n, dtype=like.dtype)
-
-
-def _where(cond: Any, x: Any, y: Any) -> Any:
-    if _is_torch(cond):
-        import torch
-
-        return torch.where(cond, x, y)
-    return _module(cond).where(cond, x, y)
-
-
-def _as_int32(x: Any) -> Any:
-    if _is_torch(x):
-        import torch
-
-        return x.to(torch.int32)
-    return x.astype(np.int32)
-
-
-def _empty(like: Any, shape: tuple[int, ...], dtype: Any = None) -> Any:
-    """An uninitialized array of ``shape`` where ``like`` lives (``like``'s dtype unless given)."""
-    if _is_torch(like):
-        import torch
-
-        return torch.empty(shape, dtype=like.dtype if dtype is None else dtype, device=like.device)
-    return _module(like).empty(shape, dtype=like.dtype if dtype is None else dtype)
+def _on(like: Any) -> dict[str, Any]:
+    """The placement keywords of a new array beside ``like`` (torch takes ``device=``; NumPy/CuPy place by
+    context)."""
+    return {"device": like.device} if buffers.is_torch(like) else {}
 
 
 def cusparse_layout(t: Tensor) -> tuple[Any, Any, int]:
@@ -76,17 +50,16 @@ def cusparse_layout(t: Tensor) -> tuple[Any, Any, int]:
     pos, crd, val = t._pos[1], t._crd[1], t.val
     lo, counts = pos[0::2], pos[1::2] - pos[0::2]
     k = max(int(counts.max()), 1) if nbr else 1
-    slots = _arange(pos, k)
+    ns = _ns(val)
+    slots = ns.arange(k, dtype=pos.dtype, **_on(pos))
     valid = slots[None, :] < counts[:, None]
     if int(crd.shape[0]) == 0:  # nothing stored: every slot empty
-        col_ind = _as_int32(_where(valid, slots[None, :], -1))
-        values = _empty(val, (nbr * bh, k * bw))
-        values[...] = 0
-        return col_ind, values, k * bw
-    at = _where(valid, lo[:, None] + slots[None, :], 0)
-    col_ind = _as_int32(_where(valid, crd[at], -1))
+        col_ind = ns.asarray(ns.where(valid, slots[None, :], -1), dtype=ns.int32)
+        return col_ind, ns.zeros((nbr * bh, k * bw), dtype=val.dtype, **_on(val)), k * bw
+    at = ns.where(valid, lo[:, None] + slots[None, :], 0)
+    col_ind = ns.asarray(ns.where(valid, crd[at], -1), dtype=ns.int32)
     blocks = val.reshape(-1, bh, bw)[at]  # (nbr, K, b, b)
-    blocks = _where(valid[:, :, None, None], blocks, 0)
+    blocks = ns.where(valid[:, :, None, None], blocks, 0)
     return col_ind, blocks.swapaxes(1, 2).reshape(nbr * bh, k * bw), k * bw
 
 
@@ -106,19 +79,17 @@ def blocked_ell_matmul(a: Tensor, b: Any, *, alpha: Any = 1, c: Any = None, stre
     col_ind, values, ell_cols = cusparse_layout(a)
     n = 1 if b.ndim == 1 else int(b.shape[1])
     dense_b = b.reshape(int(b.shape[0]), n)
+    ns = _ns(values)
     if not buffers.is_contiguous(dense_b):
-        dense_b = dense_b.contiguous() if _is_torch(dense_b) else _module(dense_b).ascontiguousarray(dense_b)
-    out = c
-    if out is None:
-        out = _empty(values, (rows, n))
-        out[...] = 0
+        dense_b = dense_b.contiguous() if ns.__name__ == "torch" else ns.ascontiguousarray(dense_b)
+    out = c if c is not None else ns.zeros((rows, n), dtype=values.dtype, **_on(values))
     operand = BlockedEllOperand(rows, cols, block, ell_cols, buffers.data_pointer(col_ind),
                                 buffers.data_pointer(values), dtype_name(values.dtype))
     device = 0 if package is None else device_index(values)
     handle = 0 if package is None else stream_handle(stream, package, device)
 
     def workspace(nbytes: int) -> tuple[int, Any]:
-        owner = _empty(values, (nbytes,), _uint8(values))
+        owner = ns.empty(nbytes, dtype=ns.uint8, **_on(values))
         return buffers.data_pointer(owner), owner
 
     with _on_device(package, device):
@@ -128,14 +99,6 @@ def blocked_ell_matmul(a: Tensor, b: Any, *, alpha: Any = 1, c: Any = None, stre
     # the caching allocators of torch and CuPy reuse freed buffers only in stream order: the temporaries
     # above may go once the call is queued
     return out if c is not None or b.ndim == 2 else out.reshape(rows)
-
-
-def _uint8(like: Any) -> Any:
-    if _is_torch(like):
-        import torch
-
-        return torch.uint8
-    return np.uint8
 
 
 def _on_device(package: str | None, device: int) -> Any:
