@@ -133,7 +133,7 @@ def bench_delta(size: int, sparsities: list[float], torch: Any) -> None:
 
 def bench_blocked(size: int, torch: Any, block: int = 16, n: int = 64) -> None:
     from frontend import NamedFormats as NF, Tensor
-    from frontend.ops.gpu._matmul import gpu_matmul_plan
+    from frontend.ops.gpu._matmul import gpu_matmul_plan, to_device
 
     sync = torch.cuda.synchronize
     rng = np.random.default_rng(2)
@@ -149,12 +149,7 @@ def bench_blocked(size: int, torch: Any, block: int = 16, n: int = 64) -> None:
             t_dense = median_time(lambda: torch.mm(dense, b), sync)
             bsr = dense.to_sparse_bsr((block, block))
             t_bsr = median_time(lambda: torch.mm(bsr, b), sync)
-            host = Tensor.from_dense(d, NF.BlockedELL((block, block)))
-            ell = Tensor.from_buffers(host.tensor_format, host.shape,
-                                      [None if p is None else torch.from_numpy(p).cuda() for p in host._pos],
-                                      [None if c is None else torch.from_numpy(c).cuda() for c in host._crd],
-                                      torch.from_numpy(host.val).cuda())
-            plan = gpu_matmul_plan(ell, b).plan()
+            plan = gpu_matmul_plan(to_device(Tensor.from_dense(d, NF.BlockedELL((block, block)))), b).plan()
             assert plan.path == "cusparse", plan.path
             t_ell = median_time(plan.execute, sync)
             err = float((plan.execute().float() - dense.float() @ b.float()).abs().max())

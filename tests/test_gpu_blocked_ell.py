@@ -62,9 +62,13 @@ def _to(package: str, cuda: bool = False) -> Callable[[np.ndarray], Any]:
 
 def _blocked_ell(d: np.ndarray, block: int, package: str = "numpy", cuda: bool = False,
                  index_type: Any = np.int64) -> Tensor:
-    """``d`` as BlockedELL((block, block)) whose buffers belong to ``package``."""
+    """``d`` as BlockedELL((block, block)) whose buffers belong to ``package`` (on the host, or the GPU)."""
     t = Tensor.from_dense(d, N.BlockedELL((block, block)), index_type=index_type)
-    wrap = _to(package, cuda)
+    if cuda:
+        from frontend.ops.gpu._matmul import to_device
+
+        return to_device(t, 0, package)
+    wrap = _to(package)
     out = Tensor.from_buffers(t.tensor_format, t.shape, [None if p is None else wrap(p) for p in t._pos],
                               [None if c is None else wrap(c) for c in t._crd], wrap(t.val))
     assert type(out.val).__module__.split(".")[0] == package

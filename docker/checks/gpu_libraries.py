@@ -24,14 +24,11 @@ def main() -> int:
         import cupy
 
         from frontend import NamedFormats, Tensor
-        from frontend.ops.gpu._matmul import gpu_matmul_plan
+        from frontend.ops.gpu._matmul import gpu_matmul_plan, to_device
 
         d = np.zeros((8, 6))
         d[[0, 1, 4, 7], [0, 3, 5, 2]] = [1.0, 2.0, 3.0, 4.0]
-        host = Tensor.from_dense(d, NamedFormats.BlockedELL((2, 2)))
-        t = Tensor.from_buffers(host.tensor_format, host.shape, [None if p is None else cupy.asarray(p) for p in
-                                                                 host._pos],
-                                [None if c is None else cupy.asarray(c) for c in host._crd], cupy.asarray(host.val))
+        t = to_device(Tensor.from_dense(d, NamedFormats.BlockedELL((2, 2))), 0, "cupy")
         x = np.arange(1.0, 7.0)
         plan = gpu_matmul_plan(t, cupy.asarray(x))
         got = plan.execute().get()
