@@ -244,6 +244,10 @@ def print_mlir(*args: Any, stage: str | None = None, file: Any = None, subscript
     for an elementwise operation or reduction (``op`` is :func:`add`, :func:`softmax`, ...: the call runs
     once and each kernel it compiles is printed in call order); ``stage=`` picks one.
     """
+    if args and args[0] is matmul:  # print_mlir(matmul, a, b) as print_mlir(a, b)
+        args = args[1:]
+    elif args and args[0] is einsum and len(args) > 1:  # print_mlir(einsum, "ik,kj->ij", a, b)
+        subscripts, args = args[1], args[2:]
     if len(args) == 1 and hasattr(args[0], "print_mlir"):  # a Matmul or a backend plan
         args[0].print_mlir(stage, file)
         return
@@ -264,6 +268,10 @@ def print_mlir(*args: Any, stage: str | None = None, file: Any = None, subscript
                                 target=kwargs.pop("target", "cpu"))
         CpuMatmul.for_einsum(subscripts, args, options).print_mlir(stage, file)
         return
+    if args and callable(args[0]) and not hasattr(args[0], "shape"):
+        raise TypeError(f"print_mlir: {getattr(args[0], '__name__', args[0])!r} is not an operation it prints; "
+                        "give matmul, einsum or an elementwise operation (add, sum, softmax, ...) first, or the "
+                        "operands of a matmul")
     if len(args) not in (2, 3):
         raise TypeError("print_mlir(a, b[, c], **options), print_mlir(matmul) or "
                         "print_mlir(*operands, subscripts=...)")

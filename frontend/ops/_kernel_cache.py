@@ -79,6 +79,26 @@ class ArgumentLayout:
         return args
 
 
+def expected_arguments(c: Contraction) -> list[str]:
+    """The leading arguments a kernel of ``c`` takes, named: each stored operand's level buffers in level order
+    then its values, each dense operand as one memref (then ``c``/``alpha``/``beta`` as the contraction asks)."""
+    names: list[str] = []
+    for k, t in enumerate(c.inputs):
+        if t.encoded:
+            names += [f"in{k}.{kind}" + ("" if kind == "val" else f"[{lv}]") for kind, lv in buffer_parts(t.fmt)]
+        else:
+            names.append(f"in{k} (dense memref)")
+    return names
+
+
+def _check_arguments(c: Contraction, path: str, given: int) -> None:
+    """A function with fewer arguments than its operands need (a registered kernel's wrong signature) is named."""
+    need = expected_arguments(c)
+    if given < len(need):
+        raise TypeError(f"{path}: the function @{c.name} takes {given} arguments, but its operands need at least "
+                        f"{len(need)}: {', '.join(need)} (see docs/extending.md, 'A hand-written kernel')")
+
+
 def _value_ranks(inputs: Sequence[TensorSpec], ranks: Sequence[int]) -> list[int]:
     """The rank the function's signature gives each operand's values (its last argument)."""
     out: list[int] = []
@@ -126,6 +146,7 @@ class Kernel(ArgumentLayout):
             if entry.row_ranges is not None:
                 self.function = TwoPassFunction(module, contraction.name, entry.row_ranges(contraction), threads)
         ranks = [a.rank for a in self.function.signature.args]
+        _check_arguments(contraction, lowered.path, len(ranks))
         super().__init__(contraction.inputs, _value_ranks(contraction.inputs, ranks))
         out = contraction.output
         self._out_parts = buffer_parts(out.fmt) if out.sparse else None

@@ -264,12 +264,15 @@ class CompiledModel:
     MLIR sees every extent); ``variants`` counts them.  State (weights, buffers) is captured at compile
     time: in-place updates of dense parameters and of sparse values (the same memory) are seen, replaced
     tensors are not (compile again).  Outputs have eager's layout: torch sparse tensors where eager gives
-    sparse ones, over the module's result buffers."""
+    sparse ones, over the module's result buffers.  The compiled model is forward-only (inference): its
+    outputs do not require grad, so ``backward()`` through them raises torch's error; train the eager
+    model (TorchUST weights have gradients there) and compile it for inference."""
 
     def __init__(self, module: nn.Module, pipeline: Any, example_inputs: Sequence[Any]) -> None:
         self._module = module
         self._pipeline = pipeline
         self._n_inputs = len(example_inputs)
+        self._dtypes = [getattr(x, "dtype", None) for x in example_inputs]
         first = _build(module, example_inputs, pipeline)
         self._variants: dict[tuple, _Variant] = {_shape_key(example_inputs): first}
         self._first = first
@@ -298,13 +301,25 @@ class CompiledModel:
         """Print :meth:`mlir`."""
         print(self.mlir())
 
+    def _build_for(self, inputs: Sequence[Any]) -> _Variant:
+        """The variant for new input shapes; a floating dtype other than the examples' is refused when the model
+        has floating parameters (eager torch refuses mixed dtypes too), naming the dtype it was compiled for."""
+        if any(p.is_floating_point() for p in self._module.parameters()):
+            for k, (x, dtype) in enumerate(zip(inputs, self._dtypes)):
+                got = getattr(x, "dtype", None)
+                if dtype is not None and getattr(dtype, "is_floating_point", False) and got != dtype:
+                    raise TypeError(f"compiled model: input {k} is {got}, the model was compiled for {dtype} "
+                                    f"(from its example inputs); call it with x.to({dtype}), or compile the "
+                                    f"model again for {got} (e.g. frontend.compile(model.to({got}), ...))")
+        return _build(self._module, inputs, self._pipeline)
+
     def __call__(self, *inputs: Any) -> Any:
         if len(inputs) != self._n_inputs:
             raise TypeError(f"compiled model takes {self._n_inputs} inputs, got {len(inputs)}")
         key = _shape_key(inputs)
         variant = self._variants.get(key)
         if variant is None:
-            variant = self._variants[key] = _build(self._module, inputs, self._pipeline)
+            variant = self._variants[key] = self._build_for(inputs)
         args: list[Any] = []
         for slot in variant.slots:
             if slot.fixed is not None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from frontend.format import INDEX_WIDTH_TYPES
 
-Builder = Callable[[Any], str] | str
+Builder = Callable[[Any], str] | str | string.Template
 PatternItem = Any | str | Callable[[Any], bool]
 
 _OPS = {
@@ -154,6 +154,8 @@ def register_kernel(op: str, pattern: Sequence[PatternItem], builder: Builder, *
         ok = (p in ("dense", "*")) if isinstance(p, str) else (hasattr(p, "structure_key") or callable(p))
         if not ok:
             raise TypeError(f"pattern entry {p!r} is not a format, 'dense', '*' or a predicate")
+    if isinstance(builder, string.Template):  # the documented template spelling: its text
+        builder = builder.template
     if not (callable(builder) or isinstance(builder, str)):
         raise TypeError(f"builder must be a callable (contraction) -> str or an MLIR text template, "
                         f"got {type(builder).__name__}")
