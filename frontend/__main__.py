@@ -1,9 +1,10 @@
-"""Command line: check this machine, print MLIR encodings of formats.
+"""Command line: check this machine, print MLIR encodings of formats and the path an operation takes.
 
     python -m frontend doctor [--require-gpu]      (frontend._doctor: exit status 0 / 1 / 3 / 4)
     python -m frontend encoding CSR
     python -m frontend encoding "(i, j) -> (i : dense, j : compressed)" --shape 8x8 --dtype f64
     python -m frontend formats
+    python -m frontend plan "CSR @ dense" [--shape 64x64] [--density 0.1] [--dtype float64]
 
 Errors exit with status 2 and a one-line message (no traceback).
 """
@@ -35,7 +36,9 @@ def _shape(text: str) -> list[int]:
 
 def _encoding(args: argparse.Namespace) -> str:
     fmt = resolve_format(args.format)
-    lines = [f"format   : {fmt}", f"path     : {fmt.mlir_support()}"]
+    support = fmt.mlir_support()  # the format's MLIR support; the path one product takes: the plan command
+    said = "encoded (the sparsifier compiles it)" if support == "sparsifier" else "not encodable (the emitter walks it)"
+    lines = [f"format   : {fmt}", f"mlir     : {said}"]
     if fmt.mlir_support() == "emitter":
         from frontend.format import unsupported_reason
         lines.append(f"encoding : none ({unsupported_reason(fmt)}; lowered by ust-mlir's own code generator)")
@@ -58,6 +61,39 @@ def _formats(args: argparse.Namespace) -> str:
     return "\n".join(rows)
 
 
+def _plan_operand(text: str, shape: list[int], dtype: str, density: float, seed: int) -> object:
+    """A random operand of ``shape`` for the ``plan`` command: ``dense`` (a NumPy array) or a format."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    if text.strip().lower() == "dense":
+        return rng.standard_normal(shape).astype(dtype)
+    fmt = resolve_format(text.strip())
+    if fmt.num_dimensions != len(shape):
+        raise ValueError(f"{text.strip()} has {fmt.num_dimensions} dimensions; give --shape with as many extents")
+    from frontend.tensor import Tensor
+
+    dense = rng.standard_normal(shape).astype(dtype) * (rng.random(shape) < density)
+    return Tensor.from_dense(dense, fmt)
+
+
+def _plan(args: argparse.Namespace) -> str:
+    """``A @ B`` with each side a format or ``dense``: the path, threads and the schedule's reason."""
+    sides = args.operation.split("@")
+    if len(sides) != 2:
+        raise ValueError(f"plan takes a product 'FORMAT @ dense' or 'FORMAT @ FORMAT', got {args.operation!r}")
+    m, k = _shape(args.shape)[:2] if args.shape else (64, 64)
+    n = args.columns or (0 if sides[1].strip().lower() == "dense" else k)  # a stored right operand: a matrix
+    a = _plan_operand(sides[0], [m, k], args.dtype, args.density, 0)
+    b = _plan_operand(sides[1], [k] if n == 0 else [k, n], args.dtype, args.density, 1)
+    from frontend.ops import Matmul
+
+    info = Matmul(a, b).info
+    return "\n".join([f"operation : {args.operation.strip()} ({m}x{k} @ {k}{'' if n == 0 else f'x{n}'}, "
+                       f"{args.dtype}, density {args.density})", f"path      : {info.path}",
+                       f"threads   : {info.threads} (split by {info.split})", f"reason    : {info.reason}"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m frontend", description="ust-mlir format tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -70,6 +106,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     enc.set_defaults(run=_encoding)
     fm = sub.add_parser("formats", help="list the named formats with their DSL and MLIR")
     fm.set_defaults(run=_formats)
+    pl = sub.add_parser("plan", help="print the path a product takes (registered kernel, sparsifier, emitter) "
+                                     "and why, for random operands")
+    pl.add_argument("operation", help="'CSR @ dense', 'DELTA(8) @ dense', 'CSR @ CSR', 'dense @ CSC', ...")
+    pl.add_argument("--shape", help="extents of the left operand, e.g. 64x64 (default)")
+    pl.add_argument("--columns", type=int, default=0,
+                    help="columns of a dense right operand (0, the default: a vector, SpMV)")
+    pl.add_argument("--density", type=float, default=0.1, help="fraction of stored entries (default 0.1)")
+    pl.add_argument("--dtype", default="float64", help="NumPy value type (default float64)")
+    pl.set_defaults(run=_plan)
     doc = sub.add_parser("doctor", help="check the toolchain, cache, threads and CUDA, then compile and run a "
                                         "tiny product on every available path against numpy")
     doc.add_argument("--require-gpu", action="store_true",

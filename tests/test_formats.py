@@ -239,3 +239,31 @@ def test_cli_errors_are_one_line(args):
     r = _cli(*args)
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and r.stderr.startswith("error:") and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("operation, columns", [("CSR @ dense", 0), ("COO @ dense", 0), ("DELTA(8) @ dense", 4),
+                                                ("CSR @ CSR", 0)])
+def test_cli_plan_prints_the_path_matmul_takes(operation, columns):
+    from frontend import Matmul
+    from frontend.__main__ import _plan_operand
+
+    r = _cli("plan", operation, "--shape", "40x30", "--columns", str(columns), "--density", "0.2")
+    assert r.returncode == 0, r.stderr
+    left, right = operation.split("@")
+    a = _plan_operand(left, [40, 30], "float64", 0.2, 0)
+    n = columns or (0 if right.strip() == "dense" else 30)
+    b = _plan_operand(right, [30] if n == 0 else [30, n], "float64", 0.2, 1)
+    assert f"path      : {Matmul(a, b).info.path}\n" in r.stdout
+    assert "reason    : " in r.stdout
+
+
+def test_cli_encoding_says_mlir_support_not_a_path():
+    assert "mlir     : encoded" in _cli("encoding", "CSR").stdout
+    assert "mlir     : not encodable" in _cli("encoding", "DELTA(8)").stdout
+
+
+@pytest.mark.parametrize("args", [("plan", "CSR + dense"), ("plan", "CSR @ nope"), ("plan", "COO(3) @ dense")])
+def test_cli_plan_errors_are_one_line(args):
+    r = _cli(*args)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and r.stderr.startswith("error:") and r.stderr.count("\n") == 1
