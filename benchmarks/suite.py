@@ -16,8 +16,9 @@ sizes and 3 repeats. A peer that is not installed is "n/a".
 Each row: our result is checked against every peer's first (a mismatch is marked loudly), then the
 contenders run round-robin and the minimum per call is kept (``suitekit/timing.py``); "% of bound" is the
 time to stream the bytes the operation must move at the read bandwidth measured at the start, over the
-time taken. Results go to ``benchmarks/results/suite.json`` and ``suite.md`` (the README's performance
-table). ``make bench-all`` runs the older per-area scripts (``benchmarks/run.py``: each ``bench_*.py``).
+time taken. Results go to ``benchmarks/results/suite.json`` and ``suite.md``, never into a tracked document:
+the README quotes a table refreshed deliberately, with its date and command. ``make bench-all`` runs the older
+per-area scripts (``benchmarks/run.py``: each ``bench_*.py``).
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from suitekit.elementwise import ELEMENTWISE_OPS  # noqa: E402
 from suitekit.matrices import FAMILIES, Case  # noqa: E402
 from suitekit.ops import OPS, Bench, Settings, Skip  # noqa: E402
 from suitekit.peers import PEER_NAMES, Peers, load_peers  # noqa: E402
-from suitekit.report import Record, print_report, summarize, update_readme, write_results  # noqa: E402
+from suitekit.report import Record, print_report, summarize, write_results  # noqa: E402
 from suitekit.timing import call_time, read_bandwidth, round_robin  # noqa: E402
 
 ALL_OPS = {**OPS, **ELEMENTWISE_OPS}
@@ -168,8 +169,6 @@ def main(argv: list[str] | None = None) -> int:
             "command": "benchmarks/suite.py " + shlex.join(argv if argv is not None else sys.argv[1:]),
             "wall_s": wall, "peak_rss_mb": peak}
     write_results(args.out, meta, records, summary)
-    if not args.quick and args.only == ["*"] and update_readme(HERE.parent / "README.md", meta, summary):
-        print("README.md: the performance table is regenerated from this run")
     print(f"\nwall {wall:.0f} s, peak RSS {peak:.0f} MB; results in {args.out}/suite.json and suite.md")
     return 0
 

@@ -105,11 +105,8 @@ def print_report(records: list[Record], summary: dict[str, Any]) -> None:
         print("\n!!!!!! MISMATCHES / ERRORS !!!!!!\n" + "\n".join(bad))
 
 
-README_BEGIN, README_END = "<!-- suite:summary:begin -->", "<!-- suite:summary:end -->"
-
-
 def summary_lines(meta: dict[str, Any], summary: dict[str, Any]) -> list[str]:
-    """The machine, threads and command of a run, and its summary table (suite.md's head, the README's table)."""
+    """The machine, threads and command of a run, and its summary table (suite.md's head)."""
     return [(f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory_gb']} GB RAM. "
              f"Read bandwidth {meta['bandwidth_gbs']:.1f} GB/s ({meta['bandwidth_how']})."), "",
             "Threads: " + "; ".join(f"{k}: {v}" for k, v in meta["threads"].items()) + ".", "",
@@ -117,18 +114,6 @@ def summary_lines(meta: dict[str, Any], summary: dict[str, Any]) -> list[str]:
              "Times are the minimum over interleaved repeats; % is the share of the bandwidth bound "
              "(bytes the operation must move / read bandwidth); ours/best < 1 means ours is faster."), "",
             "Summary: ours / peer, geometric mean / worst (matrix)", "", markdown_table(summary_table(summary))]
-
-
-def update_readme(readme: Path, meta: dict[str, Any], summary: dict[str, Any]) -> bool:
-    """Replace the README's generated table (between the suite markers) with this run's; False without markers."""
-    text = readme.read_text()
-    if README_BEGIN not in text or README_END not in text:
-        return False
-    head, rest = text.split(README_BEGIN, 1)
-    tail = rest.split(README_END, 1)[1]
-    body = "\n".join(summary_lines(meta, summary))
-    readme.write_text(f"{head}{README_BEGIN}\n{body}\n{README_END}{tail}")
-    return True
 
 
 def write_results(out_dir: Path, meta: dict[str, Any], records: list[Record], summary: dict[str, Any]) -> None:
