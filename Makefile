@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VENV
 
-.PHONY: setup demo doctor lint test test-gpu gpu-check bench bench-all docker docker-test clean
+.PHONY: setup demo doctor lint test docs test-gpu gpu-check bench bench-all docker docker-test clean
 
 setup:
 	@bash scripts/install.sh
@@ -19,6 +19,10 @@ lint: setup
 
 test: lint
 	$(PY) -m pytest -q
+
+# the documentation site (docs/*.md and the public API's docstrings) as HTML in docs/_build/html; warnings fail
+docs: setup
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 test-gpu: setup
 	$(PY) -m pytest -q -m gpu
@@ -43,4 +47,4 @@ docker-test:
 	bash scripts/docker.sh test
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache docs/_build
