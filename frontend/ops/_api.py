@@ -12,10 +12,15 @@ and compiled modules in memory and on disk by ``mlir_bridge``.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from frontend.format import TensorFormat
+from frontend.storage._format_choice import FormatChoice
+from frontend.tensor._optimize import optimize
+from frontend.tensor._tensor import Tensor
 
 from . import _elementwise, _sddmm
 from ._cpu import MISS, CpuMatmul, forget_templates, run_cached
@@ -113,13 +118,22 @@ class Matmul:
                  out_format: TensorFormat | str | None = None, prolog: Callable | None = None,
                  epilog: Callable | None = None, target: str = "cpu", pipeline: Any = None,
                  device: Any = None, threads: int | str | None = None, path: str = "auto",
-                 chip: str | None = None, stream: Any = None, checked: bool = True) -> None:
+                 chip: str | None = None, stream: Any = None, checked: bool = True, optimize: bool = False) -> None:
+        self._choice: FormatChoice | None = None
+        self._first_calls: list[float] = []  # seconds of the first execute() calls of an optimized plan
+        caller_a = a
+        if optimize:
+            a, self._choice = _optimized(a, b)
         options = MatmulOptions(alpha, beta, transpose_a, transpose_b, semiring, out_format, prolog, epilog,
                                 target, pipeline, device, threads)
         gpu = DEFAULT_GPU_OPTIONS if path == "auto" and chip is None and stream is None else GpuOptions(path, chip,
                                                                                                          stream)
         self._backend = _matmul_plan(a, b, c, options, gpu)
         self._backend.checked = bool(checked)
+        if optimize:
+            if not isinstance(self._backend, CpuMatmul):
+                raise ValueError("optimize=True chooses a CPU storage; GPU plans take the operand's own format")
+            self._backend.answer_like((caller_a, b))
 
     @property
     def backend(self) -> MatmulPlan:
@@ -135,6 +149,14 @@ class Matmul:
     def execute(self, stream: Any = None, *, out: Any = None) -> Any:
         """Run the planned kernel on the current operands (plans first if needed); ``stream``: GPU only;
         ``out``: CPU only, a numpy array the dense result is written into (see :func:`matmul`)."""
+        if self._choice is not None and len(self._first_calls) < FIRST_CALLS:
+            start = time.perf_counter()
+            result = self._execute(stream, out)
+            self._first_calls.append(time.perf_counter() - start)
+            return result
+        return self._execute(stream, out)
+
+    def _execute(self, stream: Any, out: Any) -> Any:
         if stream is None and out is None:
             return self._backend.execute()
         backend: Any = self._backend  # only the GPU plan takes a stream, only the CPU plan out=
@@ -177,8 +199,20 @@ class Matmul:
     def info(self) -> MatmulInfo:
         """What runs and why: ``path``, inner-loop ``lanes``, ``threads`` (row chunks per call), ``split``
         (``"nnz"`` or ``"rows"``) and the schedule's ``reason`` (from the stored operand's measured statistics;
-        :mod:`lowering.schedule`)."""
-        return self._backend.info
+        :mod:`lowering.schedule`). With ``optimize=True`` the reason also names the storage chosen for ``a``, why,
+        and the measured time of the first calls."""
+        info = self._backend.info
+        if self._choice is None:
+            return info
+        c = self._choice
+        first = ", ".join(f"{1e6 * t:.0f} us" for t in self._first_calls) or "none yet"
+        return replace(info, reason=f"{info.reason}; optimize: {c.chosen.name} ({c.reason}; estimate "
+                                    f"{c.chosen.estimate:.2f} of CSR's time; first calls {first})")
+
+    @property
+    def format_choice(self) -> FormatChoice | None:
+        """The report of ``optimize=True`` (every candidate, the choice and why), None without it."""
+        return self._choice
 
     @property
     def path(self) -> str:
@@ -203,6 +237,21 @@ class Matmul:
         """Print the module at each stage (or one: ``"linalg"``, ``"sparsified"``, ``"llvm"`` or a stage name;
         GPU plans also ``"gpu"`` and ``"ptx"``)."""
         self._backend.print_mlir(stage, file)
+
+
+#: ``Matmul(optimize=True)`` times this many first ``execute()`` calls for ``info``.
+FIRST_CALLS = 3
+
+
+def _optimized(a: Any, b: Any) -> tuple[Any, FormatChoice]:
+    """``a`` in the storage :func:`frontend.optimize` picks for products with ``b`` (a dense vector or matrix)."""
+    tb = b if isinstance(b, Tensor) or getattr(b, "ndim", 0) not in (1, 2) else Tensor.from_package(b)
+    if getattr(a, "ndim", len(getattr(a, "shape", ()))) != 2 or getattr(b, "ndim", 0) not in (1, 2) or tb.is_sparse:
+        raise ValueError("optimize=True takes a stored 2-D matrix a and a dense vector or matrix b")
+    t = a if isinstance(a, Tensor) else Tensor.from_package(a)
+    if not t.is_sparse:
+        raise ValueError("optimize=True takes a stored (sparse) matrix a; a dense a has nothing to choose")
+    return optimize(t, "spmv" if b.ndim == 1 else "spmm")
 
 
 # ----- einsum ----------------------------------------------------------------------------------------------

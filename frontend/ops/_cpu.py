@@ -113,6 +113,11 @@ class CpuMatmul(MatmulPlan):
         self._signature = signature  # set when a prepared op without operands can serve this signature
         self._from_template = from_template
         self._bound: Any = None
+
+    def answer_like(self, objs: Sequence[Any]) -> None:
+        """Give results in the package of ``objs`` (the caller's operands, where the plan runs on a converted
+        copy of one of them: ``Matmul(optimize=True)``)."""
+        self._package = result_package(objs)
         self._direct = False  # whether the prepared call's result is the dense result itself (set by plan)
         self._into: tuple[PreparedOp, Any] | None = None  # row-range op and call for execute(out=); made once
         self._dense_slots: tuple[Any, dict[int, int]] | None = None  # (prepared call, operand -> argument)

@@ -28,7 +28,7 @@ from typing import Any
 
 from frontend.format import INDEX_WIDTH_TYPES
 
-Builder = Callable[[Any], str] | str | string.Template
+Builder = Callable[[Any], str] | str
 PatternItem = Any | str | Callable[[Any], bool]
 
 _OPS = {
@@ -132,9 +132,9 @@ _entries: list[KernelEntry] = []
 _generation = 0
 
 
-def register_kernel(op: str, pattern: Sequence[PatternItem], builder: Builder, *, name: str | None = None,
-                    pipeline: Any = None, dtypes: Sequence[str] | None = None, version: str = "1",
-                    when: Callable[[Any], bool] | None = None,
+def register_kernel(op: str, pattern: Sequence[PatternItem], builder: Builder | string.Template, *,
+                    name: str | None = None, pipeline: Any = None, dtypes: Sequence[str] | None = None,
+                    version: str = "1", when: Callable[[Any], bool] | None = None,
                     row_ranges: Callable[[Any], int] | None = None) -> KernelEntry:
     """Use ``builder`` for ``op`` on inputs matching ``pattern`` (see the module docstring).
 
