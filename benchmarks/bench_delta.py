@@ -1,4 +1,4 @@
-"""DELTA(b) SpMV against numpy's dense GEMV at equal threads (issue 19: DELTA(8) >= 1.3x dense at 50%).
+"""DELTA(b) SpMV against numpy's dense GEMV at equal threads (the goal: DELTA(8) >= 1.3x dense at 50%).
 
     .venv/bin/python benchmarks/bench_delta.py [--size 8192] [--sparsity 0.5] [--bits 2 4 8] [--threads 1 2]
                                                [--rounds 15] [--quick] [--out benchmarks/results/delta_gemv.md]

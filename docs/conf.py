@@ -18,7 +18,8 @@ autodoc_typehints = "none"  # signatures stay readable; the docstrings say what 
 autodoc_member_order = "bysource"
 html_theme = "alabaster"
 html_title = "ust-mlir"
-html_theme_options = {"description": "Sparse tensors in any format, compiled with MLIR", "page_width": "1180px"}
+html_theme_options = {"description": "Sparse tensors in any format, compiled with MLIR", "page_width": "1360px",
+                      "sidebar_width": "230px", "body_max_width": "none"}
 
 
 def _load_lazy_names() -> None:

@@ -47,7 +47,7 @@ class KernelWeight:
 
 #: Row chunks per thread of a threaded product (balanced by stored entries). 1: one static chunk per thread;
 #: more: chunks handed out dynamically, so a thread the OS deschedules on a loaded machine does not hold up
-#: the whole product (measured in /tmp notes of issue 23, docs/torch.md)
+#: the whole product (measured: docs/torch.md)
 CHUNKS_PER_THREAD = 4
 
 #: A weight's buffers as the kernel takes them: ("pos" | "crd", level) or ("val", -1).

@@ -1,4 +1,4 @@
-"""Compiled code is loaded only from folders and files of the current user (issue 22).
+"""Compiled code is loaded only from folders and files of the current user.
 
 Each attack plants a forged cache entry: a json naming a shared object whose constructor creates a
 marker file, so "loaded" is observable. The control case shows that the same entry is loaded when it

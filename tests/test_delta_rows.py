@@ -1,4 +1,4 @@
-"""DELTA SpMV walks (issue 19): the 16-entry prefetching step of unpacked delta rows, and rows walked
+"""DELTA SpMV walks: the 16-entry prefetching step of unpacked delta rows, and rows walked
 together (``lowering.emitter.interleave``, off by default, forced here) against scipy."""
 from __future__ import annotations
 

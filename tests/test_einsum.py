@@ -93,7 +93,7 @@ def test_einsum_errors():
         F.einsum("ii->i", np.eye(3))
     with pytest.raises(ValueError, match="has 2 dimensions"):
         F.einsum("ijk,k->ij", A, B[:, 0].copy())
-    mixed = F.einsum("ik,kj->ij", A, B.astype(np.float32))  # issue 14: numpy promotion
+    mixed = F.einsum("ik,kj->ij", A, B.astype(np.float32))  # numpy promotion
     assert np.asarray(mixed).dtype == np.result_type(A.dtype, np.float32)
     with pytest.raises(TypeError, match="not supported"):
         F.einsum("ik,kj->ij", A.astype(np.uint16), B.astype(np.uint16))

@@ -136,7 +136,7 @@ def test_batched(text):
 
 
 def test_two_stored_operands_run_on_a_converted_copy(A):
-    """Issue 12: the emitter walks one stored operand; the other emitter-format operand is converted (a copy)."""
+    """The emitter walks one stored operand; the other emitter-format operand is converted (a copy)."""
     t = Tensor.from_dense(A, NF.DIAI)
     mm = Matmul(t, Tensor.from_dense(A.T.copy(), NF.DIAJ))
     np.testing.assert_allclose(mm.execute().to_dense(), A @ A.T)

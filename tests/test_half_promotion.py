@@ -1,4 +1,4 @@
-"""Issue 14: float16/bfloat16/complex64 against torch/numpy references, numpy dtype promotion, format names."""
+"""float16/bfloat16/complex64 against torch/numpy references, numpy dtype promotion, format names."""
 from __future__ import annotations
 
 import numpy as np

@@ -173,7 +173,7 @@ def test_scipy_refusals():
     bsr = sp.csr_array(np.ones((4, 4))).tobsr(blocksize=(2, 2))
     bsr.indices[:2] = bsr.indices[1::-1].copy()
     bsr.has_sorted_indices = False
-    assert not Tensor.from_package(bsr).tensor_format.levels[1].ordered  # issue 14: viewed as nonordered
+    assert not Tensor.from_package(bsr).tensor_format.levels[1].ordered  # viewed as nonordered
     dup = sp.csr_array(np.ones((4, 4))).tobsr(blocksize=(2, 2))
     dup.indices[:2] = [0, 0]
     dup.has_sorted_indices = False

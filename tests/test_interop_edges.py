@@ -1,4 +1,4 @@
-"""Issue 14: scipy BSR with unsorted block columns viewed without a copy."""
+"""scipy BSR with unsorted block columns viewed without a copy."""
 from __future__ import annotations
 
 import numpy as np

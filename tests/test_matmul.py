@@ -229,7 +229,7 @@ def test_errors():
     a = sp.csr_array(A)
     with pytest.raises(ValueError, match="inner dimensions"):
         F.matmul(a, np.ones((7, 2)))
-    promoted = F.matmul(a, B.astype(np.float32))  # numpy promotion (issue 14): float64 result
+    promoted = F.matmul(a, B.astype(np.float32))  # numpy promotion: float64 result
     assert promoted.dtype == np.float64
     np.testing.assert_allclose(promoted, A @ B.astype(np.float32))
     with pytest.raises(ValueError, match="c has shape"):
@@ -238,7 +238,7 @@ def test_errors():
         F.matmul(a, B, np.ones((6, 5), dtype=np.float32))
     with pytest.raises(ValueError, match="beta needs c"):
         F.matmul(a, B, beta=2.0)
-    half = F.matmul(A.astype(np.float16), B.astype(np.float16))  # issue 14: float32 sums, float16 result
+    half = F.matmul(A.astype(np.float16), B.astype(np.float16))  # float32 sums, float16 result
     assert half.dtype == np.float16
     np.testing.assert_allclose(half, (A.astype(np.float16).astype(np.float32) @ B.astype(np.float16)), rtol=2e-2)
     with pytest.raises(TypeError, match="not supported"):
@@ -247,7 +247,7 @@ def test_errors():
         F.matmul(a, "not an array")
     with pytest.raises(ValueError, match="at least one dimension"):
         F.matmul(np.array(2.0), B)
-    # issue 12: a block out_format is computed unblocked and converted (no longer refused)
+    # a block out_format is computed unblocked and converted (no longer refused)
     r = F.matmul(tensor(A, N.CSR), tensor(B, N.CSR), out_format=N.BSR((2, 2)))
     assert r.tensor_format == N.BSR((2, 2)) and np.allclose(r.to_dense(), A @ B)
 

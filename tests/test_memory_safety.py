@@ -1,4 +1,4 @@
-"""Issue 14: no out-of-bounds reads after index buffers change in place after validation."""
+"""No out-of-bounds reads after index buffers change in place after validation."""
 from __future__ import annotations
 
 import numpy as np

@@ -160,7 +160,7 @@ def test_c_folds_in_the_same_in_every_format(name):
 
 
 def test_issue12_repros_give_the_csr_answer():
-    """The two repros of issue 12: min-plus on BSR((2, 2)) (was neither min-plus nor the product) and a
+    """Two regressions: min-plus on BSR((2, 2)) (was neither min-plus nor the product) and a
     diagonal matrix under min-plus in BSR/DIA (padding took part); every format gives the CSR answer."""
     from frontend import NamedFormats as NF, Tensor
 

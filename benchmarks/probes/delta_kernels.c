@@ -1,6 +1,6 @@
-/* DELTA(8) SpMV kernel shapes, hand-written in C to find what the emitter should generate (issue 19).
+/* DELTA(8) SpMV kernel shapes, hand-written in C to find what the emitter should generate.
  *
- *   gcc -O3 -march=native benchmarks/probes/delta_kernels.c -o /tmp/delta_probe && /tmp/delta_probe [density]
+ *   gcc -O3 -march=native benchmarks/probes/delta_kernels.c -o delta_probe && ./delta_probe [density]
  *
  * An 8192 x 8192 float32 matrix, uniformly random nonzeros at `density` (default 0.5), stored as DELTA(8):
  * per row, u8 gaps (column - previous column - 1; 255 and a zero entry where a gap does not fit) and f32
