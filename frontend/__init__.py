@@ -12,7 +12,7 @@ from .format import Dimension, Level, LevelFormat, LevelProperty, NamedFormats, 
 # Public names provided by submodules, loaded on first access (PEP 562).
 _LAZY: dict[str, str] = {
     "matmul": ".ops", "Matmul": ".ops", "einsum": ".ops", "print_mlir": ".ops", "cache_info": ".ops",
-    "clear_cache": ".ops", "Semiring": ".ops",
+    "clear_cache": ".ops", "Semiring": ".ops", "paths_of": ".ops",
 }
 
 _LAZY.update({name: ".ops" for name in ("add", "subtract", "multiply", "apply", "select", "sum", "max", "min",

@@ -77,11 +77,29 @@ def _plan_operand(text: str, shape: list[int], dtype: str, density: float, seed:
     return Tensor.from_dense(dense, fmt)
 
 
+def _plan_elementwise(args: argparse.Namespace, symbol: str) -> str:
+    """``A + B`` / ``A - B`` / ``A * B`` of two formats (or dense): the paths of the kernels the call runs."""
+    from frontend import ops
+
+    m, n = _shape(args.shape)[:2] if args.shape else (64, 64)
+    left, right = (_plan_operand(s, [m, n], args.dtype, args.density, seed)
+                   for seed, s in enumerate(args.operation.split(symbol)))
+    op = {"+": ops.add, "-": ops.subtract, "*": ops.multiply}[symbol]
+    paths = ", ".join(ops.paths_of(op, left, right))
+    return "\n".join([f"operation : {args.operation.strip()} ({m}x{n}, {args.dtype}, density {args.density})",
+                       f"path      : {paths}"])
+
+
 def _plan(args: argparse.Namespace) -> str:
-    """``A @ B`` with each side a format or ``dense``: the path, threads and the schedule's reason."""
+    """``A @ B`` with each side a format or ``dense``: the path, threads and the schedule's reason; ``A + B``,
+    ``A - B``, ``A * B``: the paths of the elementwise kernels."""
+    for symbol in ("+", "-", "*"):
+        if args.operation.count(symbol) == 1 and "@" not in args.operation:
+            return _plan_elementwise(args, symbol)
     sides = args.operation.split("@")
     if len(sides) != 2:
-        raise ValueError(f"plan takes a product 'FORMAT @ dense' or 'FORMAT @ FORMAT', got {args.operation!r}")
+        raise ValueError(f"plan takes 'FORMAT @ dense', 'FORMAT @ FORMAT' or 'FORMAT + FORMAT' (also - and *), "
+                         f"got {args.operation!r}")
     m, k = _shape(args.shape)[:2] if args.shape else (64, 64)
     n = args.columns or (0 if sides[1].strip().lower() == "dense" else k)  # a stored right operand: a matrix
     a = _plan_operand(sides[0], [m, k], args.dtype, args.density, 0)

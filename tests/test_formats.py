@@ -262,7 +262,17 @@ def test_cli_encoding_says_mlir_support_not_a_path():
     assert "mlir     : not encodable" in _cli("encoding", "DELTA(8)").stdout
 
 
-@pytest.mark.parametrize("args", [("plan", "CSR + dense"), ("plan", "CSR @ nope"), ("plan", "COO(3) @ dense")])
+def test_cli_plan_elementwise_prints_the_kernels_paths():
+    from frontend import ops
+    from frontend.__main__ import _plan_operand
+
+    r = _cli("plan", "CSR + CSR", "--shape", "30x20")
+    assert r.returncode == 0, r.stderr
+    a, b = (_plan_operand("CSR", [30, 20], "float64", 0.1, seed) for seed in (0, 1))
+    assert f"path      : {', '.join(ops.paths_of(ops.add, a, b))}" in r.stdout
+
+
+@pytest.mark.parametrize("args", [("plan", "CSR ^ dense"), ("plan", "CSR @ nope"), ("plan", "COO(3) @ dense")])
 def test_cli_plan_errors_are_one_line(args):
     r = _cli(*args)
     assert r.returncode == 2

@@ -327,6 +327,20 @@ def print_mlir(*args: Any, stage: str | None = None, file: Any = None, subscript
     Matmul(*args, **kwargs).print_mlir(stage, file)
 
 
+def paths_of(op: Callable[..., Any], *args: Any, **kwargs: Any) -> list[str]:
+    """The lowering paths ``op(*args, **kwargs)`` runs, in call order: ``[Matmul(...).info.path]`` for
+    :func:`matmul`, the einsum plan's path for :func:`einsum` (first argument the subscripts), and for an
+    elementwise operation or reduction each compiled kernel's (``"sparsifier"`` or ``"kernel:<functions>"`` of a
+    hand-written row kernel; the call runs once)."""
+    if op is matmul:
+        return [Matmul(*args, **kwargs).info.path]
+    if op is einsum:
+        if set(kwargs) <= {"out_format"} and _sddmm.plan(args[0], args[1:], kwargs.get("out_format")) is not None:
+            return [_sddmm.PATH]
+        return [CpuMatmul.for_einsum(args[0], args[1:], MatmulOptions(**kwargs)).path]
+    return [k.path for k in _elementwise.kernels_of(op, *args, **kwargs)]
+
+
 def cache_info() -> dict[str, Any]:
     """Cached kernels in memory (``"plans"``) plus the compile cache (``mlir_bridge.cache_info()``) fields."""
     from dataclasses import asdict

@@ -32,6 +32,9 @@ class ElementwiseKernel(ArgumentLayout):
         self.out = out
         self._out_parts = buffer_parts(out.fmt) if out.sparse else None
 
+    #: the lowering path that built it: MLIR's sparsifier over a ``linalg.generic``
+    path = "sparsifier"
+
     def stages(self) -> list[tuple[str, str]]:
         """``[(stage, module text), ...]``: the input module, then after each sparsifier pipeline stage."""
         from mlir_bridge import lower_stages
@@ -110,11 +113,18 @@ class RowKernel:
     (:mod:`lowering.kernels.row_softmax`, :mod:`lowering.kernels.merge_rows`), run in row chunks on the
     thread pool."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, name: str = "rows") -> None:
         from mlir_bridge import compile_module
 
         self.text = text
+        self.name = name
         self.module = compile_module(text, sparsifier_pipeline())
+
+    @property
+    def path(self) -> str:
+        """``"kernel:<name>"``: which hand-written row kernel (``merge``: the union/intersection of CSR/CSC rows,
+        ``rowsum``, ``softmax``, ``sddmm``)."""
+        return f"kernel:{self.name}"
 
     def stages(self) -> list[tuple[str, str]]:
         from mlir_bridge import lower_stages
@@ -134,7 +144,7 @@ class RowKernel:
 
 def row_kernel_for(key: tuple, build: Callable[[], str]) -> RowKernel:
     """The row kernel for ``key``, compiled from ``build()`` the first time."""
-    return _cached(("row", *key), lambda: RowKernel(build()))
+    return _cached(("row", *key), lambda: RowKernel(build(), str(key[0])))
 
 
 def clear_elementwise_kernels() -> None:
