@@ -26,47 +26,30 @@ if TYPE_CHECKING:
 WIDE_LANES = 8
 #: Partial sums of reductions over long rows (hide the add latency; 8 and 16 were slower: remainders).
 MID_LANES = 4
-#: Partial sums of unpacked delta rows (DELTA(8)), whose loop takes ``rules.DELTA_SPAN`` = 16 entries a step:
-#: 8192^2 f32 DELTA(8) SpMV at 50% (rows of 4096), one thread, 10.8-10.9 ms with 4, 10.3 with 8, 10.4-10.7 with
-#: 16 (in cache, 2048^2: 0.62 / 0.62-0.64 / 0.64). Pruned 4096^2 weights, 4 / 8 sums in one process (kernel
-#: cache cleared between the two), ms: 50% 3.91 / 3.73, 2.75 / 2.74; 70% 2.19 / 2.00, 1.99 / 1.72; 90% 0.70 /
-#: 0.68, 0.71 / 0.72. Bit-packed delta rows keep :data:`MID_LANES` (8: 1.5x slower: their word loop unrolls 8).
+#: Partial sums of unpacked delta rows (DELTA(8)), whose loop takes ``rules.DELTA_SPAN`` = 16 entries a step;
+#: bit-packed rows keep :data:`MID_LANES` (docs/performance.md, "Tuning constants").
 DELTA_LANES = 8
-#: Reductions over stored entries run a scalar loop below this mean row length (the unrolled loop's
-#: remainder and final combine cost more than they save), :data:`MID_LANES` partial sums from it on
-#: (12: 4x4-block rows of 16 entries, whose mean can fall a hair under 16, run 0.38-0.46x the scalar time).
+#: Reductions over stored entries run a scalar loop below this mean row length, :data:`MID_LANES` partial sums
+#: from it on (docs/performance.md, "Reductions over rows").
 LONG_ROW = 12
-#: Plus-times CSR rows shorter than :data:`LONG_ROW` take the gathered walk (``Contraction.gather``:
-#: :data:`MID_LANES` x loads gathered at once) on stencil-like matrices: x larger than
-#: :data:`X_CACHE_BYTES`, columns on average :data:`STENCIL_COLUMNS` or more from the diagonal (x loads
-#: leave the row's cache lines) but within :data:`STENCIL_BANDWIDTH` of the columns (a few far diagonals,
-#: as 2-D/3-D Poisson: 0.79-0.83x the scalar time; uniform random columns measured 1.34x).
+#: Plus-times CSR rows shorter than :data:`LONG_ROW` take the gathered walk on stencil-like matrices: x over
+#: :data:`X_CACHE_BYTES`, columns on average :data:`STENCIL_COLUMNS` or more from the diagonal but within
+#: :data:`STENCIL_BANDWIDTH` of the columns (docs/performance.md, "Gathered CSR rows on stencil-like matrices").
 X_CACHE_BYTES = 1 << 20
 STENCIL_COLUMNS = 64
 STENCIL_BANDWIDTH = 0.01
-#: Plus-times CSR rows of any length also take the gathered walk when at least this share of their entries
-#: lie in runs (``OperandStats.runs``: aligned groups of :data:`MID_LANES` consecutive columns, as in 4x4-block
-#: or banded rows): the walk checks each group and loads a run's x with one contiguous vector load instead of
-#: a gather. One thread: 4x4 blocks 0.82x, 11-diagonal band (0.73) 0.94x, local_disc_galerkin (0.71) 0.99x
-#: the time of the partial sums; at a share of 0.21 (bar) 1.35x and 0.12 (pruned 50%) 3.25x: a group's branch
-#: is then mispredicted.
+#: Plus-times CSR rows also take the gathered walk when at least this share of their entries lie in runs of
+#: :data:`MID_LANES` consecutive columns, loaded with one vector load each (docs/performance.md, "Runs of
+#: consecutive columns").
 RUN_SHARE = 0.7
-#: ... and long rows (mean >= :data:`LONG_ROW`, row-length spread ``row_cv`` <= :data:`GATHER_ROW_CV`) whose
-#: x exceeds :data:`X_CACHE_BYTES`: the gathers' 4 independent loads overlap cache misses better than 4 partial
-#: sums. One thread: short-wide 1000 x 500k (4k per row, x 4 MB) 0.51-0.55x the partial sums' time; rows of
-#: 32/64/256/1024 random columns of 500k: 0.79/0.76/0.73/0.68x. With x in cache gathers cost 1.7x (random
-#: 2000^2, pruned 4096^2 90-95%); power-law rows (mean 30, cv 7.9, 55% of rows under 12) measured 0.66-1.39x
-#: over runs (short rows pay the gathered walk's tail), so a wide spread keeps the partial sums.
+#: ... and long rows (mean >= :data:`LONG_ROW`, spread ``row_cv`` <= :data:`GATHER_ROW_CV`) whose x exceeds
+#: :data:`X_CACHE_BYTES` (docs/performance.md, "Long rows with x out of cache").
 GATHER_ROW_CV = 1.0
-#: ``threads=None`` (auto) uses every core from this much work on (stored entries times the vector
-#: operations each one costs over the dense columns it multiplies, plus the output's rows: :func:`_work`);
-#: below it one thread: handing a chunk to another thread cost ~35 us, one thread does ~0.55 ns per unit
-#: of work, so a second thread pays from ~2 x 35 us.
+#: ``threads=None`` (auto) uses every core from this much work on (:func:`_work`: stored entries times their
+#: vector operations, plus the rows), one thread below it (docs/performance.md, "Threads").
 AUTO_MIN_WORK = 1 << 17
-#: From this much work on, auto threads split the rows into :data:`CHUNKS_PER_THREAD` chunks per thread,
-#: claimed dynamically (``frontend.ops._threads.run_chunks``): a thread delayed by another process or by
-#: another library's spinning OpenMP threads runs fewer chunks instead of holding up the whole call. Each
-#: chunk costs ~1-2 us (one ctypes call), under 2% of the ~0.5 ms this much work takes on one thread.
+#: From this much work on, auto threads split the rows into :data:`CHUNKS_PER_THREAD` chunks per thread, claimed
+#: dynamically (docs/performance.md, "Threads: dynamic chunks").
 DYNAMIC_MIN_WORK = 1 << 20
 CHUNKS_PER_THREAD = 4
 #: The fixed-stride walk (every one of an ELLPACK row's K slots, no position loads, K compiled in) from this
@@ -78,18 +61,10 @@ STRIDE_MAX = 16
 #: ... and with at most this many dense columns (SpMV: 0.86-0.88x of CSR's time at K = 5 and 9; SpMM with 16
 #: columns measured no gain, 0.92-1.10x: the walk's loads are hidden behind the columns' FMAs).
 STRIDE_MAX_COLUMNS = 1
-#: SpMM's dense operand (``Schedule.realign``) is copied into a buffer aligned to :data:`REALIGN_BYTES` when
-#: its address is not (NumPy's large arrays start 16 bytes into a page; torch's are 64-byte aligned): a
-#: misaligned row of 64 / 128 / 256 bytes spans 2 / 3 / 5 cache lines instead of 1 / 2 / 4. The copy is made per
-#: call, so it pays where rows are read often: ``score`` = (stored entries / dense rows) x (64 / row bytes), the
-#: extra lines per row's bytes. Operands over :data:`REALIGN_SMALL` bytes (rows fetched from memory, the
-#: copy streams) realign from a score of :data:`REALIGN_FAR`, when the columns are spread (``bandwidth`` above
-#: :data:`STENCIL_BANDWIDTH`: a stencil reads the rows in order) and not in runs (:data:`RUN_SHARE`: a run of 4
-#: columns reads 4 consecutive rows); smaller ones (rows from cache, the copy relatively dearer) from
-#: :data:`REALIGN_NEAR`. Measured, one process, interleaved, realigned / not, ms: x16 f32 pruned 4096^2 50%
-#: 6.4 / 7.5, x64 90% 4.0 / 4.6; x16 f64 uniform 1M 123 / 167, short-wide 37 / 54; x64 f64 random 2000^2 1%
-#: 0.30 / 0.21 (score 2.5: the 1 MB copy costs more), x16 4x4 blocks 23.3 / 22.5, x64 short-wide 170 / 164,
-#: x16 f64 pyamg bar 0.034 / 0.028 (score 20: a 77 kB copy per 25 us call).
+#: SpMM's dense operand is copied into a buffer aligned to :data:`REALIGN_BYTES` when it is not and its rows are
+#: read often: from a score (entries per dense row x 64 / row bytes) of :data:`REALIGN_FAR` above
+#: :data:`REALIGN_SMALL` bytes on spread columns, of :data:`REALIGN_NEAR` below (docs/performance.md, "SpMM's
+#: dense operand: realigned to 64 bytes").
 REALIGN_BYTES = 64
 REALIGN_SMALL = 1 << 20
 REALIGN_FAR = 2.0

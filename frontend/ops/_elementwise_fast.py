@@ -31,21 +31,14 @@ from ._operands import check_cpu, operand, to_caller_package
 from ._stats import balanced_bounds
 from ._threads import cpu_count, summed_bounds
 
-#: Stored entries (both operands) from which the merge kernels run on every core (below: one thread). Two
-#: chunks (a counting pass, then each chunk writes at its exact offset) took 0.83-0.89x one thread's time
-#: from 1M entries (5 and 50 per row), 1.1-1.4x below 512k (`benchmarks/bench_elementwise_threads.py`).
+#: Stored entries (both operands) from which the merge kernels run on every core (below: one thread);
+#: measured: docs/performance.md, "Tuning constants".
 MERGE_PARALLEL_MIN = 1 << 20
-#: Stored entries (both operands) from which the intersection (``mul``) runs on every core. Its rows are
-#: compute-bound (dependent compares) and its output small, so chunks pay earlier than the union's: 0.85x
-#: one thread's time at 256k entries, 0.57-0.69x from 1M; 1.1-1.2x at 128k.
+#: Stored entries (both operands) from which the intersection (``mul``) runs on every core: earlier than the
+#: union's, its rows are compute-bound (docs/performance.md, "Tuning constants").
 INTERSECT_PARALLEL_MIN = 1 << 18
 #: Stored entries from which the row sums run on every core, by mean row length: ``(longest mean, entries)``
-#: pairs, the first that fits applies. Short rows (a masked load and a reduction per row) are compute-bound:
-#: two threads took 0.67x one thread's time from 1M entries of 5 per row and 0.87x at 16 per row (0.56-0.64x
-#: from 4M); 64 per row paid from 2-4M. Long rows (vector steps) are memory-bound and one thread reads them at
-#: about 25 GB/s (pruned 4096^2 f32), so two pay only on the largest; under load from other processes one
-#: thread wins there (pruned 0.8-8.4M f32 entries). Chunk bounds cost ~2 us (a search in the positions' own
-#: integer type), a chunked call ~40-60 us more than one thread's (`benchmarks/bench_elementwise_threads.py`).
+#: pairs, the first that fits applies (docs/performance.md, "Tuning constants").
 ROWSUM_PARALLEL_MIN: tuple[tuple[float, int], ...] = ((16, 1 << 20), (64, 1 << 22), (math.inf, 1 << 24))
 #: Stored entries from which softmax's row kernel runs on every core (below: one thread).
 ROW_PARALLEL_MIN = 1 << 17

@@ -23,9 +23,8 @@ PARALLEL_WORK = 1 << 17
 #: The row expansion only streams 4-8 bytes per entry out: one thread is as fast up to ~8M entries here
 #: (5M-entry CSR -> COO: 2.2 ms on one thread, 3.9 ms on two; benchmarks/bench_convert.py --suite).
 EXPAND_SHARE = 64
-#: DIA -> CSR ranges after the first may have to move back over the zeros dropped before them (up to half the
-#: output on two cores): one thread below ~8M slots (2-D Poisson 1000^2, 5M slots: 17.6 ms on one thread,
-#: 24 ms on two, scipy 19 ms).
+#: DIA -> CSR runs on one thread below ~8M slots: later ranges may move back over the zeros dropped before
+#: them (docs/performance.md, "Tuning constants").
 DIA_SHARE = 64
 #: Most diagonals with a kernel of their own (``dia_rows_<s><z><nd>``: offsets loaded once, the rows whose
 #: every slot lies inside walked by a straight-line row, unchecked); more take the checked loop.
@@ -36,9 +35,8 @@ DIA_UNROLL_MIN_SLOTS = 1 << 18
 #: Bucketed transpose: entries per bucket (its counting sort stays in L2) and most buckets (write streams).
 BUCKET_ENTRIES = 1 << 14
 MAX_BUCKETS = 1 << 11
-#: The direct counting sort while its column cursors stay in L2 (``SCATTER_COLUMNS``) or rows span few
-#: columns (``SCATTER_SPAN``: banded, 2-D Poisson's 2000), the bucketed one otherwise (uniform 1M^2 10M:
-#: 0.5x scipy against 0.8x direct; benchmarks/bench_convert.py --suite).
+#: The direct counting sort while its column cursors stay in L2 (``SCATTER_COLUMNS``) or rows span few columns
+#: (``SCATTER_SPAN``), the bucketed one otherwise (docs/performance.md, "Tuning constants").
 SCATTER_COLUMNS = 1 << 16
 SCATTER_SPAN = 1 << 14
 SPAN_SAMPLE = 4096

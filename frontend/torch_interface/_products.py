@@ -111,11 +111,8 @@ def planned_product(s: TensorWrapper, d: torch.Tensor, side: str, transpose: boo
 
 
 
-#: Elements from which torch runs the copy into the plan's buffer on its OpenMP team (``at::internal::GRAIN_SIZE``).
-#: Right after that copy the team's threads spin, and the product's chunks run on them
-#: (:func:`frontend.ops._threads.on_openmp_team`); below it (batch 1) the team sleeps and the own pool runs them:
-#: a sleeping team, woken for a batch-1 SpMV, ran 6-10x slower in about half of the 30-round stretches measured,
-#: as torch.sparse's own batch-1 product did in the same stretches, where the own pool never did.
+#: Elements from which torch copies into the plan's buffer on its OpenMP team, whose spinning threads then run
+#: the product's chunks; below it the own pool does (docs/performance.md, "Tuning constants").
 TORCH_GRAIN_SIZE = 32768
 
 

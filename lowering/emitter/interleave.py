@@ -20,10 +20,8 @@ from . import rules as _rules
 from .builder import Carry, Value
 from .rules import delta_coord, delta_prefetcher, delta_span, rule_for
 
-#: Rows decoded together (independent running coordinates); below 2 (the default): off, every row walked
-#: alone. Off because it measured slower through LLVM (8192^2 f32 DELTA(8) at 50%, one thread, in the same
-#: runs: one row 12.3-12.6 ms; 2 rows x 8 entries, 4 partial sums each 14.1-14.4; 2 x 4: 14.8-15.1;
-#: 4 rows x 4: 18.3; dense GEMV 13.5-14.3), although a gcc-compiled C probe gained 22% from it.
+#: Rows decoded together (independent running coordinates); below 2 (the default) off: it measured slower
+#: through LLVM (docs/performance.md, "Tuning constants").
 ROWS = 1
 #: Entries of each row per iteration of the common loop (each with its own partial sum).
 UNROLL_PER_ROW = 8

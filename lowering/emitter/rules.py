@@ -27,23 +27,17 @@ DELTA_START = -1
 DELTA_STEP = 1
 #: Gathered delta walks compute coordinates in i32 below this level extent (else in ``index``).
 DELTA_I32_EXTENT = 1 << 31
-#: Entries ahead of the current one that an unrolled delta walk prefetches (values and gaps), once per
-#: unrolled iteration, into L2 (:data:`DELTA_LOCALITY`): the row's loop alone kept too few DRAM reads in
-#: flight. 8192^2 f32 DELTA(8) SpMV at 50%, one thread, ms: no prefetch 18.1; into L1 (``locality<3>``)
-#: 1024 ahead 12.2-12.6; into L2 512 ahead 13.9-14.1, 1024 11.1, 2048 10.6-10.9, 4096 10.4-12.8
-#: (docs/performance.md).
+#: Entries ahead of the current one that an unrolled delta walk prefetches (values and gaps), once per unrolled
+#: iteration, into L2 (:data:`DELTA_LOCALITY`) (docs/performance.md, "Tuning constants").
 DELTA_PREFETCH = 2048
-#: ``memref.prefetch`` locality of the delta walks (1: x86 ``prefetcht2``, into L2). Into L1 (3) the
-#: prefetched lines pushed out the lines of x and of the current entries: DELTA(8) SpMV 12.2-12.6 ms at
-#: 8192^2 and 0.87 ms at 2048^2 (in cache) against 10.6-10.9 and 0.62 with 1 (2: 11.5 and 0.62).
+#: ``memref.prefetch`` locality of the delta walks (1: x86 ``prefetcht2``, into L2; into L1 the prefetched lines
+#: pushed out x's) (docs/performance.md, "Tuning constants").
 DELTA_LOCALITY = 1
-#: Gaps a bit-packed delta walk takes from one load (whole bytes: ``max(1, DELTA_WORD_GAPS * bits // 8)``).
-#: 8192^2 / 2048^2 f32 SpMV at 50%, ms: DELTA(4) 2 gaps a load 12.7 / 0.91, 4 gaps 12.0 / 0.73, 8 gaps 22.1 / 0.77;
-#: DELTA(2) 4 gaps 12.6 / 0.79, 8 gaps 23.7 / 0.85 (dense GEMV 13.8 / 0.88).
+#: Gaps a bit-packed delta walk takes from one load (whole bytes: ``max(1, DELTA_WORD_GAPS * bits // 8)``)
+#: (docs/performance.md, "Tuning constants").
 DELTA_WORD_GAPS = 4
-#: Entries of an unpacked delta walk per iteration of its unrolled loop (one prefetch each; the loop's
-#: partial sums take them in turn): 8192^2 f32 DELTA(8) SpMV at 50%, one thread, 4 partial sums: 4 entries
-#: 13.3-13.5 ms, 16 entries 12.3-12.6, 32 entries 13.1-13.2 (dense GEMV 13.2-14.5 in the same runs).
+#: Entries of an unpacked delta walk per iteration of its unrolled loop (one prefetch each; the loop's partial
+#: sums take them in turn) (docs/performance.md, "Tuning constants").
 DELTA_SPAN = 16
 
 

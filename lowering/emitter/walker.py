@@ -24,11 +24,8 @@ from .rules import CONTIGUOUS, gatherable_level, rule_for
 VECTOR_LANES = 8
 #: Independent accumulators of an unrolled innermost reduction loop (hides add latency).
 UNROLL = 16
-#: Bytes of output rows per tile when a diagonal format's range level is tiled: the tile's output and input
-#: windows stay in L2 (1 MB: 131072 rows of an f64 SpMV). Tiles of 2048 rows (16 KB, in L1) restarted the
-#: hardware prefetch of every diagonal's stream each tile: DIA-I SpMV was 1.3-1.4x slower on 2-D/3-D Poisson
-#: and the 11-diagonal band; a 16-column f64 SpMM wants about 8192 rows, 131072 were 1.6-1.9x slower
-#: (docs/performance.md, "DIA-I row tiles").
+#: Bytes of output rows per tile of a diagonal format's range level: the tile's output and input windows stay
+#: in L2 (docs/performance.md, "DIA-I row tiles").
 RANGE_TILE_BYTES = 1 << 20
 #: Fewest rows per tile (wide output rows).
 RANGE_TILE_MIN = 1024

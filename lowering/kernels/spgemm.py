@@ -36,9 +36,8 @@ from ..mlir_text import MlirText
 from ..scalar_fn import arith_ops
 from .registry import op_name
 
-#: Entries of ``a`` ahead of the current one whose row of ``b`` is prefetched (the row's position twice as
-#: far ahead): short-wide A @ A.T (1000 x 500k, 4k entries a row; b's 4M entries out of cache) measured
-#: SEE_DOCS; in-cache pyamg products within noise (docs/performance.md).
+#: Entries of ``a`` ahead of the current one whose row of ``b`` is prefetched (the row's position twice as far
+#: ahead) (docs/performance.md, "SpGEMM: look-ahead prefetch of B's rows").
 PREFETCH_AHEAD = 16
 #: ... when ``b``'s columns and values take this many bytes or more (in-cache pyamg products ran 3-5% slower
 #: with the prefetches).
