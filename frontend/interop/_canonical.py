@@ -1,0 +1,105 @@
+"""Sorted, duplicate-free copies of COO sources that are not so (scipy COO with unsorted or repeated
+coordinates, uncoalesced torch COO), remembered per source.
+
+The kernels read COO as MLIR does: coordinates sorted row-major, each entry once. A source that is not
+canonical is never changed (scipy's ``sum_duplicates``/torch's ``coalesce`` would replace its buffers); instead
+:func:`canonical_coo` sorts its coordinates into new buffers (the library's, validated once) and
+:meth:`Canonical.values` sums the values of repeated coordinates into a new values array on every call (so values
+changed in place are always seen). The sorting is remembered per source object (dropped when it is garbage
+collected, a weakref finalizer) together with a copy of the coordinates it was made from: coordinates
+changed in place are noticed (compared, O(nnz)) and sorted again.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+class Canonical:
+    """The canonical order of one COO coordinate set: ``coords`` (sorted, unique; new arrays), and how
+    values map onto it (``order`` gathers, ``starts`` begins each run of repeated coordinates)."""
+
+    __slots__ = ("coords", "order", "starts", "repeated")
+
+    def __init__(self, coords: list[np.ndarray], order: np.ndarray, starts: np.ndarray, repeated: bool) -> None:
+        self.coords, self.order, self.starts, self.repeated = coords, order, starts, repeated
+
+    def values(self, data: Any) -> np.ndarray:
+        """``data`` (one value, or one dense block, per source entry) in the canonical order, repeated
+        coordinates summed (a new array)."""
+        gathered = np.asarray(data)[self.order]
+        if not self.repeated or not gathered.shape[0]:
+            return np.ascontiguousarray(gathered)
+        return np.ascontiguousarray(np.add.reduceat(gathered, self.starts, axis=0))
+
+
+class _Entry:
+    __slots__ = ("ref", "snapshot", "result")
+
+    def __init__(self, ref: Any, snapshot: list[np.ndarray], result: Canonical | None) -> None:
+        self.ref, self.snapshot, self.result = ref, snapshot, result
+
+
+_ENTRIES: dict[int, _Entry] = {}  # id of a source object -> its entry; one per live source object
+_LOCK = threading.RLock()  # reentrant: a weakref finalizer (_forget) may run while it is held
+
+
+def _forget(key: int) -> None:
+    with _LOCK:
+        _ENTRIES.pop(key, None)
+
+
+def _same(snapshot: list[np.ndarray], coords: Sequence[np.ndarray]) -> bool:
+    return len(snapshot) == len(coords) and all(
+        s.shape == c.shape and s.dtype == c.dtype and np.array_equal(s, c) for s, c in zip(snapshot, coords))
+
+
+def canonical_coo(owner: Any, coords: Sequence[np.ndarray], shape: Sequence[int], what: str) -> Canonical | None:
+    """None when ``coords`` (one array per sparse dimension) are sorted row-major without repeats (view them as
+    they are), else their :class:`Canonical` order, remembered for ``owner`` (the source object). ValueError
+    for coordinates outside ``shape``."""
+    coords = [np.asarray(c) for c in coords]
+    with _LOCK:
+        entry = _ENTRIES.get(id(owner))
+    if entry is not None and entry.ref() is owner and _same(entry.snapshot, coords):
+        return entry.result
+    result = _sorted(coords, shape, what)
+    try:
+        ref = weakref.ref(owner)
+        weakref.finalize(owner, _forget, id(owner))
+    except TypeError:  # no weak references to this type: not remembered
+        return result
+    with _LOCK:
+        _ENTRIES[id(owner)] = _Entry(ref, [c.copy() for c in coords], result)
+    return result
+
+
+def _sorted(coords: list[np.ndarray], shape: Sequence[int], what: str) -> Canonical | None:
+    nnz = int(coords[0].shape[0]) if coords else 0
+    for k, c in enumerate(coords):
+        if nnz and (int(c.min()) < 0 or int(c.max()) >= int(shape[k])):
+            raise ValueError(f"{what}: coordinates of dimension {k} lie outside [0, {int(shape[k])})")
+    if nnz < 2:
+        return None
+    later = np.zeros(nnz - 1, dtype=bool)  # entry k+1 after entry k (row-major)
+    tied = np.ones(nnz - 1, dtype=bool)
+    for c in coords:
+        step = c[1:].astype(np.int64) - c[:-1]
+        later |= tied & (step > 0)
+        tied &= step == 0
+    if later.all():
+        return None
+    order = np.lexsort(coords[::-1])  # np.lexsort sorts by its last key first
+    ordered = [c[order] for c in coords]
+    first = np.ones(nnz, dtype=bool)  # entry begins a run of equal coordinates
+    first[1:] = False
+    for c in ordered:
+        first[1:] |= c[1:] != c[:-1]
+    starts = np.flatnonzero(first)
+    repeated = int(starts.shape[0]) < nnz
+    unique = [np.ascontiguousarray(c[starts]) if repeated else c for c in ordered]
+    return Canonical(unique, order, starts, repeated)
