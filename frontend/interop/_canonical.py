@@ -21,16 +21,20 @@ import numpy as np
 
 class Canonical:
     """The canonical order of one COO coordinate set: ``coords`` (sorted, unique; new arrays), and how
-    values map onto it (``order`` gathers, ``starts`` begins each run of repeated coordinates)."""
+    values map onto it (``order`` gathers, None when the source was sorted already; ``starts`` begins each run
+    of repeated coordinates)."""
 
     __slots__ = ("coords", "order", "starts", "repeated")
 
-    def __init__(self, coords: list[np.ndarray], order: np.ndarray, starts: np.ndarray, repeated: bool) -> None:
+    def __init__(self, coords: list[np.ndarray], order: np.ndarray | None, starts: np.ndarray,
+                 repeated: bool) -> None:
         self.coords, self.order, self.starts, self.repeated = coords, order, starts, repeated
 
     def values(self, data: Any) -> np.ndarray:
         """``data`` (one value, or one dense block, per source entry) in the canonical order, repeated
-        coordinates summed (a new array)."""
+        coordinates summed (a new array; ``data`` itself when the source was sorted already)."""
+        if self.order is None:
+            return np.ascontiguousarray(data)
         gathered = np.asarray(data)[self.order]
         if not self.repeated or not gathered.shape[0]:
             return np.ascontiguousarray(gathered)
@@ -58,10 +62,10 @@ def _same(snapshot: list[np.ndarray], coords: Sequence[np.ndarray]) -> bool:
         s.shape == c.shape and s.dtype == c.dtype and np.array_equal(s, c) for s, c in zip(snapshot, coords))
 
 
-def canonical_coo(owner: Any, coords: Sequence[np.ndarray], shape: Sequence[int], what: str) -> Canonical | None:
-    """None when ``coords`` (one array per sparse dimension) are sorted row-major without repeats (view them as
-    they are), else their :class:`Canonical` order, remembered for ``owner`` (the source object). ValueError
-    for coordinates outside ``shape``."""
+def canonical_coo(owner: Any, coords: Sequence[np.ndarray], shape: Sequence[int], what: str) -> Canonical:
+    """The :class:`Canonical` order of ``coords`` (one array per sparse dimension), remembered for ``owner`` (the
+    source object). Coordinates already sorted without repeats are copied as they are (the source's buffers are
+    never validated, so never frozen: its flags stay as they are). ValueError for coordinates outside ``shape``."""
     coords = [np.asarray(c) for c in coords]
     with _LOCK:
         entry = _ENTRIES.get(id(owner))
@@ -78,13 +82,13 @@ def canonical_coo(owner: Any, coords: Sequence[np.ndarray], shape: Sequence[int]
     return result
 
 
-def _sorted(coords: list[np.ndarray], shape: Sequence[int], what: str) -> Canonical | None:
+def _sorted(coords: list[np.ndarray], shape: Sequence[int], what: str) -> Canonical:
     nnz = int(coords[0].shape[0]) if coords else 0
     for k, c in enumerate(coords):
         if nnz and (int(c.min()) < 0 or int(c.max()) >= int(shape[k])):
             raise ValueError(f"{what}: coordinates of dimension {k} lie outside [0, {int(shape[k])})")
     if nnz < 2:
-        return None
+        return Canonical([c.copy() for c in coords], None, np.zeros(min(nnz, 1), np.intp), False)
     later = np.zeros(nnz - 1, dtype=bool)  # entry k+1 after entry k (row-major)
     tied = np.ones(nnz - 1, dtype=bool)
     for c in coords:
@@ -92,7 +96,7 @@ def _sorted(coords: list[np.ndarray], shape: Sequence[int], what: str) -> Canoni
         later |= tied & (step > 0)
         tied &= step == 0
     if later.all():
-        return None
+        return Canonical([c.copy() for c in coords], None, np.arange(nnz), False)
     order = np.lexsort(coords[::-1])  # np.lexsort sorts by its last key first
     ordered = [c[order] for c in coords]
     first = np.ones(nnz, dtype=bool)  # entry begins a run of equal coordinates
@@ -101,5 +105,5 @@ def _sorted(coords: list[np.ndarray], shape: Sequence[int], what: str) -> Canoni
         first[1:] |= c[1:] != c[:-1]
     starts = np.flatnonzero(first)
     repeated = int(starts.shape[0]) < nnz
-    unique = [np.ascontiguousarray(c[starts]) if repeated else c for c in ordered]
+    unique = [np.ascontiguousarray(c[starts]) if repeated else c for c in ordered]  # new arrays
     return Canonical(unique, order, starts, repeated)

@@ -24,8 +24,8 @@ BSR whose block columns are unsorted within a block row (scipy's own CSR -> BSR 
 ``(i // R : dense, j // C : compressed(nonordered), i % R : dense, j % C : dense)``; the kernels take it.
 
 COO whose ``has_canonical_format`` is False (unsorted or repeated coordinates, as ``scipy.sparse.random_array``
-makes) is viewed as it is when its coordinates are in fact sorted and unique; otherwise the library sorts them
-and sums repeated entries into its own buffers (:mod:`frontend.interop._canonical`; the source is unchanged).
+makes) gets its coordinates sorted, and repeated entries summed, into the library's own buffers
+(:mod:`frontend.interop._canonical`, remembered per source; the source is unchanged, flags included).
 ``lil``/``dok`` arrays and matrices are converted to CSR (a copy) on every view.
 
 Other sources must be canonical: CSR/CSC/BSR with sorted, duplicate-free indices;
@@ -106,8 +106,8 @@ def _coo(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
         raise ValueError(f"{what}: coordinate arrays and data differ in length")
     data, source = x.data, x
     canon = None
-    if package == "scipy" and not getattr(x, "has_canonical_format", True):
-        canon = canonical_coo(coords[0] if coords else x, coords, x.shape, what)
+    if package == "scipy" and not getattr(x, "has_canonical_format", True) and coords:
+        canon = canonical_coo(coords[0], coords, x.shape, what)
     if canon is not None:  # sorted and summed into the library's buffers; x stays as it is
         coords, data, source, nnz = tuple(canon.coords), canon.values(data), None, int(canon.starts.shape[0])
     elif not data.flags.c_contiguous:

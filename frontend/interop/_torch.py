@@ -47,9 +47,7 @@ def _from_coo(x: Any, cls: type[TensorT]) -> TensorT:
         if x.device.type != "cpu":
             x = x.coalesce()  # torch's copy on the device; the caller's tensor is unchanged
         else:
-            canon = _canonical_cpu(x, s, nd, cls)
-            if canon is not None:
-                return canon
+            return _canonical_cpu(x, s, nd, cls)
     idx, values = x._indices(), x._values()
     itype = _buffers.check_index_buffers([idx], "torch COO tensor")
     nnz = int(idx.shape[1])
@@ -61,15 +59,12 @@ def _from_coo(x: Any, cls: type[TensorT]) -> TensorT:
                device=str(x.device), source=x)
 
 
-def _canonical_cpu(x: Any, s: int, nd: int, cls: type[TensorT]) -> TensorT | None:
-    """An uncoalesced CPU COO ``x`` sorted and summed into the library's buffers (:mod:`._canonical`), or None
-    when its indices are in fact sorted and unique (then viewed as they are)."""
+def _canonical_cpu(x: Any, s: int, nd: int, cls: type[TensorT]) -> TensorT:
+    """An uncoalesced CPU COO ``x`` sorted and summed into the library's buffers (:mod:`._canonical`)."""
     idx = x._indices()
     _buffers.check_index_buffers([idx], "torch COO tensor")
     rows = [_buffers.as_numpy(idx[k], "indices") for k in range(s)]
     canon = canonical_coo(x, rows, tuple(x.shape[:s]), "torch COO tensor")
-    if canon is None:
-        return None
     values = canon.values(_buffers.as_numpy(x._values().detach(), "values"))
     nnz = int(canon.starts.shape[0])
     pos0 = np.asarray([0, nnz], dtype=rows[0].dtype if rows else np.int64)
