@@ -4,7 +4,6 @@ objects left exactly as they were (bytes, flags, scipy's canonical-format attrib
 from __future__ import annotations
 
 import gc
-import warnings
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import torch
 import frontend
 from frontend.interop import _canonical
 
-warnings.filterwarnings("ignore", message="Sparse invariant checks", category=UserWarning)
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse invariant checks:UserWarning")
 
 #: (shape, dtype) pairs: 0x0, 1x1, non-square both ways, square; every dtype family once or more
 CASES = [((0, 0), np.float64), ((1, 1), np.float32), ((7, 5), np.int64), ((5, 9), np.float64),
