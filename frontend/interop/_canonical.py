@@ -44,7 +44,7 @@ class Canonical:
 class _Entry:
     __slots__ = ("ref", "snapshot", "result")
 
-    def __init__(self, ref: Any, snapshot: list[np.ndarray], result: Canonical | None) -> None:
+    def __init__(self, ref: Any, snapshot: list[np.ndarray], result: Canonical) -> None:
         self.ref, self.snapshot, self.result = ref, snapshot, result
 
 
@@ -74,7 +74,8 @@ def canonical_coo(owner: Any, coords: Sequence[np.ndarray], shape: Sequence[int]
     result = _sorted(coords, shape, what)
     try:
         ref = weakref.ref(owner)
-        weakref.finalize(owner, _forget, id(owner))
+        if entry is None or entry.ref() is not owner:  # one finalizer per source object
+            weakref.finalize(owner, _forget, id(owner))
     except TypeError:  # no weak references to this type: not remembered
         return result
     with _LOCK:
