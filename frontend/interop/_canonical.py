@@ -4,8 +4,9 @@ coordinates, uncoalesced torch COO), remembered per source.
 The kernels read COO as MLIR does: coordinates sorted row-major, each entry once. A source that is not
 canonical is never changed (scipy's ``sum_duplicates``/torch's ``coalesce`` would replace its buffers); instead
 :func:`canonical_coo` sorts its coordinates into new buffers (the library's, validated once) and
-:meth:`Canonical.values` sums the values of repeated coordinates into a new values array on every call (so values
-changed in place are always seen). The sorting is remembered per source object (dropped when it is garbage
+:meth:`Canonical.values` sums the values of repeated coordinates into a values array of the library's, made again
+whenever the source's values differ from the last ones (compared on every call: values changed in place are
+always seen). The sorting is remembered per source object (dropped when it is garbage
 collected, a weakref finalizer) together with a copy of the coordinates it was made from: coordinates
 changed in place are noticed (compared, O(nnz)) and sorted again.
 """
@@ -24,21 +25,32 @@ class Canonical:
     values map onto it (``order`` gathers, None when the source was sorted already; ``starts`` begins each run
     of repeated coordinates)."""
 
-    __slots__ = ("coords", "order", "starts", "repeated")
+    __slots__ = ("coords", "order", "starts", "repeated", "_last")
 
     def __init__(self, coords: list[np.ndarray], order: np.ndarray | None, starts: np.ndarray,
                  repeated: bool) -> None:
         self.coords, self.order, self.starts, self.repeated = coords, order, starts, repeated
+        self._last: tuple[np.ndarray, np.ndarray] | None = None  # (a copy of the source values, the result)
 
     def values(self, data: Any) -> np.ndarray:
         """``data`` (one value, or one dense block, per source entry) in the canonical order, repeated
-        coordinates summed (a new array; ``data`` itself when the source was sorted already)."""
+        coordinates summed: ``data`` itself when the source was sorted already, else a read-only array of the
+        library's, the same one again while ``data`` holds the same values (compared: a sequential pass,
+        cheaper than the gather, and the kernels' argument memo keeps its hit)."""
         if self.order is None:
             return np.ascontiguousarray(data)
-        gathered = np.asarray(data)[self.order]
-        if not self.repeated or not gathered.shape[0]:
-            return np.ascontiguousarray(gathered)
-        return np.ascontiguousarray(np.add.reduceat(gathered, self.starts, axis=0))
+        data = np.asarray(data)
+        last = self._last
+        if last is not None and last[0].shape == data.shape and last[0].dtype == data.dtype and \
+                np.array_equal(last[0], data):
+            return last[1]
+        gathered = data[self.order]
+        if self.repeated and gathered.shape[0]:
+            gathered = np.add.reduceat(gathered, self.starts, axis=0)
+        out = np.ascontiguousarray(gathered)
+        out.flags.writeable = False  # shared by the views of this source
+        self._last = (data.copy(), out)
+        return out
 
 
 class _Entry:
