@@ -4,6 +4,11 @@
 (``< <= > >= == !=``: 1 where true, else 0) and helper (``maximum``, ``minimum``, ``logical_and``,
 ``logical_or``, ``where``, ``exp``, ``log``) appends MLIR operations on ``elem``
 (``f32``, ``f64``, ``i32``, ``i64``, ``complex<f64>``, ...). Pure string building: no ``mlir`` import.
+
+Traced values speak NumPy too: the ufuncs of :data:`UFUNCS` (``np.maximum(v, 0)``, ``np.exp(v)``, ``np.abs(v)``,
+comparisons, bitwise ones, ...) and ``np.where``/``np.clip`` record the same operations (``__array_ufunc__``,
+``__array_function__``); any other NumPy function raises a ``TypeError`` naming it and the supported ones.
+Integer values also take ``& | ^ ~ << >>`` (``arith.andi/ori/xori``, ``shli``, ``shrsi``).
 """
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 _FLOAT = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 _INF_HEX = {"f16": "0x7C00", "bf16": "0x7F80", "f32": "0x7F800000", "f64": "0x7FF0000000000000"}
@@ -122,6 +129,8 @@ class _Tracer:
             if x.tracer is not self:
                 raise ValueError("a traced value from another function was used")
             return x
+        if isinstance(x, np.generic) and not isinstance(x, np.bool_):
+            x = x.item()  # a NumPy scalar (np.float32(0), np.int64(1), ...) as a Python number
         if isinstance(x, bool) or not isinstance(x, (int, float, complex)):
             raise TypeError(f"scalar functions may combine their arguments with numbers only, got "
                             f"{type(x).__name__}")
@@ -146,9 +155,27 @@ class _Tracer:
         else:
             ops = {"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli", "div": "arith.divsi",
                    "max": "arith.maxsi", "min": "arith.minsi"}
+        if k == "float":
+            ops.update(fmax="arith.maxnumf", fmin="arith.minnumf")
+        elif k == "int":
+            ops.update({"fmax": ops["max"], "fmin": ops["min"], "and": "arith.andi", "or": "arith.ori",
+                        "xor": "arith.xori", "shl": "arith.shli", "shr": "arith.shrsi"})
         if what not in ops:
             raise TypeError(f"{what} is not defined for {self.elem} values")
         return self.emit(ops[what], x, y)
+
+    def unary(self, what: str, a: Any) -> Proxy:
+        """``abs``, ``sqrt``, ``exp``, ``log`` of a value (``math.*``; ``complex.*`` for complex values)."""
+        x = self.value(a)
+        if self.kind == "int":
+            if what != "abs":
+                raise TypeError(f"{what} is not defined for {self.elem} values")
+            return self.emit("math.absi", x)
+        if self.kind == "complex":
+            if what == "abs":
+                raise TypeError(f"abs of a {self.elem} value is real; traced functions return {self.elem}")
+            return self.emit(f"complex.{what}", x)
+        return self.emit(f"math.{'absf' if what == 'abs' else what}", x)
 
     def nonzero(self, a: Any) -> str:
         """Name of an i1 that is true where ``a != 0``."""
@@ -188,7 +215,7 @@ class _Tracer:
         """``math.<what>`` (``exp``, ``log``) of a float value (``complex.<what>`` of a complex one)."""
         if self.kind == "int":
             raise TypeError(f"{what} is not defined for {self.elem} values")
-        return self.emit(f"{'complex' if self.kind == 'complex' else 'math'}.{what}", self.value(a))
+        return self.unary(what, a)
 
     def logical(self, what: str, a: Any, b: Any) -> Proxy:
         p, q = self.nonzero(a), self.nonzero(b)
@@ -238,6 +265,64 @@ class Proxy:
 
     def __pos__(self) -> Proxy:
         return self
+
+    def __abs__(self) -> Proxy:
+        return self.tracer.unary("abs", self)
+
+    def __pow__(self, o: Any) -> Proxy:
+        return power(self, o)
+
+    def __and__(self, o: Any) -> Proxy:
+        return self.tracer.binop("and", self, o)
+
+    def __rand__(self, o: Any) -> Proxy:
+        return self.tracer.binop("and", o, self)
+
+    def __or__(self, o: Any) -> Proxy:
+        return self.tracer.binop("or", self, o)
+
+    def __ror__(self, o: Any) -> Proxy:
+        return self.tracer.binop("or", o, self)
+
+    def __xor__(self, o: Any) -> Proxy:
+        return self.tracer.binop("xor", self, o)
+
+    def __rxor__(self, o: Any) -> Proxy:
+        return self.tracer.binop("xor", o, self)
+
+    def __lshift__(self, o: Any) -> Proxy:
+        return self.tracer.binop("shl", self, o)
+
+    def __rlshift__(self, o: Any) -> Proxy:
+        return self.tracer.binop("shl", o, self)
+
+    def __rshift__(self, o: Any) -> Proxy:
+        return self.tracer.binop("shr", self, o)
+
+    def __rrshift__(self, o: Any) -> Proxy:
+        return self.tracer.binop("shr", o, self)
+
+    def __invert__(self) -> Proxy:
+        return self.tracer.binop("xor", self, -1)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        name = getattr(ufunc, "__name__", str(ufunc))
+        if method != "__call__" or kwargs:
+            how = f"{name}.{method}" if method != "__call__" else f"{name} with {', '.join(kwargs)}="
+            raise TypeError(f"numpy {how} cannot be traced: call the ufunc on values alone")
+        fn = UFUNCS.get(name)
+        if fn is None:
+            raise TypeError(f"numpy ufunc {name!r} cannot be traced (supported: {', '.join(sorted(UFUNCS))}, "
+                            f"and {', '.join(sorted(ARRAY_FUNCTIONS))})")
+        return fn(*inputs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        name = getattr(func, "__name__", str(func))
+        fn = ARRAY_FUNCTIONS.get(name)
+        if fn is None or kwargs:
+            raise TypeError(f"numpy.{name} cannot be traced (supported: {', '.join(sorted(ARRAY_FUNCTIONS))} "
+                            f"with positional arguments, and the ufuncs {', '.join(sorted(UFUNCS))})")
+        return fn(*args)
 
     def __lt__(self, o: Any) -> Proxy:
         return self.tracer.compare("lt", self, o)
@@ -315,6 +400,71 @@ def exp(a: Any) -> Any:
 def log(a: Any) -> Any:
     """The natural logarithm of a traced value (``math.log``)."""
     return a.tracer.math("log", a) if isinstance(a, Proxy) else math.log(a)
+
+
+def _traced(what: str, a: Any) -> Any:
+    if not isinstance(a, Proxy):
+        return getattr(np, what)(a)
+    return a.tracer.unary(what, a)
+
+
+def power(a: Any, n: Any) -> Any:
+    """``a ** n`` for a whole exponent ``0 <= n <= 64`` (repeated products)."""
+    if isinstance(n, Proxy) or not isinstance(n, (int, np.integer)) or not 0 <= int(n) <= 64:
+        raise TypeError(f"traced powers take a whole exponent from 0 to 64, got {n!r}")
+    result: Any = 1
+    base: Any = a
+    k = int(n)
+    while k:
+        if k & 1:
+            result = base * result
+        k >>= 1
+        if k:
+            base = base * base
+    return result
+
+
+def _compare(what: str) -> Callable[[Any, Any], Any]:
+    def cmp(a: Any, b: Any) -> Any:
+        t = _tracer_of(a, b)
+        return t.compare(what, a, b)
+    return cmp
+
+
+def _binary(what: str) -> Callable[[Any, Any], Any]:
+    def op(a: Any, b: Any) -> Any:
+        return _tracer_of(a, b).binop(what, a, b)
+    return op
+
+
+def _logical_not(a: Any) -> Any:
+    return a.tracer.compare("eq", a, 0)
+
+
+def clip(a: Any, lo: Any, hi: Any) -> Any:
+    """``a`` limited to ``[lo, hi]`` (either bound None: no limit), as ``np.clip``."""
+    out = a if lo is None else maximum(a, lo)
+    return out if hi is None else minimum(out, hi)
+
+
+#: NumPy ufunc name -> what it records on traced values
+UFUNCS: dict[str, Callable[..., Any]] = {
+    "add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b,
+    "divide": lambda a, b: a / b, "negative": lambda a: -a, "positive": lambda a: a,
+    "absolute": lambda a: _traced("abs", a), "square": lambda a: a * a,
+    "maximum": lambda a, b: maximum(a, b), "minimum": lambda a, b: minimum(a, b),
+    "fmax": _binary("fmax"), "fmin": _binary("fmin"),
+    "exp": lambda a: _traced("exp", a), "log": lambda a: _traced("log", a), "sqrt": lambda a: _traced("sqrt", a),
+    "greater": _compare("gt"), "greater_equal": _compare("ge"), "less": _compare("lt"),
+    "less_equal": _compare("le"), "equal": _compare("eq"), "not_equal": _compare("ne"),
+    "logical_and": lambda a, b: logical_and(a, b), "logical_or": lambda a, b: logical_or(a, b),
+    "logical_not": _logical_not,
+    "bitwise_and": _binary("and"), "bitwise_or": _binary("or"), "bitwise_xor": _binary("xor"),
+    "invert": lambda a: ~a, "left_shift": _binary("shl"), "right_shift": _binary("shr"),
+}
+
+#: NumPy functions (``__array_function__``) traced values take
+ARRAY_FUNCTIONS: dict[str, Callable[..., Any]] = {"where": lambda c, a, b: where(c, a, b), "clip": clip}
 
 
 def trace(fn: Callable[..., Any], nargs: int, elem: str) -> ScalarFn:

@@ -4,12 +4,16 @@
 object alive and remembers it); :func:`to_package` gives back an object of a package with the Tensor's
 buffers.  Strided arrays (NumPy, torch, CuPy) become all-dense formats whose level order follows the
 memory order: C order is ``(i, j) -> (i : dense, j : dense)``, Fortran order ``(i, j) -> (j : dense,
-i : dense)``, any permuted array likewise (``val`` is then the C-contiguous transposed view).  Sparse
-layouts are listed in :mod:`frontend.interop._scipy` and :mod:`frontend.interop._torch`.
+i : dense)``, any permuted array likewise (``val`` is then the C-contiguous transposed view). Arrays that are
+no permutation of a contiguous block (``x[::2]``, ``X[:, ::2]``, negative strides) are copied into a new
+C-ordered array (the Tensor then shares no memory with them).  Sparse layouts are listed in
+:mod:`frontend.interop._scipy` and :mod:`frontend.interop._torch`; COO with unsorted or duplicate coordinates
+(scipy, torch) gets a sorted, summed copy (:mod:`frontend.interop._canonical`), and scipy's ``lil``/``dok``
+arrays are converted to CSR (a copy).
 
-Buffers that are not a plain view (non-contiguous index buffers, arrays that are no permutation of a
-contiguous block, uncoalesced/unsorted/duplicate coordinates, length mismatches) are refused with a
-``ValueError``; formats a package cannot hold raise a ``TypeError`` naming the package and the format.
+Index buffers that are not a plain view (non-contiguous, length mismatches, unsorted compressed indices) are
+refused with a ``ValueError``; formats a package cannot hold raise a ``TypeError`` naming the package and the
+format.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from frontend.storage._validate import validate
 
 from ._layouts import Layout, match_layout
 from ._pydata import from_pydata, is_pydata, source_buffers as pydata_buffers, to_pydata
-from ._scipy import from_scipy, source_buffers as scipy_buffers, to_scipy
+from ._scipy import from_scipy, needs_copy, source_buffers as scipy_buffers, to_scipy
 from ._torch import from_torch_sparse, source_buffers as torch_buffers, to_torch
 from ._view_cache import cached_view
 
@@ -50,9 +54,10 @@ def _from_strided(x: Any, package: str, cls: type[TensorT]) -> TensorT:
         strides, contiguous = tuple(s // item for s in x.strides), bool(x.flags.c_contiguous)
     perm = _strided_order(tuple(int(e) for e in x.shape), strides, contiguous)
     view = None if perm is None else x.permute(perm) if package == "torch" else x.transpose(perm)
-    if perm is None or not _buffers.is_contiguous(view):
-        raise ValueError(f"{package} array with shape {tuple(x.shape)} and strides {strides} is not a "
-                         "permutation of a contiguous array (a slice?); make it contiguous first (a copy)")
+    source = x
+    if perm is None or not _buffers.is_contiguous(view):  # a slice, negative strides: a C-ordered copy (ours)
+        view = x.contiguous() if package == "torch" else x.copy(order="C")
+        perm, source = tuple(range(x.ndim)), None
     if package == "torch":
         device = str(x.device)
         val = _buffers.torch_buffer(view, "torch tensor")
@@ -61,7 +66,7 @@ def _from_strided(x: Any, package: str, cls: type[TensorT]) -> TensorT:
         val = view
     lay = Layout("dense", perm=perm)
     return cls(lay.tensor_format(), tuple(x.shape), [None] * len(perm), [None] * len(perm), val,
-               index_type=None, package=package, device=device, source=x)
+               index_type=None, package=package, device=device, source=source)
 
 
 def _reader(x: Any, cls: type[TensorT]) -> tuple[str, Callable[[], TensorT], list[Any] | None, str]:
@@ -77,7 +82,8 @@ def _reader(x: Any, cls: type[TensorT]) -> tuple[str, Callable[[], TensorT], lis
         if isinstance(x, torch.Tensor):
             if x.layout == torch.strided:
                 return package, lambda: _from_strided(x, "torch", cls), None, ""
-            return (package, lambda: from_torch_sparse(x, cls), torch_buffers(x),
+            uncoalesced = x.layout == torch.sparse_coo and not x.is_coalesced()  # a sorted copy: not cached
+            return (package, lambda: from_torch_sparse(x, cls), None if uncoalesced else torch_buffers(x),
                     "torch checks compressed indices only with check_invariants=True")
     if package == "sparse" and is_pydata(x):
         return (package, lambda: from_pydata(x, cls), pydata_buffers(x),
@@ -93,7 +99,8 @@ def _reader(x: Any, cls: type[TensorT]) -> tuple[str, Callable[[], TensorT], lis
         import cupyx.scipy.sparse as csp
         sparse = csp.issparse(x)
     if sparse:
-        return (package, lambda: from_scipy(x, cls, package), scipy_buffers(x),
+        copied = package == "scipy" and needs_copy(x)  # a copy follows no in-place change: not cached
+        return (package, lambda: from_scipy(x, cls, package), None if copied else scipy_buffers(x),
                 "call .sum_duplicates() first (it sorts and deduplicates)")
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):  # a dense array of any other package
         import numpy as np

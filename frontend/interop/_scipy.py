@@ -23,8 +23,13 @@ BSR whose block columns are unsorted within a block row (scipy's own CSR -> BSR 
 ``has_sorted_indices`` is False) is viewed without a copy too, as BSR with an unordered block-column level
 ``(i // R : dense, j // C : compressed(nonordered), i % R : dense, j % C : dense)``; the kernels take it.
 
-Other sources must be canonical: CSR/CSC/BSR with sorted, duplicate-free indices, COO sorted row-major without
-duplicates; :func:`frontend.storage._validate.validate` checks that and a ``ValueError`` says what to call
+COO whose ``has_canonical_format`` is False (unsorted or repeated coordinates, as ``scipy.sparse.random_array``
+makes) gets its coordinates sorted, and repeated entries summed, into the library's own buffers
+(:mod:`frontend.interop._canonical`, remembered per source; the source is unchanged, flags included).
+``lil``/``dok`` arrays and matrices are converted to CSR (a copy) on every view.
+
+Other sources must be canonical: CSR/CSC/BSR with sorted, duplicate-free indices;
+:func:`frontend.storage._validate.validate` checks that and a ``ValueError`` says what to call
 (``sum_duplicates()``).
 """
 from __future__ import annotations
@@ -36,7 +41,9 @@ import numpy as np
 from frontend.format import TensorFormat
 from frontend.storage import _buffers
 from frontend.storage._protocol import StoredTensor, TensorT
+from frontend.storage._validate import mark_valid
 
+from ._canonical import canonical_coo
 from ._layouts import Layout
 
 
@@ -97,12 +104,29 @@ def _coo(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
     nnz = int(x.data.shape[0])
     if any(int(c.shape[0]) != nnz for c in coords):
         raise ValueError(f"{what}: coordinate arrays and data differ in length")
-    if not x.data.flags.c_contiguous:
+    data, source = x.data, x
+    canon = None
+    if package == "scipy" and not getattr(x, "has_canonical_format", True) and coords:
+        canon = canonical_coo(coords[0], coords, x.shape, what)
+    if canon is not None:  # sorted and summed into the library's buffers; x stays as it is
+        coords, data, source, nnz = tuple(canon.coords), canon.values(data), None, int(canon.starts.shape[0])
+    elif not data.flags.c_contiguous:
         raise ValueError(f"{what}: data is not contiguous")
     n = len(coords)
     pos: list[Any] = [xp.asarray([0, nnz], dtype=itype)] + [None] * (n - 1)
-    return cls(Layout("coo", nsparse=n).tensor_format(), x.shape, pos, list(coords), x.data,
-               index_type=itype, package=package, device=_device(package, x), source=x)
+    t = cls(Layout("coo", nsparse=n).tensor_format(), x.shape, pos, list(coords), data,
+            index_type=itype, package=package, device=_device(package, x), source=source)
+    return t if canon is None else mark_valid(t)
+
+
+def needs_copy(x: Any) -> bool:
+    """Whether viewing SciPy object ``x`` makes a copy (lil/dok, COO not known to be canonical): such views
+    are not kept in the view cache (the copy would not follow values changed in place)."""
+    return x.format in CONVERTED or (x.format == "coo" and not getattr(x, "has_canonical_format", True))
+
+
+#: formats without a Tensor layout of their own, converted to CSR (a copy) when viewed
+CONVERTED = ("lil", "dok")
 
 
 def _dia(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
@@ -143,6 +167,8 @@ def source_buffers(x: Any) -> list[Any]:
 
 def from_scipy(x: Any, cls: type[TensorT], package: str = "scipy") -> TensorT:
     """A ``cls`` viewing a SciPy (``package="scipy"``) or cupyx (``"cupy"``) sparse array/matrix."""
+    if x.format in CONVERTED and package == "scipy":
+        x = x.tocsr()  # a copy: lil/dok have no Tensor layout (results still come back as SciPy objects)
     reader = _READERS.get(x.format)
     if reader is None:
         raise TypeError(f"{package} sparse format {x.format!r} has no Tensor view; convert it with "

@@ -13,8 +13,10 @@ sparse_bsr / bsc   batch levels, BSR/BSC (block from values),       crd[k] = col
 Batched layouts keep the leading batch axes on every buffer: positions ``(*batch, major + 1)``,
 coordinates ``(*batch, nse)`` and values ``(*batch, nse * block * dense)`` (each batch's positions count
 from 0, as in torch and MLIR's batch levels).  CPU buffers are NumPy views (``.numpy()``); CUDA buffers
-stay torch tensors on their device.  Uncoalesced COO is refused here; unsorted/duplicate compressed
-indices by :func:`frontend.storage._validate.validate` (torch checks them only with ``check_invariants=True``).
+stay torch tensors on their device.  Uncoalesced COO is sorted and summed into the library's buffers (on the
+CPU by :mod:`._canonical`, remembered per tensor; on a GPU by torch's ``coalesce()``, a copy per view), never in
+the caller's tensor; unsorted/duplicate compressed indices are refused by
+:func:`frontend.storage._validate.validate` (torch checks them only with ``check_invariants=True``).
 """
 from __future__ import annotations
 
@@ -22,9 +24,13 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
+
 from frontend.storage import _buffers
 from frontend.storage._protocol import StoredTensor, TensorT
+from frontend.storage._validate import mark_valid
 
+from ._canonical import canonical_coo
 from ._layouts import Layout
 
 
@@ -36,10 +42,12 @@ def _flat_values(values: Any, nbatch: int, what: str) -> Any:
 
 def _from_coo(x: Any, cls: type[TensorT]) -> TensorT:
     import torch
-    if not x.is_coalesced():
-        raise ValueError("torch sparse COO tensor is not coalesced (unsorted or duplicate indices); "
-                         "call .coalesce() first")
     s, nd = x.sparse_dim(), x.dense_dim()
+    if not x.is_coalesced():
+        if x.device.type != "cpu":
+            x = x.coalesce()  # torch's copy on the device; the caller's tensor is unchanged
+        else:
+            return _canonical_cpu(x, s, nd, cls)
     idx, values = x._indices(), x._values()
     itype = _buffers.check_index_buffers([idx], "torch COO tensor")
     nnz = int(idx.shape[1])
@@ -49,6 +57,21 @@ def _from_coo(x: Any, cls: type[TensorT]) -> TensorT:
                [_buffers.torch_buffer(idx[k]) for k in range(s)] + [None] * nd,
                _buffers.torch_buffer(_flat_values(values, 0, "torch COO tensor")), index_type=itype, package="torch",
                device=str(x.device), source=x)
+
+
+def _canonical_cpu(x: Any, s: int, nd: int, cls: type[TensorT]) -> TensorT:
+    """An uncoalesced CPU COO ``x`` sorted and summed into the library's buffers (:mod:`._canonical`)."""
+    idx = x._indices()
+    _buffers.check_index_buffers([idx], "torch COO tensor")
+    rows = [_buffers.as_numpy(idx[k], "indices") for k in range(s)]
+    canon = canonical_coo(x, rows, tuple(x.shape[:s]), "torch COO tensor")
+    values = canon.values(_buffers.as_numpy(x._values().detach(), "values"))
+    nnz = int(canon.starts.shape[0])
+    pos0 = np.asarray([0, nnz], dtype=rows[0].dtype if rows else np.int64)
+    lay = Layout("coo", nsparse=s, ndense=nd)
+    t = cls(lay.tensor_format(), tuple(x.shape), [pos0] + [None] * (s - 1 + nd), list(canon.coords) + [None] * nd,
+            values.reshape(-1), index_type=pos0.dtype, package="torch", device="cpu")
+    return mark_valid(t)
 
 
 def _compressed_kinds() -> dict:

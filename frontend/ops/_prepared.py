@@ -129,23 +129,27 @@ class PreparedOp:
         self.tensors, self.restore, self._out_split = rw.tensors, rw.restore, rw.out_split
 
     def _bind_c(self, c: Any) -> None:
-        """``c`` (updated in place): a dense C-contiguous CPU array of the result's shape and dtype."""
+        """``c`` (updated in place): a dense CPU array of the result's shape and dtype in any layout (one not
+        C-ordered is computed in a C-ordered scratch copy, written back after the kernel)."""
         self.c_obj = c
         self.c_arr: np.ndarray | None = None
         self.c_kernel: np.ndarray | None = None  # what the kernel updates (c, or c split into blocks)
+        self.c_back: np.ndarray | None = None  # the caller's c when the kernel updates a scratch copy of it
         if c is None:
             return
         if self.out_format is not None:
             raise ValueError("c is updated in place and needs a dense result; drop out_format or c")
         tc = operand(c, "c")
         check_cpu(tc, "c")
-        if not row_major(tc.tensor_format):
-            raise ValueError("c must be a dense C-contiguous array (it is updated in place)")
         if tc.shape != self.out_shape:
             raise ValueError(f"c has shape {tc.shape}, the result has shape {self.out_shape}")
         if np.dtype(tc.dtype) != np.dtype(self.tensors[0].dtype):
             raise TypeError(f"dtype mismatch: c is {tc.dtype}, the operands are {self.tensors[0].dtype}")
-        self.c_arr = self.c_kernel = tc.val
+        self.c_arr, self.c_back = c_buffers(c, tc.val)
+        if self.c_back is None and not row_major(tc.tensor_format):
+            raise ValueError("c must be a dense array (a NumPy or torch array in any layout, or a row-major Tensor); "
+                             "it is updated in place")
+        self.c_kernel = self.c_arr
         if self._out_split is not None:  # c in the demapped (split) shape: a view, or a padded copy
             self.c_kernel = self._out_split(tc.val)
 
@@ -261,7 +265,7 @@ class PreparedOp:
     def without_operands(self) -> PreparedOp:
         """A copy holding the structure and the kernel but no operands (for :meth:`with_operands`)."""
         op = self._copy()
-        op.tensors, op.extra, op.c_obj, op.c_arr, op.c_kernel = [], [], None, None, None
+        op.tensors, op.extra, op.c_obj, op.c_arr, op.c_kernel, op.c_back = [], [], None, None, None, None
         return op
 
     def with_operands(self, tensors: list[Tensor], c: Any, c_arr: Any, alpha: Any, beta: Any) -> PreparedOp:
@@ -270,6 +274,7 @@ class PreparedOp:
         op = self._copy()
         if self.reroutes:
             tensors = apply(tensors, self.reroutes)
+        c_arr, op.c_back = (c_arr, None) if c is None else c_buffers(c, c_arr)
         op.tensors, op.c_obj, op.c_arr, op.c_kernel = tensors, c, c_arr, c_arr
         op.extra = op._scalar_arguments(alpha, beta) if op.init != "zero" or op.has_alpha else []
         if self.schedule is not None:
@@ -473,6 +478,8 @@ class PreparedOp:
     def run(self, call: Any, out: np.ndarray | None = None) -> Any:
         """Run a prepared call of this op's kernel: the result (c when given). Row-range kernels write into
         ``c`` or ``out`` directly; others' results are copied into ``out`` when given."""
+        if self.c_back is not None:  # c's current contents into its scratch copy
+            np.copyto(self.c_arr, self.c_back)  # type: ignore[arg-type]
         if self.row_range:
             dest = self.c_kernel if self.c_kernel is not None else (
                 out if self.restore is None and self.out_dtype is None else None)
@@ -498,8 +505,26 @@ class PreparedOp:
             if out is not c and (out.__array_interface__["data"][0] != c.__array_interface__["data"][0]
                                  or out.shape != c.shape):
                 np.copyto(c, out)
+            if self.c_back is not None:
+                np.copyto(self.c_back, c)
             return self.c_obj
         return out
+
+
+def c_buffers(c: Any, val: Any) -> tuple[Any, np.ndarray | None]:
+    """(the array a kernel updates for ``c``, the caller's array it is copied back into or None): ``val`` (the
+    Tensor view's values) for a C-ordered NumPy/torch ``c`` or a Tensor, else a C-ordered scratch copy."""
+    host = c if isinstance(c, np.ndarray) else None
+    if host is None and type(c).__module__.startswith("torch") and getattr(c, "layout", None) is not None:
+        import torch
+
+        if c.layout == torch.strided and c.device.type == "cpu":
+            host = c.detach().numpy()
+    if host is None or host.flags.c_contiguous:
+        return val, None
+    if not host.flags.writeable:
+        raise ValueError("c is updated in place and must be writable")
+    return np.ascontiguousarray(host), host
 
 
 def _checked_out_format(out_format: TensorFormat | None, rank: int) -> TensorFormat | None:

@@ -8,8 +8,9 @@ and without padding (``frontend.format.stores_padding``: their stored zeros are 
 do not co-iterate).
 Such operands are converted to the CSR-like format of their rank, which keeps exactly their entries.
 Encoded dense operands (e.g. Fortran-ordered arrays) become row-major copies when the one stored operand
-needs the emitter, and next to a sparse result (the sparsifier cannot legalize a sparse result computed
-from a dense level order other than the loop order).
+needs the emitter, next to a sparse result (the sparsifier cannot legalize a sparse result computed
+from a dense level order other than the loop order), and when they have batch dimensions (a batched ``b`` whose
+batch dimension is not outermost in memory, ``torch.rand(4, 6, 5).transpose(0, 1)``).
 
 A conversion is a :data:`Reroutes` entry (operand index -> target format, None for a row-major copy) that a
 prepared op keeps and replays on other operands of the same structure (one-shot calls through a template).
@@ -99,7 +100,7 @@ def plan_reroutes(tensors: Sequence[Tensor], sparse_result: bool) -> Reroutes:
     for k in stored:
         fmt = tensors[k].tensor_format
         if not tensors[k].is_sparse:
-            if sparse_result:
+            if sparse_result or tensors[k].ndim > 2:  # the sparsifier takes no reordered batch levels
                 plan.append((k, None))
         elif fmt.mlir_support() != "sparsifier" or unsupported_levels(fmt) or stores_padding(fmt):
             plan.append((k, entry_format(fmt.num_dimensions)))

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from frontend.format import dtype_name, mlir_type
 from frontend.storage import _buffers as buffers, _layout as storage
 from frontend.storage._validate import recheck
@@ -37,7 +39,7 @@ __all__ = ["GpuMatmul", "gpu_matmul_plan", "to_device"]
 # ----- operands ---------------------------------------------------------------------------------------------
 def _to_device(x: Any, device: int, package: str) -> Any:
     """A CPU buffer copied to ``cuda:device`` as a ``package`` array (torch or cupy)."""
-    return storage.to_device(storage.to_host(x), package, f"cuda:{device}")
+    return storage.to_device(np.ascontiguousarray(storage.to_host(x)), package, f"cuda:{device}")
 
 
 def to_device(t: Tensor, device: int = 0, package: str = "torch") -> Tensor:
@@ -188,24 +190,32 @@ class GpuMatmul(MatmulPlan):
             tensors = [to_device(t, self._device, package) for t in tensors]
             c = None if c is None else _to_device(c, self._device, package)
         with stream_context(stream, package):  # every device op of this call is ordered on that stream
-            out = self._zeros(package) if c is None else c
-            if c is not None and self.beta == 0:
-                out[...] = 0  # beta = 0 ignores c's values (NaN included)
-            elif c is not None and self.beta not in (None, 1):
-                out *= self.beta
-            if 0 in self.out_shape or any(0 in t.shape for t in tensors):
-                return self._back(out)
-            if self.path == "cusparse":
-                layout = library_layout(tensors[0].tensor_format)
-                assert layout is not None  # gpu_path chose cusparse for a layout the library takes
-                r = library_matmul(tensors[0], layout, tensors[1].val, package,
-                                   alpha=self.alpha, c=None if c is None else out)
-                return self._back(r)
-            acc = out if self.alpha == 1 else self._zeros(package)
-            self._function()(*self._arguments.flatten(tensors, [acc]), stream=stream)
-            if acc is not out:
-                out += acc * self.alpha
+            if c is None or self._host_package is not None or buffers.is_contiguous(c):
+                return self._run(tensors, c, package, stream)  # (a host c's device copy is C-ordered)
+            scratch = c.contiguous() if package == "torch" else c.copy(order="C")  # c in any layout
+            c[...] = self._run(tensors, scratch, package, stream)
+            return c
+
+    def _run(self, tensors: list[Tensor], c: Any, package: str, stream: Any) -> Any:
+        """One call's device work on the current stream (``c``: contiguous or None)."""
+        out = self._zeros(package) if c is None else c
+        if c is not None and self.beta == 0:
+            out[...] = 0  # beta = 0 ignores c's values (NaN included)
+        elif c is not None and self.beta not in (None, 1):
+            out *= self.beta
+        if 0 in self.out_shape or any(0 in t.shape for t in tensors):
             return self._back(out)
+        if self.path == "cusparse":
+            layout = library_layout(tensors[0].tensor_format)
+            assert layout is not None  # gpu_path chose cusparse for a layout the library takes
+            r = library_matmul(tensors[0], layout, tensors[1].val, package,
+                               alpha=self.alpha, c=None if c is None else out)
+            return self._back(r)
+        acc = out if self.alpha == 1 else self._zeros(package)
+        self._function()(*self._arguments.flatten(tensors, [acc]), stream=stream)
+        if acc is not out:
+            out += acc * self.alpha
+        return self._back(out)
 
     def _function(self) -> Any:
         if self._fn is None:
@@ -302,7 +312,7 @@ def _check_placement(tensors: Sequence[Tensor]) -> None:
 
 
 def _check_c(c: Any, shape: tuple[int, ...], elem_name: str, on_device: bool) -> None:
-    """``c`` (updated in place) is a dense contiguous array of the result's shape and dtype, where the
+    """``c`` (updated in place; any layout) is a dense array of the result's shape and dtype, where the
     operands are."""
     from mlir_bridge.gpu.call import package_of
 
@@ -314,8 +324,6 @@ def _check_c(c: Any, shape: tuple[int, ...], elem_name: str, on_device: bool) ->
         raise ValueError(f"c has shape {tuple(c.shape)}, the result has shape {tuple(shape)}")
     if dtype_name(c.dtype) != elem_name:
         raise TypeError(f"dtype mismatch: c is {c.dtype}, the operands are {elem_name}")
-    if not buffers.is_contiguous(c):
-        raise ValueError("c must be contiguous (it is updated in place)")
 
 
 def _chip() -> str:
