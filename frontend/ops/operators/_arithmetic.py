@@ -19,15 +19,17 @@ from .. import _elementwise as elementwise
 from .._api import matmul as _matmul
 from ._values import binary, is_scalar, unary
 
+matmul = _matmul  # frontend.matmul itself: a scalar operand gets its TypeError
 
-def matmul(a: Any, b: Any) -> Any:
-    if is_scalar(a) or is_scalar(b):
-        raise ValueError("matmul: a scalar operand has no dimensions to contract; use * to scale")
-    return _matmul(a, b)
+_SAME_KIND = {float: "fc", int: "iufc", complex: "c"}  # Python scalars that keep these value kinds (NumPy 2)
 
 
 def _promoted(a: Any, b: Any) -> tuple[Any, Any]:
     """A Tensor operand cast to NumPy's result type with a scalar operand (NumPy's weak Python scalars)."""
+    if type(a) is Tensor and a.dtype.kind in _SAME_KIND.get(type(b), ""):  # the common cases, no cast
+        return a, b
+    if type(b) is Tensor and b.dtype.kind in _SAME_KIND.get(type(a), ""):
+        return a, b
     if isinstance(a, Tensor) and is_scalar(b):
         dtype = np.result_type(a.dtype, b)
         return (a if dtype == a.dtype else a.astype(dtype)), b
