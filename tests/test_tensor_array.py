@@ -314,3 +314,25 @@ def test_operators_cost_what_the_operation_costs(name):
     ta, x = _t(A, name), np.arange(8.0)
     assert np.array_equal((ta @ x).to_dense(), F.matmul(ta, x).to_dense())
     assert np.array_equal((ta + ta).to_dense(), F.add(ta, ta).to_dense())
+
+
+def test_conversion_shortcuts_and_integer_values():
+    a = (_matrix(seed=8) * 2).astype(np.int32)
+    t = _t(a, "COO")
+    for conv, fmt in ((t.todia(), NF.DIAJ), (t.tobsr((2, 4)), NF.BSR((2, 4))), (t.tocsr().tocsc(), NF.CSC)):
+        assert conv.tensor_format == fmt and conv.dtype == np.int32 and np.array_equal(conv.to_dense(), a)
+    for got, ref in ((t / 2, a / 2), (t // 3, a // 3), (t % 4, a % 4), (t > 1, a > 1), (t != 0, a != 0),
+                     (abs(t) ** 0.5, abs(a) ** 0.5), (np.maximum(t, -1), np.maximum(a, -1))):
+        _check(got, ref)
+    with pytest.raises(ValueError, match="UST_MLIR_AUTO_DENSIFY"):
+        t / 0
+
+
+def test_sparse_vectors():
+    v = _t(A, "CSR")[2]
+    d = A[2]
+    assert v.tensor_format == NF.SparseVector and v.ndim == 1 and len(v) == 8
+    for got, ref in ((v * 2, d * 2), (v / 4, d / 4), (v > 0, d > 0), (np.sqrt(abs(v)), np.sqrt(abs(d))),
+                     (v[::-2], d[::-2]), (v[[1, 1, 7]], d[[1, 1, 7]])):
+        _check(got, ref)
+    assert [float(x) for x in v] == d.tolist() and v[3] == d[3]
