@@ -88,8 +88,13 @@ def test_comparisons_keep_the_pattern(name):
                      (ta != tb, A != B), (ta > np.full((6, 8), 1.0), A > 1)):
         assert isinstance(got, Tensor) and got.is_sparse and got.dtype == bool
         _check(got, ref, exact=True)
-    for fill_changing in (lambda: ta == 0, lambda: ta >= 0, lambda: ta <= tb, lambda: ta == tb, lambda: ta < 1,
-                          lambda: 1 / ta, lambda: ta / tb, lambda: ta / 0.0):
+    pa, pb = ta > 0, tb < 0
+    for got, ref in ((pa & pb, (A > 0) & (B < 0)), (pa | pb, (A > 0) | (B < 0)), (pa ^ pb, (A > 0) ^ (B < 0)),
+                     (pa & True, A > 0)):
+        assert isinstance(got, Tensor) and got.is_sparse
+        _check(got, ref, exact=True)
+    for fill_changing in (lambda: ~pa, lambda: ta == 0, lambda: ta >= 0, lambda: ta <= tb, lambda: ta == tb,
+                          lambda: ta < 1, lambda: 1 / ta, lambda: ta / tb, lambda: ta / 0.0):
         with pytest.raises(ValueError, match="UST_MLIR_AUTO_DENSIFY"):
             fill_changing()
 

@@ -343,6 +343,27 @@ class Tensor:
     def __rpow__(self, other: Any) -> Any:
         return _OPS["power"](other, self)
 
+    def __and__(self, other: Any) -> Any:
+        return _OPS["bitwise_and"](self, other)
+
+    def __rand__(self, other: Any) -> Any:
+        return _OPS["bitwise_and"](other, self)
+
+    def __or__(self, other: Any) -> Any:
+        return _OPS["bitwise_or"](self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        return _OPS["bitwise_or"](other, self)
+
+    def __xor__(self, other: Any) -> Any:
+        return _OPS["bitwise_xor"](self, other)
+
+    def __rxor__(self, other: Any) -> Any:
+        return _OPS["bitwise_xor"](other, self)
+
+    def __invert__(self) -> Any:
+        return _OPS["invert"](self)
+
     def __neg__(self) -> Any:
         return _OPS["negative"](self)
 

@@ -3,7 +3,7 @@
 ``@`` is :func:`frontend.matmul`; ``+ - *`` are :func:`frontend.add`/``subtract``/``multiply`` (a Tensor
 operand is first cast to NumPy's result type with a scalar: ``int Tensor * 2.5`` is float64); unary ``-``,
 ``abs`` and ``**`` with a positive integer are :func:`frontend.apply` with a traced function; ``/``, ``//``,
-``%``, other powers and comparisons are NumPy on the stored values (:mod:`._values`), with their pattern.
+``%``, other powers, comparisons and ``& | ^ ~`` are NumPy on the stored values (:mod:`._values`), with their pattern.
 """
 from __future__ import annotations
 
@@ -100,7 +100,12 @@ def absolute(a: Tensor) -> Any:
     return unary(np.absolute, a)  # complex (a real result), unsigned and boolean values
 
 
+def invert(a: Tensor) -> Any:
+    return unary(np.invert, a)  # ~x maps 0 to nonzero: refused unless densified (on the opt-in)
+
+
 def comparison(ufunc: Any) -> Any:
+    """The operator of a two-operand ufunc on stored values (comparisons, ``&``, ``|``, ``^``)."""
     def compare(a: Any, b: Any) -> Any:
         return binary(ufunc, a, b)
     compare.__name__ = ufunc.__name__
