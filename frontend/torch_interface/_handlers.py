@@ -44,7 +44,7 @@ def property_handler(func: Any) -> Handler | None:
 def _needs_grad(*xs: Any) -> bool:
     if not torch.is_grad_enabled():
         return False
-    return any((x.values if isinstance(x, TensorWrapper) else x).requires_grad for x in xs
+    return any((x.values() if isinstance(x, TensorWrapper) else x).requires_grad for x in xs
                if isinstance(x, torch.Tensor))
 
 
@@ -281,7 +281,7 @@ def to_dense(a: TensorWrapper, dtype: Any = None, *, masked_grad: Any = None) ->
 
 
 def requires_grad_(a: TensorWrapper, requires_grad: bool = True) -> TensorWrapper:
-    a.values.requires_grad_(requires_grad)
+    a.values().requires_grad_(requires_grad)
     return a
 
 
@@ -319,7 +319,7 @@ def div(a: Any, b: Any, *, rounding_mode: Any = None) -> Any:
 
 def sum_(a: TensorWrapper, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
     if dim is None or (isinstance(dim, (tuple, list)) and sorted(d % a.dim() for d in dim) == list(range(a.dim()))):
-        out = a.values.sum(dtype=dtype)
+        out = a.values().sum(dtype=dtype)
         return out.reshape((1,) * a.dim()) if keepdim else out
     if isinstance(dim, (tuple, list)):
         if len(dim) != 1:
