@@ -13,9 +13,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import _inplace, _sparse_api
 from ._einsum import einsum
 from ._elementwise import HANDLED
-from ._products import kernel_matmul, sparse_dense, sparse_sparse
+from ._products import kernel_matmul, sparse_dense, sparse_sparse, sparse_sparse_dense
 from ._wrapper import TensorWrapper, densified_call
 
 Handler = Callable[..., Any]
@@ -30,7 +31,11 @@ def is_metadata(func: Any) -> bool:
     name = getattr(func, "__name__", "")
     if name == "__get__":
         return getattr(getattr(func, "__self__", None), "__name__", "") not in _NOT_META_PROPS
-    return name in _META and func is getattr(torch.Tensor, name, None)
+    return (name in _META and func is getattr(torch.Tensor, name, None)) or func in _META_FUNCTIONS
+
+
+_META_FUNCTIONS = {torch.is_complex, torch.is_floating_point, torch.numel, torch.is_conj, torch.Tensor.is_conj,
+                   torch.is_neg, torch.Tensor.is_neg, torch.Tensor.is_inference, torch.is_inference}
 
 
 def property_handler(func: Any) -> Handler | None:
@@ -197,12 +202,14 @@ def linear(inp: Any, weight: Any, bias: Any = None) -> Any:
         wshape = weight._shape
         if len(wshape) != 2:
             raise RuntimeError(f"linear: weight must be 2-D, got {len(wshape)}-D")
-        if isinstance(inp, TensorWrapper):
-            y = sparse_sparse(inp, weight.transposed())
-            if bias is None:
-                return y
-            return densified_call(F.linear, (inp, weight, bias), {}, "bias with a sparse input and weight")
         k = wshape[1]
+        if isinstance(inp, TensorWrapper):  # sparse x sparse -> dense, differentiable in both
+            if inp.dim() != 2:
+                return densified_call(F.linear, (inp, weight, bias), {}, f"{inp.dim()}-D sparse input")
+            if inp.shape[-1] != k:
+                raise RuntimeError(f"linear: input has {inp.shape[-1]} features, weight expects {k}")
+            y = sparse_sparse_dense(inp, weight.transposed())
+            return y if bias is None else y + (bias.dense() if isinstance(bias, TensorWrapper) else bias)
         shape = inp.shape
         if shape[-1] != k:
             raise RuntimeError(f"linear: input has {shape[-1]} features, weight expects {k}")
@@ -363,5 +370,5 @@ _FUNCTIONS: tuple[tuple[tuple[Any, ...], Handler], ...] = (
     ((torch.div, torch.Tensor.div, torch.Tensor.__truediv__), div),
     ((torch.sum, torch.Tensor.sum), sum_),
     ((torch.einsum,), einsum),
-) + HANDLED
+) + HANDLED + _inplace.HANDLED + _sparse_api.HANDLED
 HANDLERS: dict[Any, Handler] = {f: h for funcs, h in _FUNCTIONS for f in funcs}

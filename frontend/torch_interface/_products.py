@@ -244,9 +244,51 @@ def sparse_dense(s: TensorWrapper, d: torch.Tensor, side: str, transpose: bool =
     return _SpMM.apply(s.values(), d, _Holder(s), side, transpose)
 
 
-def sparse_sparse(a: TensorWrapper, b: TensorWrapper) -> Any:
-    """``A @ B`` for two TorchUSTs: a sparse TorchUST (a dense tensor for vector results)."""
+class _SpSpDense(torch.autograd.Function):
+    """``A @ B`` of two 2-D TorchUSTs as a dense tensor, with gradients for both operands' stored values:
+    ``dA = dY @ B^T`` and ``dB = A^T @ dY`` (SpMM kernels with the dense ``dY``), read at each operand's
+    stored entries."""
+
+    @staticmethod
+    def forward(ctx: Any, va: torch.Tensor, vb: torch.Tensor, ha: _Holder, hb: _Holder) -> torch.Tensor:
+        ctx.ha, ctx.hb = ha, hb
+        return kernel_matmul(ha.ust, hb.ust, out_format=NamedFormats.Dense(2))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        a, b = ctx.ha.ust, ctx.hb.ust
+        g = dense_arg(grad)
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = a.gather_stored(sparse_dense(b, g, "right", transpose=True).reshape(-1))
+        if ctx.needs_input_grad[1]:
+            gb = b.gather_stored(sparse_dense(a, g, "left", transpose=True).reshape(-1))
+        return ga, gb, None, None
+
+
+def sparse_sparse_dense(a: TensorWrapper, b: TensorWrapper) -> torch.Tensor:
+    """``A @ B`` for two 2-D TorchUSTs as a dense tensor (any pair of formats, on the kernels),
+    differentiable in both operands' stored values."""
+    if len(a._shape) != 2 or len(b._shape) != 2:
+        raise ValueError(f"expected 2-D TorchUSTs, got {len(a._shape)}-D and {len(b._shape)}-D")
+    if a._shape[1] != b._shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._shape[0]}x{a._shape[1]} and "
+                           f"{b._shape[0]}x{b._shape[1]})")
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    a, b = (x if x.dtype == dtype else x.map(lambda v: v.to(dtype)) for x in (a, b))
     if torch.is_grad_enabled() and (a.values().requires_grad or b.values().requires_grad):
-        raise NotImplementedError(f"gradients of sparse x sparse products ({a.format_name} @ "
-                                  f"{b.format_name}) are not supported; use torch.no_grad() or a dense operand")
-    return kernel_matmul(a, b)
+        return _SpSpDense.apply(a.values(), b.values(), _Holder(a), _Holder(b))
+    return kernel_matmul(a, b, out_format=NamedFormats.Dense(2))
+
+
+def sparse_sparse(a: TensorWrapper, b: TensorWrapper) -> Any:
+    """``A @ B`` for two TorchUSTs: a sparse TorchUST (a dense tensor for vector results); under autograd
+    its values are read from the differentiable dense product (2-D operands)."""
+    out = kernel_matmul(a, b)
+    if not (torch.is_grad_enabled() and (a.values().requires_grad or b.values().requires_grad)):
+        return out
+    if len(a._shape) != 2 or len(b._shape) != 2:
+        raise NotImplementedError(f"gradients of sparse x sparse products need 2-D operands ({a.format_name} "
+                                  f"{len(a._shape)}-D @ {b.format_name} {len(b._shape)}-D)")
+    dense = sparse_sparse_dense(a, b)
+    return out.with_values(out, out.gather_stored(dense.reshape(-1)))

@@ -30,6 +30,7 @@ from . import _storage as torch_storage
 from ._fallback import refuse_or_warn
 
 WrapperT = TypeVar("WrapperT", bound="TensorWrapper")
+_LAYOUTS: dict[Any, torch.layout] = {}  # (structure key, ndim) -> torch's layout of that format
 
 
 def format_name(fmt: TensorFormat) -> str:
@@ -203,8 +204,35 @@ class TensorWrapper(torch.Tensor):
         if a.tensor_format != b.tensor_format or tuple(a.shape) != tuple(b.shape) \
                 or self._stored.shape != other._stored.shape:
             return False
-        same = all(x is y for x, y in zip(a._pos + a._crd, b._pos + b._crd))
-        return same or bool(torch.equal(self.storage_positions(), other.storage_positions()))
+        for x, y in zip(a._pos + a._crd, b._pos + b._crd):
+            if x is y:
+                continue
+            if x is None or y is None:
+                return False
+            tx, ty = torch_storage.as_torch(x), torch_storage.as_torch(y)
+            if tx.shape != ty.shape or not bool(torch.equal(tx.cpu(), ty.cpu().to(tx.dtype))):
+                return False
+        return True
+
+    @property
+    def layout(self) -> torch.layout:  # type: ignore[override]
+        """torch's layout of the format (CSR, CSC, COO, BSR, BSC); ``torch.strided`` (what torch's dispatcher
+        sees) for formats torch has no layout for."""
+        key = (self._ust.tensor_format.structure_key(), len(self._shape))
+        found = _LAYOUTS.get(key)
+        if found is None:
+            found = _LAYOUTS[key] = self.to_torch().layout if self.dense_layout_known() else torch.strided
+        return found
+
+    @property
+    def is_sparse(self) -> bool:  # type: ignore[override]
+        """As torch: True for the COO layout."""
+        return self.layout == torch.sparse_coo
+
+    @property
+    def is_sparse_csr(self) -> bool:  # type: ignore[override]
+        """As torch: True for the compressed layouts (CSR, CSC, BSR, BSC)."""
+        return self.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 
     @property
     def tensor_format(self) -> TensorFormat:
