@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from . import _inplace, _sparse_api
 from ._einsum import einsum
-from ._elementwise import HANDLED
+from ._elementwise import HANDLED, _scatter as scatter_dense
 from ._products import kernel_matmul, sparse_dense, sparse_sparse, sparse_sparse_dense
 from ._wrapper import TensorWrapper, densified_call
 
@@ -282,6 +282,8 @@ def cuda(a: TensorWrapper, device: Any = None) -> TensorWrapper:
 def to_dense(a: TensorWrapper, dtype: Any = None, *, masked_grad: Any = None) -> torch.Tensor:
     if _needs_grad(a) and a.dim() == 2:  # differentiable: S @ I through the kernels
         out = sparse_dense(a, torch.eye(a.shape[1], dtype=a.dtype, device=a.device), "left")
+    elif _needs_grad(a):  # differentiable: the entries scattered
+        out = scatter_dense(a, tuple(a.shape), a.dtype)
     else:
         out = a.dense()
     return out if dtype is None else out.to(dtype)

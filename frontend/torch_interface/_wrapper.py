@@ -231,8 +231,8 @@ class TensorWrapper(torch.Tensor):
 
     @property
     def is_sparse_csr(self) -> bool:  # type: ignore[override]
-        """As torch: True for the compressed layouts (CSR, CSC, BSR, BSC)."""
-        return self.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
+        """As torch: True for the CSR layout."""
+        return self.layout == torch.sparse_csr
 
     @property
     def tensor_format(self) -> TensorFormat:
