@@ -96,7 +96,8 @@ def from_entries(like: TensorWrapper, shape: tuple[int, ...], dims: torch.Tensor
     """A wrapper (``like``'s class) of ``shape`` in ``fmt`` (COO by default) holding ``vals`` at the
     ``(ndim, n)`` coordinates ``dims`` (distinct), differentiable in ``vals``."""
     dims = dims.to(torch.int64).cpu()
-    pattern_coo = torch.sparse_coo_tensor(dims, torch.ones(dims.shape[1], dtype=vals.dtype), shape).coalesce()
+    pattern_coo = torch.sparse_coo_tensor(dims, torch.ones(dims.shape[1], dtype=vals.dtype), shape,
+                                          check_invariants=False).coalesce()  # distinct, in-bounds coordinates
     pattern = type(like).from_torch(pattern_coo, fmt)
     io, do = pattern.entry_coordinates()
     where = _locate(_flat_keys(dims.to(do.device), shape), _flat_keys(do, shape))
