@@ -80,6 +80,9 @@ DEFAULT_GPU_OPTIONS = GpuOptions()
 
 
 # ----- nvmath's qualifiers: conjugation, compute type, complex32 --------------------------------------------------
+_HALF_WITH_COMPLEX32 = ("torch.complex32", "torch.float16")  # operand dtypes whose product stays complex32
+
+
 def has_complex32(objs: Sequence[Any]) -> bool:
     """Whether an operand is a torch tensor of dtype ``torch.complex32`` (no NumPy equivalent)."""
     return any(str(getattr(x, "dtype", "")) == "torch.complex32" for x in objs if x is not None)
@@ -119,6 +122,7 @@ def qualified_matmul(run: Callable[..., Any], operands: tuple[Any, Any, Any], qu
     a, b, c = operands
     conjugate_a, conjugate_b, compute_type = qualifiers
     half_complex = has_complex32(operands)
+    half_result = all(str(getattr(x, "dtype", "")) in _HALF_WITH_COMPLEX32 for x in operands if x is not None)
     if half_complex:
         a, b = (x.to(torch.complex64) if has_complex32((x,)) else x for x in (a, b))
     package = result_package((a, b, c))
@@ -153,7 +157,7 @@ def qualified_matmul(run: Callable[..., Any], operands: tuple[Any, Any, Any], qu
         else:
             r = np.asarray(r).astype(want, copy=False)
         result = to_caller_package(r, package)
-        if half_complex and isinstance(result, torch.Tensor):
+        if half_complex and half_result and isinstance(result, torch.Tensor):
             result = result.to(torch.complex32)
     if out is not None:
         np.copyto(out, np.asarray(result))
