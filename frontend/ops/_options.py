@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -118,7 +118,7 @@ def qualified_matmul(run: Callable[..., Any], operands: tuple[Any, Any, Any], qu
     and complex32 operands: the operands' values conjugated and/or widened (copies), the product computed in
     the compute type (complex64 for complex32), the result cast back to the operands' dtype (``c``'s when
     given, which is updated in place and returned)."""
-    torch: Any = sys.modules.get("torch")  # loaded whenever an operand is a torch tensor
+    torch = cast(Any, sys.modules.get("torch"))  # loaded whenever an operand is a torch tensor
     a, b, c = operands
     conjugate_a, conjugate_b, compute_type = qualifiers
     half_complex = has_complex32(operands)
@@ -128,7 +128,7 @@ def qualified_matmul(run: Callable[..., Any], operands: tuple[Any, Any, Any], qu
     package = result_package((a, b, c))
     ta, tb = operand(a, "a"), operand(b, "b")
     dts = [numpy_dtype(ta.val), numpy_dtype(tb.val)]
-    c_np = None
+    c_np: Any = None
     if c is not None:
         is_torch = torch is not None and isinstance(c, torch.Tensor)
         c_np = c.numpy() if is_torch and c.dtype != torch.complex32 else c

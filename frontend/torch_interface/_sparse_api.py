@@ -102,7 +102,8 @@ def from_entries(like: TensorWrapper, shape: tuple[int, ...], dims: torch.Tensor
     io, do = pattern.entry_coordinates()
     where = _locate(_flat_keys(dims.to(do.device), shape), _flat_keys(do, shape))
     keep = where >= 0
-    return _with_entry_values(pattern.to(vals.device) if pattern.device != vals.device else pattern,
+    on_device: Any = pattern.to(vals.device) if pattern.device != vals.device else pattern
+    return _with_entry_values(on_device,
                               io[keep].to(vals.device), vals[where[keep].to(vals.device)])
 
 

@@ -144,7 +144,7 @@ class TensorWrapper(torch.Tensor):
         return self._ust
 
     @property
-    def values(self) -> ValuesMethod:  # type: ignore[override]  # torch's method, reached as W.values()
+    def values(self) -> ValuesMethod:  # torch's method, reached as W.values()
         """``W.values()``: the stored values (zero-copy; the tensor autograd and optimizers update), as
         torch's ``values()``.  The older attribute spelling ``W.values.grad`` still works, with a
         ``DeprecationWarning``."""
@@ -152,7 +152,7 @@ class TensorWrapper(torch.Tensor):
 
     # ----- autograd in torch's terms -------------------------------------------------------------------
     @property
-    def requires_grad(self) -> bool:  # type: ignore[override]  # torch's attribute, mirrored on the values
+    def requires_grad(self) -> bool:  # torch's attribute, mirrored on the values
         """Whether the stored values require gradients (``W.requires_grad_()`` sets it)."""
         return self._stored.requires_grad
 
@@ -169,7 +169,7 @@ class TensorWrapper(torch.Tensor):
         return self._stored.grad_fn
 
     @property
-    def grad(self: WrapperT) -> WrapperT | None:  # type: ignore[override]
+    def grad(self) -> Any:  # a wrapper of this class, or None
         """The gradient after ``backward()``: a wrapper of the same pattern over the values' gradient (what
         torch gives a sparse leaf), None before."""
         g = self._stored.grad
