@@ -204,6 +204,10 @@ def test_inplace_updates_keep_the_pattern(fmt: str) -> None:
         torch.testing.assert_close(w.dense(), expect, msg=f"step {k}")
     assert w.values() is values  # updated in place
     torch.testing.assert_close(make(fmt).sqrt().dense(), DENSE.sqrt(), equal_nan=True)
+    pos_w = make(fmt, pos)
+    torch.testing.assert_close((pos_w / pos_w.clone().mul_(2)).values(), torch.full_like(pos_w.values(), 0.5)
+                               .masked_fill(pos_w.values() == 0, torch.nan), equal_nan=True)  # padding: 0/0
+    torch.testing.assert_close(torch.maximum(make(fmt), make(fmt, -DENSE)).dense(), DENSE.abs())
     with pytest.raises(ValueError, match="outside the stored pattern"):
         w.add_(torch.ones_like(DENSE))
     with pytest.raises(ValueError, match="min <= 0 <= max"):

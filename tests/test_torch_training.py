@@ -110,6 +110,10 @@ def test_optimizer_state_lives_on_the_stored_values() -> None:
         assert isinstance(state[key], TorchUST) and state[key].values().shape == w.values().shape
     opt.zero_grad(set_to_none=False)
     assert w.grad is not None and torch.count_nonzero(w.grad.values()) == 0
+    (w @ X).sum().backward()
+    full = torch.norm(w.grad.dense())
+    assert torch.allclose(torch.nn.utils.clip_grad_norm_([w], 0.5), full)  # the per-tensor path: norm, mul_
+    torch.testing.assert_close(torch.norm(w.grad.dense()), torch.tensor(0.5, dtype=torch.float64))
 
 
 # ----- sparse x sparse -------------------------------------------------------------------------------------------

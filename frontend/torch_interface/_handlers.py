@@ -317,7 +317,9 @@ def _scaled(func: Any, a: Any, b: Any, op: Callable, reverse_ok: bool) -> Any:
         return a.map(lambda v: op(v, b))
     if reverse_ok and isinstance(b, TensorWrapper) and _scalar(a):
         return b.map(lambda v: op(v, a))
-    return densified_call(func, (a, b), {}, "only multiplication/division by a scalar")
+    if isinstance(a, TensorWrapper) and isinstance(b, TensorWrapper) and b.same_pattern(a):
+        return a.with_values(a, op(a.values(), b.values()))  # stored values by stored values (one pattern)
+    return densified_call(func, (a, b), {}, "division by a scalar or by a TorchUST of the same pattern")
 
 
 def div(a: Any, b: Any, *, rounding_mode: Any = None) -> Any:
