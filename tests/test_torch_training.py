@@ -86,6 +86,7 @@ OPTIMIZERS = {
     "SGD-nesterov-wd": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
     "Adam": lambda p: torch.optim.Adam(p, lr=0.05),
     "AdamW": lambda p: torch.optim.AdamW(p, lr=0.05, weight_decay=0.1),
+    "Adam-amsgrad": lambda p: torch.optim.Adam(p, lr=0.05, amsgrad=True),
 }
 
 
