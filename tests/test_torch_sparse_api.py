@@ -133,7 +133,7 @@ def test_norms(fmt: str) -> None:
 
 def test_reductions_of_edge_shapes() -> None:
     for d in (torch.zeros(1, 1, dtype=torch.float64), torch.tensor([[2.5]], dtype=torch.float64),
-              torch.zeros(3, 0, dtype=torch.float64)):
+              torch.zeros(3, 0, dtype=torch.float64), torch.zeros(0, 0, dtype=torch.float64)):
         for fmt in ("CSR", "COO"):
             w = make(fmt, d)
             torch.testing.assert_close(torch.sparse.sum(w), d.sum())
