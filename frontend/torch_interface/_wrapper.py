@@ -81,6 +81,7 @@ class TensorWrapper(torch.Tensor):
     _entries: tuple[torch.Tensor, torch.Tensor] | None
     _plans: dict[tuple, Any]
     _transpose_base: TensorWrapper | None
+    _grad_wrapper: TensorWrapper | None
 
     @staticmethod
     def __new__(cls: type[WrapperT], ust: Tensor, values: torch.Tensor) -> WrapperT:
@@ -96,6 +97,7 @@ class TensorWrapper(torch.Tensor):
         r._entries = None
         r._plans = {}
         r._transpose_base = None
+        r._grad_wrapper = None
         return r
 
     # ----- construction --------------------------------------------------------------------------
@@ -173,7 +175,12 @@ class TensorWrapper(torch.Tensor):
         """The gradient after ``backward()``: a wrapper of the same pattern over the values' gradient (what
         torch gives a sparse leaf), None before."""
         g = self._stored.grad
-        return None if g is None else self.with_values(self, g)
+        if g is None:
+            return None
+        cached = self._grad_wrapper
+        if cached is None or cached._stored is not g:
+            cached = self._grad_wrapper = self.with_values(self, g)  # one per gradient tensor
+        return cached
 
     @grad.setter
     def grad(self, g: Any) -> None:
