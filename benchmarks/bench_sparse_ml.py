@@ -124,10 +124,10 @@ def moe(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         out["forward"] = best_ms(fns, args.reps)
     eg = e.clone().requires_grad_(True)
     gd = gates.clone().requires_grad_(True)
-    g_ours.values.requires_grad_(True)
+    g_ours.values().requires_grad_(True)
     gs = g3.clone().requires_grad_(True)
     grads = {
-        "ours": fwd_bwd(lambda: torch.einsum("bnd,bn->bd", eg, g_ours), [eg, g_ours.values]),
+        "ours": fwd_bwd(lambda: torch.einsum("bnd,bn->bd", eg, g_ours), [eg, g_ours.values()]),
         "dense": fwd_bwd(lambda: torch.einsum("bnd,bn->bd", eg, gd), [eg, gd]),
         "torch.sparse": fwd_bwd(lambda: torch_sparse(eg, gs), [eg, gs]),
     }
@@ -182,7 +182,7 @@ def attention(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         fns["torch.sparse"] = fwd_bwd(sparse_grad, [qg, kg, vg])
     except (RuntimeError, NotImplementedError) as e:  # torch.sparse lacks a backward in this chain
         print(f"# attention forward+backward: torch.sparse skipped ({str(e).splitlines()[0][:80]})")
-    mask_dense_values = TorchUST.with_values(mask, mask.values.to(q.dtype))
+    mask_dense_values = TorchUST.with_values(mask, mask.values().to(q.dtype))
 
     def chain() -> torch.Tensor:  # the torch functions on a TorchUST mask (its handlers)
         sc = torch.sparse.sampled_addmm(mask_dense_values, qg, kg.t(), beta=0.0)

@@ -106,7 +106,7 @@ def test_torchust_linear_and_weight_gradient(fmt):
     wd = w.clone().requires_grad_(True)
     (x @ wd.T).square().sum().backward()
     expected = tu.gather_stored(wd.grad.reshape(-1)).reshape(-1)  # zero at ELL padding slots
-    torch.testing.assert_close(tu.values.grad.reshape(-1), expected)
+    torch.testing.assert_close(tu.values().grad.reshape(-1), expected)
 
 
 # ----- the fixed-stride kernels (lowering.schedule: Contraction.stride) ----------------------------------------

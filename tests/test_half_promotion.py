@@ -68,7 +68,7 @@ def test_torchust_half_linear_with_gradients(dt: torch.dtype) -> None:
 
     w = _weights(4, 6, 3)
     u = TorchUST.from_torch(w.to(dt), tensor_format="CSR")
-    u.values.requires_grad_(True)
+    u.values().requires_grad_(True)
     x = torch.randn(5, 6).to(dt).requires_grad_(True)
     y = torch.nn.functional.linear(x, u)
     ref_w = w.to(dt).clone().requires_grad_(True)
@@ -80,7 +80,7 @@ def test_torchust_half_linear_with_gradients(dt: torch.dtype) -> None:
     _close(x.grad, ref_x.grad.to(dt), dt)
     dense_grad = torch.zeros(4, 6)
     mask = w != 0
-    dense_grad[mask] = u.values.grad.float()
+    dense_grad[mask] = u.values().grad.float()
     torch.testing.assert_close(dense_grad, ref_w.grad.float() * mask, atol=TOL[dt] * 4, rtol=TOL[dt])
 
 

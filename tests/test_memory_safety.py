@@ -84,8 +84,8 @@ def test_torchust_weight_updated_by_optimizer() -> None:
     from frontend.torch_interface import TorchUST
 
     w = TorchUST.from_torch(torch.tensor(DENSE, dtype=torch.float32), tensor_format="CSR")
-    w.values.requires_grad_(True)
-    opt = torch.optim.SGD([w.values], lr=0.5)
+    w.values().requires_grad_(True)
+    opt = torch.optim.SGD([w.values()], lr=0.5)
     x = torch.ones(4, 2)
     for _ in range(2):
         opt.zero_grad()

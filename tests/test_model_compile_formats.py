@@ -84,7 +84,7 @@ def test_mlp_every_weight_format(name, fmt, dtype):
     x = torch.randn(3, 32, dtype=dtype)
     compiled = _check(model, dense, x, tol=1e-4 if dtype == torch.float32 else 1e-10)
     with torch.no_grad():  # the stored values are the parameters' memory: in-place updates are seen
-        model[0].weight.values.mul_(-0.5)
+        model[0].weight.values().mul_(-0.5)
         dense[0].weight.mul_(-0.5)
         torch.testing.assert_close(compiled(x), dense(x), rtol=1e-4, atol=1e-4)
 

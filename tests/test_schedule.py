@@ -63,7 +63,7 @@ def test_parameter_sparsify_and_format(fmt, sp):
     w = w_ref.clone().requires_grad_(True)
     dense_forward(ref, x, w0=w).square().sum().backward()
     tu = m[0].weight
-    torch.testing.assert_close(tu.values.grad, tu.gather_stored(w.grad.reshape(-1)))
+    torch.testing.assert_close(tu.values().grad, tu.gather_stored(w.grad.reshape(-1)))
 
 
 def test_dense_parameter_without_format_is_masked_in_place():
@@ -241,7 +241,7 @@ def test_gradual_pruning_reaches_target_while_loss_falls(fmt, opt_name):
     assert min(losses[-5:]) < 0.6 * losses[0]
     if fmt:
         assert model[0].weight.ust.nse == nse0  # pattern kept: dropped entries are stored zeros
-        assert model[0].weight.values is values  # the optimizer's parameter object
+        assert model[0].weight.values() is values  # the optimizer's parameter object
     keep = s._states["0.weight"].keep
     for buf in opt.state[values].values():
         if isinstance(buf, torch.Tensor) and buf.shape == values.shape:
@@ -251,7 +251,7 @@ def test_gradual_pruning_reaches_target_while_loss_falls(fmt, opt_name):
             before = model(x)
         s.compact()
         assert model[0].weight.ust.nse == int(keep.sum()) < nse0
-        assert model[0].weight.values.requires_grad
+        assert model[0].weight.values().requires_grad
         with torch.no_grad():
             torch.testing.assert_close(model(x), before)
 

@@ -136,10 +136,10 @@ def test_torchust_drop_matches_dense_in_every_format(fmt, sp, shape):
 def test_prune_in_place_keeps_pattern_and_values_object(fmt):
     w = rand((8, 8))
     tu = TorchUST.from_torch(w, fmt)
-    values = tu.values
+    values = tu.values()
     nse = tu.ust.nse
     ScalarFraction(0.75).prune_(tu)
-    assert tu.values is values and tu.ust.nse == nse
+    assert tu.values() is values and tu.ust.nse == nse
     torch.testing.assert_close(tu.dense(), ScalarFraction(0.75)(w))
 
 
@@ -148,7 +148,7 @@ def test_torchust_empty_and_requires_grad():
     out = ScalarFraction(0.5)(tu)
     assert out.ust.nse == 0 and tuple(out.shape) == (3, 5)
     tu = TorchUST.from_torch(rand((4, 4)).to_sparse_csr().requires_grad_(True))
-    assert ScalarThreshold(0.5)(tu).values.requires_grad
+    assert ScalarThreshold(0.5)(tu).values().requires_grad
 
 
 # ----- subclassing, levels, errors --------------------------------------------------------------------------

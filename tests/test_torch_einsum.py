@@ -51,14 +51,14 @@ def test_moe_combine_values_and_gradients(fmt, dtype, b, n, d):
     gu = wrap(gm, fmt)
     with torch.no_grad():
         torch.testing.assert_close(torch.einsum("bnd,bn->bd", e, gu), y_ref, **tol(dtype))
-    gu.values.requires_grad_(True)
+    gu.values().requires_grad_(True)
     e1 = e.clone().requires_grad_(True)
     y = torch.einsum("bnd,bn->bd", e1, gu)
     torch.testing.assert_close(y.detach(), y_ref, **tol(dtype))
     (y * seed).sum().backward()
     torch.testing.assert_close(e1.grad, de_ref, **tol(dtype))
     idx, dims = gu.entry_coordinates()       # the values' gradient is the dense one at the stored entries
-    got = gu.values.grad.reshape(-1)[idx]
+    got = gu.values().grad.reshape(-1)[idx]
     torch.testing.assert_close(got, dg_ref[dims[0], dims[1]], **tol(dtype))
 
 
@@ -68,7 +68,7 @@ def test_gradcheck_against_torch(fmt):
     g = torch.Generator().manual_seed(2)
     e = torch.randn(6, 4, 3, generator=g, dtype=dt, requires_grad=True)
     gu = wrap(gates(6, 4, dt, seed=3), fmt)
-    vals = gu.values.detach().clone().requires_grad_(True)
+    vals = gu.values().detach().clone().requires_grad_(True)
     assert torch.autograd.gradcheck(lambda ev, gv: torch.einsum("bnd,bn->bd", ev, TorchUST.with_values(gu, gv)),
                                     (e, vals))
 
@@ -90,36 +90,36 @@ def test_other_equations_non_square(eq, sparse_first, dtype):
     seed = torch.randn(y_ref.shape, generator=g, dtype=dtype)
     _, dd_ref, da_ref = dense_grads(eq, dense, a, sparse_first, seed)
     au = wrap(a, None)
-    au.values.requires_grad_(True)
+    au.values().requires_grad_(True)
     d1 = dense.clone().requires_grad_(True)
     y = torch.einsum(eq, au, d1) if sparse_first else torch.einsum(eq, d1, au)
     torch.testing.assert_close(y.detach(), y_ref, **tol(dtype))
     (y * seed).sum().backward()
     torch.testing.assert_close(d1.grad, dd_ref, **tol(dtype))
     idx, dims = au.entry_coordinates()
-    torch.testing.assert_close(au.values.grad.reshape(-1)[idx], da_ref[dims[0], dims[1]], **tol(dtype))
+    torch.testing.assert_close(au.values().grad.reshape(-1)[idx], da_ref[dims[0], dims[1]], **tol(dtype))
 
 
 def test_one_by_one_f32():
     e = torch.randn(1, 1, 1, requires_grad=True)
     gu = wrap(torch.full((1, 1), 2.0), None)
-    gu.values.requires_grad_(True)
+    gu.values().requires_grad_(True)
     y = torch.einsum("bnd,bn->bd", e, gu)
     torch.testing.assert_close(y.detach(), 2.0 * e.detach().reshape(1, 1))
     y.sum().backward()
     torch.testing.assert_close(e.grad, torch.full((1, 1, 1), 2.0))
-    torch.testing.assert_close(gu.values.grad, e.detach().reshape(1))
+    torch.testing.assert_close(gu.values().grad, e.detach().reshape(1))
 
 
 def test_empty_sparse_operand():
     e = torch.randn(4, 3, 2, dtype=torch.float64, requires_grad=True)
     gu = wrap(torch.zeros(4, 3, dtype=torch.float64), None)
-    gu.values.requires_grad_(True)
+    gu.values().requires_grad_(True)
     y = torch.einsum("bnd,bn->bd", e, gu)
     assert torch.equal(y, torch.zeros(4, 2, dtype=torch.float64))
     y.sum().backward()
     assert torch.equal(e.grad, torch.zeros_like(e))
-    assert gu.values.grad.numel() == 0
+    assert gu.values().grad.numel() == 0
 
 
 def test_list_form_and_bad_input():
@@ -136,7 +136,7 @@ def test_list_form_and_bad_input():
 
 def test_sparse_result_with_gradients_is_refused():
     a = wrap(torch.eye(3, dtype=torch.float64), None)
-    a.values.requires_grad_(True)
+    a.values().requires_grad_(True)
     x = torch.randn(3, 2, dtype=torch.float64)
     with pytest.raises(NotImplementedError, match="sparse result"):
         torch.einsum("ij,ik,jk->ij", a, x, x)
@@ -153,7 +153,7 @@ def test_planned_einsum_follows_new_operands_and_values():
     e_t = torch.randn(9, 3, 4, dtype=dt).transpose(1, 2)  # not contiguous: a contiguous copy is swapped in
     torch.testing.assert_close(torch.einsum("bnd,bn->bd", e_t, gu), torch.einsum("bnd,bn->bd", e_t, gm), **tol(dt))
     with torch.no_grad():
-        gu.values.mul_(2)                                  # in-place update of the stored values
+        gu.values().mul_(2)                                  # in-place update of the stored values
     torch.testing.assert_close(torch.einsum("bnd,bn->bd", e_t, gu), torch.einsum("bnd,bn->bd", e_t, 2 * gm),
                                **tol(dt))
     e5 = torch.randn(9, 4, 5, dtype=dt)                   # another shape: another plan

@@ -121,7 +121,7 @@ def test_empty_matrix():
 def _grad_inputs(name: str, seed: int):
     d = matrix((6, 9), seed, torch.float64, blocks=(name == "BSR"))
     A = TorchUST.from_torch(d, GRAD_FORMATS[name])
-    return A, A.values.detach().clone().requires_grad_(True)
+    return A, A.values().detach().clone().requires_grad_(True)
 
 
 def _on(t: TorchUST, v: torch.Tensor) -> TorchUST:
@@ -140,21 +140,21 @@ def test_gradcheck(name):
     x = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
     y = torch.randn(4, 9, dtype=torch.float64, requires_grad=True)
     checks = {
-        "add": (lambda a, b: (_on(A, a) + _on(B, b)).values, (va, vb)),
-        "sub": (lambda a, b: (_on(A, a) - _on(B, b)).values, (va, vb)),
-        "mul": (lambda a, b: (_on(A, a) * _on(B, b)).values, (va, vb)),
+        "add": (lambda a, b: (_on(A, a) + _on(B, b)).values(), (va, vb)),
+        "sub": (lambda a, b: (_on(A, a) - _on(B, b)).values(), (va, vb)),
+        "mul": (lambda a, b: (_on(A, a) * _on(B, b)).values(), (va, vb)),
         "add_dense": (lambda a, d: _on(A, a) + d, (va, q)),
         "rsub_dense": (lambda a, d: d - _on(A, a), (va, q)),
-        "mul_dense": (lambda a, d: (_on(A, a) * d).values, (va, q)),
-        "mul_scalar": (lambda a: (2.5 * _on(A, a)).values, (va,)),
-        "softmax": (lambda a: torch.sparse.softmax(_on(A, a), 1).values, (va,)),
-        "log_softmax": (lambda a: torch.sparse.log_softmax(_on(A, a), 0).values, (va,)),
+        "mul_dense": (lambda a, d: (_on(A, a) * d).values(), (va, q)),
+        "mul_scalar": (lambda a: (2.5 * _on(A, a)).values(), (va,)),
+        "softmax": (lambda a: torch.sparse.softmax(_on(A, a), 1).values(), (va,)),
+        "log_softmax": (lambda a: torch.sparse.log_softmax(_on(A, a), 0).values(), (va,)),
         "sum1": (lambda a: _on(A, a).sum(1), (va,)),
         "sum0": (lambda a: torch.sum(_on(A, a), 0), (va,)),
-        "sampled_addmm": (lambda a, m1, m2: torch.sparse.sampled_addmm(_on(A, a), m1, m2, beta=0.7, alpha=1.3).values,
+        "sampled_addmm": (lambda a, m1, m2: torch.sparse.sampled_addmm(_on(A, a), m1, m2, beta=0.7, alpha=1.3).values(),
                           (va, x, y)),
     }
-    checks.update({op: ((lambda a, f=f: f(_on(A, a)).values), (va,)) for op, f in UNARY.items()})
+    checks.update({op: ((lambda a, f=f: f(_on(A, a)).values()), (va,)) for op, f in UNARY.items()})
     for op, (fn, inputs) in checks.items():
         assert torch.autograd.gradcheck(fn, inputs), op
 
@@ -168,8 +168,8 @@ def test_gradients_match_dense_autograd(name):
     x0, y0, q0 = torch.randn(6, 4, dtype=torch.float64), torch.randn(4, 9, dtype=torch.float64), torch.randn(6, 9,
                                                                                                            dtype=torch.float64)
     A, B = TorchUST.from_torch(a, GRAD_FORMATS[name]), TorchUST.from_torch(b, GRAD_FORMATS[name])
-    A.values.requires_grad_(True)
-    B.values.requires_grad_(True)
+    A.values().requires_grad_(True)
+    B.values().requires_grad_(True)
     x, y, q = (t.clone().requires_grad_(True) for t in (x0, y0, q0))
     s = torch.sparse.sampled_addmm(torch.sigmoid(A) * B + A, x, y)
     loss = (torch.sparse.softmax(torch.tanh(s) * q, 1).to_dense() * q).sum() + (A - B).sum(0).pow(2).sum()
@@ -184,7 +184,7 @@ def test_gradients_match_dense_autograd(name):
     loss_d.backward()
     torch.testing.assert_close(loss, loss_d)
     for t, ref, d in ((A, ad, a), (B, bd, b)):
-        got = t.with_values(t, t.values.grad).dense()
+        got = t.with_values(t, t.values().grad).dense()
         torch.testing.assert_close(got, ref.grad * (d != 0))
     for got, ref in ((x, xd), (y, yd), (q, qd)):
         torch.testing.assert_close(got.grad, ref.grad)
@@ -194,7 +194,7 @@ def test_no_dense_fallback():
     """Every handler runs on its own: with the fallback allowed and its warning an error, nothing densifies."""
     a, b = matrix(seed=9), matrix(seed=10)
     A, B = ust(a, "CSR"), ust(b, "BSR")
-    A.values.requires_grad_(True)
+    A.values().requires_grad_(True)
     q = torch.randn(6, 9, dtype=torch.float64)
     with allow_dense_fallback(), warnings.catch_warnings():
         warnings.simplefilter("error", DenseFallbackWarning)
@@ -204,7 +204,7 @@ def test_no_dense_fallback():
                                                      torch.randn(2, 9, dtype=torch.float64))]
         total = sum(dense(o).sum() for o in outs)
         total.backward()
-    assert A.values.grad is not None and torch.isfinite(A.values.grad).all()
+    assert A.values().grad is not None and torch.isfinite(A.values().grad).all()
 
 
 def test_bad_shapes():

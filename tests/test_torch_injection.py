@@ -90,7 +90,7 @@ def test_reformat_default_policy_matches_pruned_dense_model():
     torch.testing.assert_close(clone(x), expected)
     params = dict(model.named_parameters())
     assert "fc1.weight_values" in params and "fc1.weight" not in params
-    assert params["fc1.weight_values"].numel() == model.fc1.weight.values.numel()
+    assert params["fc1.weight_values"].numel() == model.fc1.weight.values().numel()
 
 
 @pytest.mark.parametrize("fmt", [N.CSR, N.COO, N.BSR((4, 4)), N.DELTA(4)], ids=lambda f: f.name)

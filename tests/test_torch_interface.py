@@ -62,7 +62,7 @@ def test_from_torch_zero_copy_metadata_and_round_trip():
     u = TorchUST.from_torch(csr)
     assert isinstance(u, torch.Tensor) and u.shape == (6, 8) and u.dtype == torch.float64
     assert u.device.type == "cpu" and u.format_name == "CSR" and u.dim() == 2 and len(u) == 6
-    assert u.values.data_ptr() == csr.values().data_ptr()  # zero-copy
+    assert u.values().data_ptr() == csr.values().data_ptr()  # zero-copy
     back = u.to_torch()
     assert back.layout == torch.sparse_csr
     torch.testing.assert_close(back.to_dense(), w)
@@ -150,7 +150,7 @@ def test_views_copies_and_scalar_ops(fmt):
     close(u.t().t(), w, dtype)
     close(u.detach(), w, dtype)
     c = u.clone()
-    assert c.values.data_ptr() != u.values.data_ptr()
+    assert c.values().data_ptr() != u.values().data_ptr()
     close(c, w, dtype)
     f = u.to(torch.float32)
     assert f.dtype == torch.float32 and isinstance(f, TorchUST)
@@ -228,9 +228,9 @@ def test_planned_products_see_in_place_updates_and_new_storage():
     close(u @ x, w @ x, torch.float64)
     close(u @ x[:, :1], w @ x[:, :1], torch.float64)  # another shape: another plan
     with torch.no_grad():
-        u.values.mul_(2)
+        u.values().mul_(2)
     close(u @ x, 2 * w @ x, torch.float64)  # planned kernel reads the same memory
-    u.values.data = u.values.data * 3  # new storage (as Module._apply does): the plan is rebuilt
+    u.values().data = u.values().data * 3  # new storage (as Module._apply does): the plan is rebuilt
     close(u @ x, 6 * w @ x, torch.float64)
 
 
@@ -264,7 +264,7 @@ def test_dense_fallback_densifies_and_warns():
 def test_gradcheck_linear_mm_matmul(fmt):
     w = weight(torch.float64, 6, 8)
     base = wrap(w, fmt)
-    vals = base.values.detach().clone().requires_grad_(True)
+    vals = base.values().detach().clone().requires_grad_(True)
     x = torch.randn(3, 8, dtype=torch.float64, requires_grad=True)
     b = torch.randn(6, dtype=torch.float64, requires_grad=True)
 
@@ -285,7 +285,7 @@ def test_weight_gradient_is_restricted_to_the_pattern():
     wd = w.clone().requires_grad_(True)
     F.linear(x, wd).pow(2).sum().backward()
     mask = w != 0
-    torch.testing.assert_close(u.values.grad, wd.grad[mask])
+    torch.testing.assert_close(u.values().grad, wd.grad[mask])
 
 
 def test_sparse_fine_tuning_updates_only_stored_values():

@@ -111,7 +111,7 @@ def test_mlp_forward_and_gradients_match_dense(fmt, batch):
     close(xs.grad, xd.grad)
     close(sparse[0].bias.grad, dense[0].bias.grad)
     mask = dense[0].weight.detach() != 0
-    close(TorchUST.with_values(u, u.values.grad).dense()[mask], dense[0].weight.grad[mask])
+    close(TorchUST.with_values(u, u.values().grad).dense()[mask], dense[0].weight.grad[mask])
 
 
 def test_addmm_with_an_input_that_does_not_broadcast_raises_torchs_error():

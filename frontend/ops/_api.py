@@ -27,7 +27,7 @@ from ._cpu import MISS, CpuMatmul, forget_templates, run_cached
 from ._elementwise_kernels import clear_elementwise_kernels
 from ._kernel_cache import clear_kernels, kernel_count
 from ._operands import delegate
-from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions
+from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions, has_complex32, qualified_matmul
 from ._plan import MatmulInfo, MatmulPlan, print_stages
 from .gpu._route import wants_gpu
 
@@ -48,10 +48,17 @@ def _matmul_plan(a: Any, b: Any, c: Any, options: MatmulOptions, gpu: GpuOptions
 
 # ----- matmul ----------------------------------------------------------------------------------------------
 def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, transpose_a: bool = False,
-           transpose_b: bool = False, semiring: Any = None, out_format: TensorFormat | str | None = None,
+           transpose_b: bool = False, conjugate_a: bool = False, conjugate_b: bool = False, compute_type: Any = None,
+           semiring: Any = None, out_format: TensorFormat | str | None = None,
            prolog: Callable | None = None, epilog: Callable | None = None, target: str = "cpu",
            pipeline: Any = None, device: Any = None, threads: int | str | None = None, out: Any = None) -> Any:
     """``alpha * op(a) @ op(b) + beta * c`` on any formats (numpy matmul rules for vectors and batches).
+
+    nvmath's qualifiers: ``conjugate_a``/``conjugate_b`` conjugate a complex operand (no-op on real ones;
+    with ``transpose_*`` the conjugate transpose); ``compute_type`` (a dtype at least as wide as the
+    operands', e.g. ``np.float64`` for float32 operands) accumulates in that type, the result keeping the
+    operands' dtype (``c``'s when given); ``torch.complex32`` operands are computed in complex64 and the
+    result comes back in complex32 (:func:`._options.qualified_matmul`).
 
     Operands: Tensors or package objects (numpy, scipy.sparse, torch CPU); the result comes back in the
     inputs' package (a Tensor for Tensors). With ``c``, ``c`` is updated in place and returned (``beta``
@@ -70,6 +77,14 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     and this thread's prepared call.
     """
     owner = delegate((a, b, c))
+    if conjugate_a or conjugate_b or compute_type is not None or has_complex32((a, b, c)):
+        if owner is not None:
+            raise TypeError("conjugate_a/conjugate_b/compute_type and complex32 operands are not supported with "
+                            "distributed operands; conjugate or cast the operands first")
+        return qualified_matmul(matmul, (a, b, c), (conjugate_a, conjugate_b, compute_type), out, dict(
+            alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b, semiring=semiring,
+            out_format=out_format, prolog=prolog, epilog=epilog, target=target, pipeline=pipeline, device=device,
+            threads=threads))
     if owner is not None:  # a distributed operand (frontend.distributed) runs the call itself
         return owner.__ust_function__("matmul", (a, b, c), dict(
             alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b, semiring=semiring,

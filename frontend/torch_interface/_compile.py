@@ -213,7 +213,7 @@ def _weight_buffers(w: TorchUST, buffers: Sequence[tuple[str, int]]) -> list[tor
     out: list[torch.Tensor] = []
     for kind, level in buffers:
         if kind == "val":
-            out.append(w.values.detach().reshape(-1))
+            out.append(w.values().detach().reshape(-1))
         else:
             b = as_torch(ust.pos(level) if kind == "pos" else ust.crd(level)).reshape(-1)
             out.append(b.view(_SIGNED.get(b.dtype, b.dtype)))  # MLIR integers are signless: same bits

@@ -145,10 +145,10 @@ def _sparse_grad(ins: list[str], out: str, k: int, grad: torch.Tensor, operands:
             _DENSE_SAMPLED.add(key)
         else:
             if isinstance(r, Tensor) and r.is_sparse and r.nse == s.ust.nse:
-                return torch_storage.as_torch(r.val).reshape(s.values.shape).to(s.values.device)
+                return torch_storage.as_torch(r.val).reshape(s.values().shape).to(s.values().device)
             _DENSE_SAMPLED.add(key)  # laid out unlike the operand (e.g. padding slots dropped)
     dense = to_torch(_raw(eq, args, NamedFormats.Dense(len(ins[k])), grad.device), type(s))
-    return s.gather_stored(dense.reshape(-1)).to(s.values.device)
+    return s.gather_stored(dense.reshape(-1)).to(s.values().device)
 
 
 class _Einsum(torch.autograd.Function):
@@ -193,7 +193,7 @@ def einsum(subscripts: str, *operands: Any) -> Any:
     for s, x in zip(ins, operands):
         if len(s) != x.dim():
             raise ValueError(f"einsum {subscripts!r}: subscripts {s!r} for a {x.dim()}-D operand")
-    tracked = [x.values if isinstance(x, TensorWrapper) else x for x in operands]
+    tracked = [x.values() if isinstance(x, TensorWrapper) else x for x in operands]
     needs = torch.is_grad_enabled() and any(t.requires_grad for t in tracked)
     if not needs:
         wrapper = type(next(x for x in operands if isinstance(x, TensorWrapper)))

@@ -1,4 +1,4 @@
-"""Elementwise torch functions on a TorchUST, differentiable in the stored values (autograd to ``.values``).
+"""Elementwise torch functions on a TorchUST, differentiable in the stored values (autograd to ``.values()``).
 
 - ``add``/``sub`` of two TorchUSTs (the union of the patterns) and ``mul`` (the intersection) run on the
   compiled :func:`frontend.ops.add`/``subtract``/``multiply`` kernels; when a gradient is needed the result's
@@ -33,7 +33,7 @@ from ._wrapper import TensorWrapper, densified_call
 def _needs_grad(*xs: Any) -> bool:
     if not torch.is_grad_enabled():
         return False
-    return any((x.values if isinstance(x, TensorWrapper) else x).requires_grad for x in xs
+    return any((x.values() if isinstance(x, TensorWrapper) else x).requires_grad for x in xs
                if isinstance(x, torch.Tensor))
 
 
@@ -61,18 +61,18 @@ def _locate(table: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
 
 def _with_entry_values(s: TensorWrapper, index: torch.Tensor, vals: torch.Tensor) -> TensorWrapper:
     """``s``'s structure with ``vals`` at storage positions ``index`` and zeros elsewhere (differentiable)."""
-    flat = s.values.reshape(-1)
+    flat = s.values().reshape(-1)
     if index.numel() == flat.numel() and vals.dtype == flat.dtype and bool((index[1:] > index[:-1]).all()):
         out = vals  # every stored value is an entry, in storage order
     else:
         out = torch.zeros(flat.shape, dtype=vals.dtype, device=vals.device).index_put((index,), vals)
-    return s.with_values(s, out.reshape(s.values.shape))
+    return s.with_values(s, out.reshape(s.values().shape))
 
 
 def _entry_values(s: TensorWrapper) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(index, dims, values)`` of ``s``'s entries (padding left out); values keep their autograd history."""
     index, dims = s.entries()
-    return index, dims, s.values.reshape(-1)[index]
+    return index, dims, s.values().reshape(-1)[index]
 
 
 def _promoted(x: Any, dtype: torch.dtype) -> Any:
@@ -120,7 +120,7 @@ def _sparse_sparse(op: str, a: TensorWrapper, b: TensorWrapper) -> TensorWrapper
 
 # ----- a TorchUST with a dense tensor or a scalar -----------------------------------------------------------------
 def _scatter(s: TensorWrapper, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """``s`` as a dense tensor (differentiable in ``s.values``)."""
+    """``s`` as a dense tensor (differentiable in ``s.values()``)."""
     _, dims, v = _entry_values(s)
     out = torch.zeros(shape, dtype=dtype, device=v.device)
     return out.index_put(tuple(dims), v.to(dtype), accumulate=True)
@@ -305,7 +305,7 @@ def sampled_addmm(inp: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any =
         prod = _SDDMM.apply(x, y, holder)
     else:
         prod = sddmm(holder.ust, dense_arg(x), dense_arg(y.t()))
-    flat = s.values.reshape(-1)
+    flat = s.values().reshape(-1)
     total = (flat if beta == 1 else beta * flat) if beta != 0 else torch.zeros_like(flat)
     total = total + (prod.reshape(-1) if alpha == 1 else alpha * prod.reshape(-1))
     index, _ = s.entries()

@@ -13,9 +13,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import _inplace, _sparse_api
 from ._einsum import einsum
-from ._elementwise import HANDLED
-from ._products import kernel_matmul, sparse_dense, sparse_sparse
+from ._elementwise import HANDLED, _scatter as scatter_dense
+from ._products import kernel_matmul, sparse_dense, sparse_sparse, sparse_sparse_dense
 from ._wrapper import TensorWrapper, densified_call
 
 Handler = Callable[..., Any]
@@ -30,7 +31,11 @@ def is_metadata(func: Any) -> bool:
     name = getattr(func, "__name__", "")
     if name == "__get__":
         return getattr(getattr(func, "__self__", None), "__name__", "") not in _NOT_META_PROPS
-    return name in _META and func is getattr(torch.Tensor, name, None)
+    return (name in _META and func is getattr(torch.Tensor, name, None)) or func in _META_FUNCTIONS
+
+
+_META_FUNCTIONS = {torch.is_complex, torch.is_floating_point, torch.numel, torch.is_conj, torch.Tensor.is_conj,
+                   torch.is_neg, torch.Tensor.is_neg, torch.Tensor.is_inference, torch.is_inference}
 
 
 def property_handler(func: Any) -> Handler | None:
@@ -44,7 +49,7 @@ def property_handler(func: Any) -> Handler | None:
 def _needs_grad(*xs: Any) -> bool:
     if not torch.is_grad_enabled():
         return False
-    return any((x.values if isinstance(x, TensorWrapper) else x).requires_grad for x in xs
+    return any((x.values() if isinstance(x, TensorWrapper) else x).requires_grad for x in xs
                if isinstance(x, torch.Tensor))
 
 
@@ -197,12 +202,14 @@ def linear(inp: Any, weight: Any, bias: Any = None) -> Any:
         wshape = weight._shape
         if len(wshape) != 2:
             raise RuntimeError(f"linear: weight must be 2-D, got {len(wshape)}-D")
-        if isinstance(inp, TensorWrapper):
-            y = sparse_sparse(inp, weight.transposed())
-            if bias is None:
-                return y
-            return densified_call(F.linear, (inp, weight, bias), {}, "bias with a sparse input and weight")
         k = wshape[1]
+        if isinstance(inp, TensorWrapper):  # sparse x sparse -> dense, differentiable in both
+            if inp.dim() != 2:
+                return densified_call(F.linear, (inp, weight, bias), {}, f"{inp.dim()}-D sparse input")
+            if inp.shape[-1] != k:
+                raise RuntimeError(f"linear: input has {inp.shape[-1]} features, weight expects {k}")
+            y = sparse_sparse_dense(inp, weight.transposed())
+            return y if bias is None else y + (bias.dense() if isinstance(bias, TensorWrapper) else bias)
         shape = inp.shape
         if shape[-1] != k:
             raise RuntimeError(f"linear: input has {shape[-1]} features, weight expects {k}")
@@ -275,13 +282,15 @@ def cuda(a: TensorWrapper, device: Any = None) -> TensorWrapper:
 def to_dense(a: TensorWrapper, dtype: Any = None, *, masked_grad: Any = None) -> torch.Tensor:
     if _needs_grad(a) and a.dim() == 2:  # differentiable: S @ I through the kernels
         out = sparse_dense(a, torch.eye(a.shape[1], dtype=a.dtype, device=a.device), "left")
+    elif _needs_grad(a):  # differentiable: the entries scattered
+        out = scatter_dense(a, tuple(a.shape), a.dtype)
     else:
         out = a.dense()
     return out if dtype is None else out.to(dtype)
 
 
 def requires_grad_(a: TensorWrapper, requires_grad: bool = True) -> TensorWrapper:
-    a.values.requires_grad_(requires_grad)
+    a.values().requires_grad_(requires_grad)
     return a
 
 
@@ -308,7 +317,9 @@ def _scaled(func: Any, a: Any, b: Any, op: Callable, reverse_ok: bool) -> Any:
         return a.map(lambda v: op(v, b))
     if reverse_ok and isinstance(b, TensorWrapper) and _scalar(a):
         return b.map(lambda v: op(v, a))
-    return densified_call(func, (a, b), {}, "only multiplication/division by a scalar")
+    if isinstance(a, TensorWrapper) and isinstance(b, TensorWrapper) and b.same_pattern(a):
+        return a.with_values(a, op(a.values(), b.values()))  # stored values by stored values (one pattern)
+    return densified_call(func, (a, b), {}, "division by a scalar or by a TorchUST of the same pattern")
 
 
 def div(a: Any, b: Any, *, rounding_mode: Any = None) -> Any:
@@ -319,7 +330,7 @@ def div(a: Any, b: Any, *, rounding_mode: Any = None) -> Any:
 
 def sum_(a: TensorWrapper, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
     if dim is None or (isinstance(dim, (tuple, list)) and sorted(d % a.dim() for d in dim) == list(range(a.dim()))):
-        out = a.values.sum(dtype=dtype)
+        out = a.values().sum(dtype=dtype)
         return out.reshape((1,) * a.dim()) if keepdim else out
     if isinstance(dim, (tuple, list)):
         if len(dim) != 1:
@@ -363,5 +374,5 @@ _FUNCTIONS: tuple[tuple[tuple[Any, ...], Handler], ...] = (
     ((torch.div, torch.Tensor.div, torch.Tensor.__truediv__), div),
     ((torch.sum, torch.Tensor.sum), sum_),
     ((torch.einsum,), einsum),
-) + HANDLED
+) + HANDLED + _inplace.HANDLED + _sparse_api.HANDLED
 HANDLERS: dict[Any, Handler] = {f: h for funcs, h in _FUNCTIONS for f in funcs}

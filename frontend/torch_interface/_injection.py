@@ -1,6 +1,6 @@
 """Putting TorchUST weights into existing models: ``prune_model`` and ``reformat_model``.
 
-``reformat_model`` replaces a layer's ``weight`` parameter by a TorchUST attribute whose ``.values`` is
+``reformat_model`` replaces a layer's ``weight`` parameter by a TorchUST attribute whose ``.values()`` is
 registered as the parameter ``weight_values``: the model's code is unchanged (``F.linear(x, self.weight,
 self.bias)`` dispatches to the compiled kernels), ``model.parameters()`` holds only stored values, and a
 torch optimizer updates them in place (sparse fine-tuning keeps the pattern).
@@ -101,7 +101,7 @@ def install_weight(mod: nn.Module, tu: TorchUST, name: str = "weight") -> TorchU
     old = getattr(mod, name)
     if tuple(tu.shape) != tuple(old.shape):
         raise ValueError(f"replacement for {name} has shape {tuple(tu.shape)}, expected {tuple(old.shape)}")
-    param = nn.Parameter(tu.values.detach(), requires_grad=bool(old.requires_grad))
+    param = nn.Parameter(tu.values().detach(), requires_grad=bool(old.requires_grad))
     tu = TorchUST.with_values(tu, param)
     if name in mod._parameters:
         del mod._parameters[name]

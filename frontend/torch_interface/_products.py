@@ -3,7 +3,7 @@
 ``sparse_dense(S, D, side)`` computes ``S @ D`` (``side="left"``) or ``D @ S`` (``side="right"``) for a 2-D
 TorchUST ``S`` and a dense 1-D/2-D torch tensor ``D`` with :func:`frontend.ops.matmul`.  Its backward
 gives ``grad_D`` through the same kernels (``S^T`` is a free reinterpretation of S's format) and the
-gradient of ``S.values`` restricted to S's stored entries with a sampled dense-dense product
+gradient of ``S.values()`` restricted to S's stored entries with a sampled dense-dense product
 (:func:`frontend.ops.einsum` ``"ij,ik,jk->ij"`` over S's pattern, in S's format).
 """
 from __future__ import annotations
@@ -171,7 +171,7 @@ def sddmm(s: TensorWrapper, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             and xs.dtype in (torch.float32, torch.float64) and xs.dim() == 2 and ys.dim() == 2:
         got = sampled_kernel.pattern_values(pattern, xs.numpy(), ys.numpy())
         if got is not None:
-            return torch.from_numpy(got).reshape(s.values.shape).to(s.values.device)
+            return torch.from_numpy(got).reshape(s.values().shape).to(s.values().device)
     key = pattern.tensor_format.structure_key()
     if key not in _DENSE_SAMPLED:
         try:
@@ -183,14 +183,14 @@ def sddmm(s: TensorWrapper, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
                 raise RuntimeError(f"sampled product over a {s.format_name} pattern returned "
                                    f"{type(out).__name__}, expected a Tensor")
             if out.nse == pattern.nse:
-                return torch_storage.as_torch(out.val).reshape(s.values.shape).to(s.values.device)
+                return torch_storage.as_torch(out.val).reshape(s.values().shape).to(s.values().device)
             _DENSE_SAMPLED.add(key)  # the kernel lays the output out unpadded (e.g. fixed-stride ELL)
     dense = to_torch(ops.einsum("ij,ik,jk->ij", pattern, xs, ys, out_format=NamedFormats.Dense(2)), type(s))
-    return s.gather_stored(dense.reshape(-1)).to(s.values.device)
+    return s.gather_stored(dense.reshape(-1)).to(s.values().device)
 
 
 class _SpMM(torch.autograd.Function):
-    """``op(S) @ D`` / ``D @ op(S)`` (``op(S) = S^T`` when ``t``) with gradients for ``S.values`` and ``D``."""
+    """``op(S) @ D`` / ``D @ op(S)`` (``op(S) = S^T`` when ``t``) with gradients for ``S.values()`` and ``D``."""
 
     @staticmethod
     def forward(ctx: Any, values: torch.Tensor, d: torch.Tensor, holder: _Holder, side: str,
@@ -236,14 +236,56 @@ def sparse_dense(s: TensorWrapper, d: torch.Tensor, side: str, transpose: bool =
         s, transpose = base, not transpose
     if d.dim() == 1 and side == "right":  # v @ op(S) == op(S)^T @ v
         side, transpose = "left", not transpose
-    if not (torch.is_grad_enabled() and (s.values.requires_grad or d.requires_grad)):
+    if not (torch.is_grad_enabled() and (s.values().requires_grad or d.requires_grad)):
         return planned_product(s, d, side, transpose)  # inference: no autograd node
-    return _SpMM.apply(s.values, d, _Holder(s), side, transpose)
+    return _SpMM.apply(s.values(), d, _Holder(s), side, transpose)
+
+
+class _SpSpDense(torch.autograd.Function):
+    """``A @ B`` of two 2-D TorchUSTs as a dense tensor, with gradients for both operands' stored values:
+    ``dA = dY @ B^T`` and ``dB = A^T @ dY`` (SpMM kernels with the dense ``dY``), read at each operand's
+    stored entries."""
+
+    @staticmethod
+    def forward(ctx: Any, va: torch.Tensor, vb: torch.Tensor, ha: _Holder, hb: _Holder) -> torch.Tensor:
+        ctx.ha, ctx.hb = ha, hb
+        return kernel_matmul(ha.ust, hb.ust, out_format=NamedFormats.Dense(2))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        a, b = ctx.ha.ust, ctx.hb.ust
+        g = dense_arg(grad)
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = a.gather_stored(sparse_dense(b, g, "right", transpose=True).reshape(-1))
+        if ctx.needs_input_grad[1]:
+            gb = b.gather_stored(sparse_dense(a, g, "left", transpose=True).reshape(-1))
+        return ga, gb, None, None
+
+
+def sparse_sparse_dense(a: TensorWrapper, b: TensorWrapper) -> torch.Tensor:
+    """``A @ B`` for two 2-D TorchUSTs as a dense tensor (any pair of formats, on the kernels),
+    differentiable in both operands' stored values."""
+    if len(a._shape) != 2 or len(b._shape) != 2:
+        raise ValueError(f"expected 2-D TorchUSTs, got {len(a._shape)}-D and {len(b._shape)}-D")
+    if a._shape[1] != b._shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._shape[0]}x{a._shape[1]} and "
+                           f"{b._shape[0]}x{b._shape[1]})")
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    a, b = (x if x.dtype == dtype else x.map(lambda v: v.to(dtype)) for x in (a, b))
+    if torch.is_grad_enabled() and (a.values().requires_grad or b.values().requires_grad):
+        return _SpSpDense.apply(a.values(), b.values(), _Holder(a), _Holder(b))
+    return kernel_matmul(a, b, out_format=NamedFormats.Dense(2))
 
 
 def sparse_sparse(a: TensorWrapper, b: TensorWrapper) -> Any:
-    """``A @ B`` for two TorchUSTs: a sparse TorchUST (a dense tensor for vector results)."""
-    if torch.is_grad_enabled() and (a.values.requires_grad or b.values.requires_grad):
-        raise NotImplementedError(f"gradients of sparse x sparse products ({a.format_name} @ "
-                                  f"{b.format_name}) are not supported; use torch.no_grad() or a dense operand")
-    return kernel_matmul(a, b)
+    """``A @ B`` for two TorchUSTs: a sparse TorchUST (a dense tensor for vector results); under autograd
+    its values are read from the differentiable dense product (2-D operands)."""
+    out = kernel_matmul(a, b)
+    if not (torch.is_grad_enabled() and (a.values().requires_grad or b.values().requires_grad)):
+        return out
+    if len(a._shape) != 2 or len(b._shape) != 2:
+        raise NotImplementedError(f"gradients of sparse x sparse products need 2-D operands ({a.format_name} "
+                                  f"{len(a._shape)}-D @ {b.format_name} {len(b._shape)}-D)")
+    dense = sparse_sparse_dense(a, b)
+    return out.with_values(out, out.gather_stored(dense.reshape(-1)))

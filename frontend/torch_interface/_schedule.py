@@ -266,7 +266,7 @@ class Schedule:
         for state in self._states.values():
             t = state.target
             if isinstance(t, TorchUST) and state.keep is not None:
-                trainable = t.values.requires_grad
+                trainable = t.values().requires_grad
                 install_weight(state.module, ScalarThreshold(0.0)(t.detach()), state.leaf)
                 state.values.requires_grad_(trainable)
                 state.keep = state.keep_values = None

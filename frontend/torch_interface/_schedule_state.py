@@ -46,7 +46,7 @@ def stored(x: torch.Tensor, fmt: TensorFormat) -> TorchUST:
 
 
 def as_format(x: torch.Tensor, fmt: TensorFormat) -> TorchUST:
-    """``x`` (dense, zeros dropped) as a TorchUST in ``fmt`` whose ``.values`` gather from ``x``: the
+    """``x`` (dense, zeros dropped) as a TorchUST in ``fmt`` whose ``.values()`` gather from ``x``: the
     gradient of the values flows back into ``x`` at the stored entries."""
     pattern = stored(x, fmt)
     if pattern.ust.nse == 0:
@@ -66,7 +66,7 @@ def zero_optimizer_state(optimizer: torch.optim.Optimizer, param: torch.Tensor, 
 
 class ParamState:
     """One scheduled parameter after ``apply``: ``values`` is the tensor optimizers update (the dense
-    parameter, or ``.values`` of the installed TorchUST) and ``keep`` its mask of live entries (None:
+    parameter, or ``.values()`` of the installed TorchUST) and ``keep`` its mask of live entries (None:
     all live).  A gradient hook zeroes the gradient of dropped entries and applies the gradient's
     sparsifier; :meth:`enforce` zeroes the dropped values (after an optimizer step)."""
 
@@ -86,7 +86,7 @@ class ParamState:
     @property
     def values(self) -> torch.Tensor:
         t = self.target
-        return t.values if isinstance(t, TorchUST) else t
+        return t.values() if isinstance(t, TorchUST) else t
 
     def mask_of(self, sparsifier: Sparsifier) -> torch.Tensor:
         """``sparsifier``'s mask over :attr:`values` (stored entries for a TorchUST)."""

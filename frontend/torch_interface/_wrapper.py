@@ -1,7 +1,7 @@
 """``TensorWrapper``: a ``torch.Tensor`` wrapper subclass over a :class:`~frontend.tensor.Tensor`.
 
 The wrapper reports the logical shape, dtype and device; its storage is the wrapped Tensor, whose values
-buffer is the memory of ``.values`` (a 1-D torch tensor for sparse formats).  ``.values`` is what autograd
+buffer is the memory of ``.values()`` (a 1-D torch tensor for sparse formats).  ``.values()`` is what autograd
 and optimizers see: gradients of products with a wrapper land there, restricted to the stored entries.
 
 This module holds the storage and the methods; :class:`~frontend.torch_interface.TorchUST` (its only
@@ -13,6 +13,7 @@ Aten operations reaching a wrapper are refused (or densified under
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ from . import _storage as torch_storage
 from ._fallback import refuse_or_warn
 
 WrapperT = TypeVar("WrapperT", bound="TensorWrapper")
+_LAYOUTS: dict[Any, torch.layout] = {}  # (structure key, ndim) -> torch's layout of that format
 
 
 def format_name(fmt: TensorFormat) -> str:
@@ -46,6 +48,28 @@ def transposed_format(fmt: TensorFormat) -> TensorFormat:
     return TensorFormat(tuple(reversed(fmt.dimensions)), fmt.levels, name=name)
 
 
+class ValuesMethod:
+    """What ``W.values`` gives: call it (``W.values()``, torch's spelling) for the stored values; attribute
+    access (``W.values.grad``, the spelling before ``values`` became a method) is forwarded to them with a
+    ``DeprecationWarning``."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: torch.Tensor) -> None:
+        self._values = values
+
+    def __call__(self) -> torch.Tensor:
+        return self._values
+
+    def __getattr__(self, name: str) -> Any:
+        warnings.warn("W.values is a method like torch's: use W.values() for the stored values",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(self._values, name)
+
+    def __repr__(self) -> str:
+        return f"<method values of a TorchUST: {self._values!r}>"
+
+
 class TensorWrapper(torch.Tensor):
     """A torch tensor stored in any format of the DSL; see the module docstring."""
 
@@ -57,6 +81,7 @@ class TensorWrapper(torch.Tensor):
     _entries: tuple[torch.Tensor, torch.Tensor] | None
     _plans: dict[tuple, Any]
     _transpose_base: TensorWrapper | None
+    _grad_wrapper: TensorWrapper | None
 
     @staticmethod
     def __new__(cls: type[WrapperT], ust: Tensor, values: torch.Tensor) -> WrapperT:
@@ -72,6 +97,7 @@ class TensorWrapper(torch.Tensor):
         r._entries = None
         r._plans = {}
         r._transpose_base = None
+        r._grad_wrapper = None
         return r
 
     # ----- construction --------------------------------------------------------------------------
@@ -79,7 +105,7 @@ class TensorWrapper(torch.Tensor):
     def from_torch(cls: type[WrapperT], t: torch.Tensor, tensor_format: TensorFormat | str | None = None) -> WrapperT:
         """Wrap ``t`` (any torch layout, zero-copy); with ``tensor_format``, converted to that format.
 
-        ``requires_grad`` of ``t`` carries over to ``.values`` (a new leaf)."""
+        ``requires_grad`` of ``t`` carries over to ``.values()`` (a new leaf)."""
         if isinstance(t, cls):
             return t if tensor_format is None else t.convert(tensor_format)
         if not isinstance(t, torch.Tensor):
@@ -96,7 +122,7 @@ class TensorWrapper(torch.Tensor):
 
     @classmethod
     def from_ust(cls: type[WrapperT], ust: Tensor) -> WrapperT:
-        """Wrap a Tensor; ``.values`` views its values buffer."""
+        """Wrap a Tensor; ``.values()`` views its values buffer."""
         values = torch_storage.as_torch(ust.val)
         if torch_buffer(values) is not ust.val and not torch_storage.same_memory(ust, values):
             ust = torch_storage.with_values(ust, values)  # a read-only NumPy buffer was copied
@@ -110,7 +136,7 @@ class TensorWrapper(torch.Tensor):
     # ----- access --------------------------------------------------------------------------------
     @property
     def ust(self) -> Tensor:
-        """The wrapped Tensor (its values buffer is ``.values``'s current memory)."""
+        """The wrapped Tensor (its values buffer is ``.values()``'s current memory)."""
         if not torch_storage.same_memory(self._ust, self._stored):
             self._ust = torch_storage.with_values(self._ust, self._stored)
             self._pattern = None
@@ -120,9 +146,100 @@ class TensorWrapper(torch.Tensor):
         return self._ust
 
     @property
-    def values(self) -> torch.Tensor:  # type: ignore[override]  # a method on torch.Tensor
-        """The stored values: the tensor autograd and optimizers update."""
-        return self._stored
+    def values(self) -> ValuesMethod:  # torch's method, reached as W.values()
+        """``W.values()``: the stored values (zero-copy; the tensor autograd and optimizers update), as
+        torch's ``values()``.  The older attribute spelling ``W.values.grad`` still works, with a
+        ``DeprecationWarning``."""
+        return ValuesMethod(self._stored)
+
+    # ----- autograd in torch's terms -------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:  # torch's attribute, mirrored on the values
+        """Whether the stored values require gradients (``W.requires_grad_()`` sets it)."""
+        return self._stored.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self._stored.requires_grad_(flag)
+
+    @property
+    def is_leaf(self) -> bool:  # type: ignore[override]
+        return self._stored.is_leaf
+
+    @property
+    def grad_fn(self) -> Any:  # type: ignore[override]
+        return self._stored.grad_fn
+
+    @property
+    def grad(self) -> Any:  # a wrapper of this class, or None
+        """The gradient after ``backward()``: a wrapper of the same pattern over the values' gradient (what
+        torch gives a sparse leaf), None before."""
+        g = self._stored.grad
+        if g is None:
+            return None
+        cached = self._grad_wrapper
+        if cached is None or cached._stored is not g:
+            cached = self._grad_wrapper = self.with_values(self, g)  # one per gradient tensor
+        return cached
+
+    @grad.setter
+    def grad(self, g: Any) -> None:
+        self._stored.grad = None if g is None else self.values_like(g, "grad")
+
+    def values_like(self, x: Any, what: str) -> torch.Tensor:
+        """``x`` (a wrapper of this pattern, or dense of this shape with nothing outside the pattern) as
+        a tensor shaped like the stored values."""
+        if isinstance(x, TensorWrapper):
+            if x is self or x.same_pattern(self):
+                return x._stored
+            x = x.dense()
+        if not isinstance(x, torch.Tensor) or tuple(x.shape) != self._shape:
+            raise TypeError(f"{what} of a {type(self).__name__} of shape {self._shape} must be one of the same "
+                            f"pattern or a dense tensor of that shape, got {type(x).__name__}")
+        stored = self.gather_stored(x.reshape(-1))
+        outside = x.detach().reshape(-1).clone()
+        pos = self.storage_positions()
+        outside[pos[pos >= 0].to(outside.device)] = 0
+        if bool(outside.ne(0).any()):
+            raise ValueError(f"{what} has nonzeros outside the stored pattern of this {self.format_name} "
+                             f"{type(self).__name__}; in-place updates keep the pattern")
+        return stored
+
+    def same_pattern(self, other: TensorWrapper) -> bool:
+        """Whether ``other`` stores the same entries in the same order (same format, shape and indices)."""
+        a, b = self._ust, other._ust
+        if a.tensor_format != b.tensor_format or tuple(a.shape) != tuple(b.shape) \
+                or self._stored.shape != other._stored.shape:
+            return False
+        for x, y in zip(a._pos + a._crd, b._pos + b._crd):
+            if x is y:
+                continue
+            if x is None or y is None:
+                return False
+            tx, ty = torch_storage.as_torch(x), torch_storage.as_torch(y)
+            if tx.shape != ty.shape or not bool(torch.equal(tx.cpu(), ty.cpu().to(tx.dtype))):
+                return False
+        return True
+
+    @property
+    def layout(self) -> torch.layout:  # type: ignore[override]
+        """torch's layout of the format (CSR, CSC, COO, BSR, BSC); ``torch.strided`` (what torch's dispatcher
+        sees) for formats torch has no layout for."""
+        key = (self._ust.tensor_format.structure_key(), len(self._shape))
+        found = _LAYOUTS.get(key)
+        if found is None:
+            found = _LAYOUTS[key] = self.to_torch().layout if self.dense_layout_known() else torch.strided
+        return found
+
+    @property
+    def is_sparse(self) -> bool:  # type: ignore[override]
+        """As torch: True for the COO layout."""
+        return self.layout == torch.sparse_coo
+
+    @property
+    def is_sparse_csr(self) -> bool:  # type: ignore[override]
+        """As torch: True for the CSR layout."""
+        return self.layout == torch.sparse_csr
 
     @property
     def tensor_format(self) -> TensorFormat:
@@ -169,7 +286,7 @@ class TensorWrapper(torch.Tensor):
         return self._positions
 
     def entry_coordinates(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(index, dims)``: the storage positions (into the flattened ``.values``) of the stored values
+        """``(index, dims)``: the storage positions (into the flattened ``.values()``) of the stored values
         inside the shape and their ``(ndim, n)`` dimension coordinates, int64 on the values' device (cached;
         block and diagonal slots outside the shape are left out)."""
         if self._entries is None:
@@ -191,7 +308,7 @@ class TensorWrapper(torch.Tensor):
 
     def gather_stored(self, flat: torch.Tensor) -> torch.Tensor:
         """The entries of a flat dense tensor at the stored values' coordinates, in storage order and the
-        shape of ``.values`` (zero/False at padding slots; differentiable in ``flat``)."""
+        shape of ``.values()`` (zero/False at padding slots; differentiable in ``flat``)."""
         pos = self.storage_positions().to(flat.device)
         out = flat[pos.clamp(min=0)]
         if bool((pos < 0).any()):
@@ -217,7 +334,7 @@ class TensorWrapper(torch.Tensor):
         return self.from_ust(self.ust.convert(tensor_format=tensor_format))
 
     def transposed(self: WrapperT) -> WrapperT:
-        """The transpose of a 2-D wrapper, sharing buffers (and ``.values``)."""
+        """The transpose of a 2-D wrapper, sharing buffers (and ``.values()``)."""
         if self.dim() != 2:
             raise ValueError(f"transpose of a {self.dim()}-D {type(self).__name__} is not supported (2-D only)")
         ust = self.ust

@@ -105,7 +105,7 @@ def _row_ids(mask: TorchUST) -> tuple[torch.Tensor, torch.Tensor]:
     """The query row of every stored value of ``mask`` and whether it is an allowed key: an entry (not an
     ELL padding slot) with a nonzero value (not a zero stored inside a block)."""
     pos = mask.storage_positions().reshape(-1)
-    valid = (pos >= 0) & (mask.values.detach().reshape(-1) != 0)
+    valid = (pos >= 0) & (mask.values().detach().reshape(-1) != 0)
     return torch.where(valid, pos // max(mask.shape[1], 1), 0), valid
 
 
@@ -135,7 +135,7 @@ class _SparseAttention(torch.autograd.Function):
         rows, valid = _row_ids(m)
         s = sddmm(m, q * scale, k).reshape(-1)                   # sampled q k^T at the stored entries
         p = _row_softmax(s, rows, valid, m.shape[0])
-        out = sparse_dense(TorchUST.with_values(m, p.reshape(m.values.shape)), v.detach(), "left")
+        out = sparse_dense(TorchUST.with_values(m, p.reshape(m.values().shape)), v.detach(), "left")
         ctx.save_for_backward(q, k, v, p)
         ctx.holder, ctx.scale, ctx.rows = holder, scale, rows
         return out
@@ -145,11 +145,11 @@ class _SparseAttention(torch.autograd.Function):
         q, k, v, p = ctx.saved_tensors
         m, scale, rows = ctx.holder.mask, ctx.scale, ctx.rows
         grad = grad.contiguous()
-        pm = TorchUST.with_values(m, p.reshape(m.values.shape))
+        pm = TorchUST.with_values(m, p.reshape(m.values().shape))
         dv = sparse_dense(pm, grad, "left", transpose=True)      # P^T dO
         dp = sddmm(m, grad, v).reshape(-1)                       # (dO v^T) at the stored entries
         rowsum = torch.zeros(m.shape[0], dtype=p.dtype).index_add_(0, rows, p * dp)
-        ds = TorchUST.with_values(m, (p * (dp - rowsum[rows])).reshape(m.values.shape))
+        ds = TorchUST.with_values(m, (p * (dp - rowsum[rows])).reshape(m.values().shape))
         dq = sparse_dense(ds, k.detach(), "left") * scale        # dS k
         dk = sparse_dense(ds, q.detach(), "left", transpose=True) * scale  # dS^T q
         return dq, dk, dv, None, None
@@ -174,7 +174,7 @@ def sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: To
         raise ValueError(f"shapes do not fit: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, "
                          f"mask {tuple(mask.shape)}")
     if mask.dtype != q.dtype:
-        mask = TorchUST.with_values(mask, mask.values.detach().to(q.dtype))
+        mask = TorchUST.with_values(mask, mask.values().detach().to(q.dtype))
     scale = float(scale) if scale is not None else 1.0 / max(q.shape[1], 1) ** 0.5
     return _SparseAttention.apply(q, k, v, _Holder(mask), scale)
 

@@ -74,21 +74,21 @@ class Sparsifier(abc.ABC):
         """``tu`` without the dropped stored entries, in the same format (``requires_grad`` kept)."""
         kept = self.stored_mask(tu).reshape(-1)
         flat = tu.storage_positions().to(kept.device)[kept]
-        vals = tu.values.detach().reshape(-1)[kept]
+        vals = tu.values().detach().reshape(-1)[kept]
         shape = tuple(tu.shape)
         idx = torch.stack(torch.unravel_index(flat, shape)) if shape else flat.reshape(0, -1)
         coo = torch.sparse_coo_tensor(idx, vals, shape, check_invariants=False).coalesce()  # in range by construction
         src = coo.to_sparse_csr() if len(shape) == 2 else coo
         out = type(tu).from_torch(src, tu.tensor_format)
-        if tu.values.requires_grad:
-            out.values.requires_grad_(True)
+        if tu.values().requires_grad:
+            out.values().requires_grad_(True)
         return out
 
     def prune_(self, tu: TensorWrapper) -> TensorWrapper:
         """Zero the dropped stored values of ``tu`` in place (its stored pattern stays); returns ``tu``."""
         kept = self.stored_mask(tu)
         with torch.no_grad():
-            tu.values.mul_(kept.to(tu.values.dtype))
+            tu.values().mul_(kept.to(tu.values().dtype))
         return tu
 
     # ----- gradual pruning -----------------------------------------------------------------------------
