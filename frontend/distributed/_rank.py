@@ -69,6 +69,10 @@ class Mailbox:
                 self._items[key] = [payload, readers]
             self._cond.notify_all()
 
+    @property
+    def stopped(self) -> bool:
+        return self._aborted is not None
+
     def stop(self, reason: str) -> None:
         with self._cond:
             self._aborted = reason
@@ -212,7 +216,7 @@ def run_rank(p: int, part: Part, halo: Halo, b: np.ndarray, x0: np.ndarray, jaco
     worker = get_worker()
     if worker.address != places[p]:
         raise RuntimeError(f"partition {p} runs on {worker.address}, its block is on {places[p]}")
-    local: Mailbox = worker.state.actors[boxes[worker.address].key]
+    local: Any = worker.state.actors[boxes[worker.address].key]  # this worker's Mailbox itself
     try:
         state = solve_state(part, halo, b, x0, jacobi)
     except Exception as exc:
@@ -227,6 +231,8 @@ def run_rank(p: int, part: Part, halo: Halo, b: np.ndarray, x0: np.ndarray, jaco
     except Aborted as exc:
         return {"aborted": str(exc)}
     except Exception as exc:
+        if local.stopped:  # the failure came from the solve being stopped (a peer's worker died)
+            return {"aborted": f"{type(exc).__name__}: {exc}"}
         _abort_all(boxes, local, f"partition {p} failed: {type(exc).__name__}: {exc}")
         raise
     return {"x": state.vec["x"], "iterations": its, "residual": residual, "steps": m.steps,

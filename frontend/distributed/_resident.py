@@ -28,7 +28,7 @@ class Attempt:
         self.n, self.bounds = a.partitions, a.bounds
         halo = a.halo()
         a.heal()
-        self.places: list[str] = a.workers()  # type: ignore[assignment]
+        self.places: list[str] = a.workers()
         if None in self.places:
             raise WorkerLost(f"partition {self.places.index(None)} has no worker", self.places.index(None), None)
         key = uuid.uuid4().hex
@@ -77,21 +77,36 @@ class Attempt:
                                 on_poll=lambda: self.drain(progress))
             except DistributedError as exc:
                 quiet = time.monotonic() - self.heard
-                if not isinstance(exc, WorkerLost) and "timed out" in str(exc) and quiet < self.a.timeout:
+                if isinstance(exc, WorkerLost):
+                    raise
+                if "timed out" in str(exc) and quiet < self.a.timeout:
                     continue
+                gone = sorted(set(self.places) - set(self.client.nthreads()))
+                if gone:  # a rank failed because a peer's worker died: that loss is the news
+                    raise WorkerLost(f"worker {gone[0]} left the cluster during the solve ({exc})", None,
+                                     gone[0]) from exc
                 raise
 
     def stop(self, reason: str) -> None:
-        """Stop the ranks (they return when they next wait) and release the mailboxes and the queue."""
-        for box in self.boxes.values():
-            try:
-                box.abort(reason)
-            except Exception:  # noqa: BLE001 - a lost worker's mailbox is gone with it
-                pass
+        """Stop the ranks (they return when they next wait), keep a last checkpoint, release everything."""
+        live = set(self.client.nthreads())
+        for w, box in self.boxes.items():
+            if w in live:
+                try:
+                    box.abort(reason)
+                except Exception:  # noqa: BLE001 - a worker lost meanwhile took its mailbox with it
+                    pass
         try:
             self.drain(None)
         except Exception:  # noqa: BLE001 - the queue is only read for a last checkpoint
             pass
+        deadline = time.monotonic() + 5 * POLL  # let the stopped ranks return before their mailboxes go
+        while any(f.status == "pending" for f in self.futures) and time.monotonic() < deadline:
+            time.sleep(POLL / 5)
+        self.release()
+
+    def release(self) -> None:
+        """Drop the rank futures, the mailbox actors and the queue."""
         self.client.cancel(self.futures)
         self.boxes.clear()
         self.box_futures.clear()
@@ -123,7 +138,7 @@ def solve(a: Any, b: np.ndarray, x0: np.ndarray, method: str, tol: float, maxite
         except BaseException:
             run.stop("the solve failed")
             raise
-        run.stop("done")
+        run.release()
         aborted = [r["aborted"] for r in results if "aborted" in r]
         if aborted:
             raise DistributedError(f"the {method} solve stopped: {aborted[0]}")

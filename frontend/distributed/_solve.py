@@ -156,7 +156,7 @@ def solve(a: Any, b: Any, *, method: str = "auto", tol: float = 1e-8, maxiter: i
     guess = np.zeros(rhs.shape, dtype=dtype) if x0 is None else np.asarray(x0, dtype=dtype)
     if guess.shape != rhs.shape:
         raise ValueError(f"x0 has shape {guess.shape}, b {rhs.shape}")
-    options = {"method": "bicgstab" if method == "auto" else method, "tol": tol, "maxiter": maxiter,
+    options: dict[str, Any] = {"method": "bicgstab" if method == "auto" else method, "tol": tol, "maxiter": maxiter,
                "preconditioner": preconditioner, "restart": max(1, int(restart)), "on_failure": on_failure,
                "retries": retries, "loop": loop, "checkpoint": int(checkpoint), "progress": progress}
     if rhs.ndim == 2:
