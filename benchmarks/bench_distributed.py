@@ -177,7 +177,7 @@ def main() -> None:
         dist_it, one_it, info = cg_per_iteration(client, k, args.iterations, max(2, args.repeats // 2))
         print(f"{'CG per iteration':<26} 1-proc {one_it * 1e3:8.3f} ms  dask 2w {dist_it * 1e3:8.3f} ms "
               f"({one_it / dist_it:4.2f}x)")
-        coord = coordination(client, 200, 3)
+        coord = coordination(client, 60 if args.quick else 200, 2 if args.quick else 3)
         for loop in ("client", "workers"):
             print(f"{'coordination per CG iter':<26} loop={loop:<8} {coord[loop, 2] * 1e3:6.2f} ms with 2 partitions, "
                   f"{coord[loop, 8] * 1e3:6.2f} ms with 8 (Poisson 16^2, one reduction an iteration)")

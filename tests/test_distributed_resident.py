@@ -65,6 +65,13 @@ def test_worker_loop_iterates_match_one_process(client, method, pre, a, parts):
                            on_failure="warn")
         assert d.solve_info["loop"] == "workers" and d.solve_info["iterations"] == its
         np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-11 * np.abs(ref).max())
+    x0 = np.cos(np.arange(a.shape[0], dtype=float))
+    ref = _one_process(a, b, method=method, preconditioner=pre, maxiter=4, tol=1e-14, restart=5, x0=x0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = fd.solve(d, b, method=method, preconditioner=pre, maxiter=4, tol=1e-14, restart=5, x0=x0,
+                       on_failure="warn")
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-11 * np.abs(ref).max())
     x = F.solve(d, b, method=method, preconditioner=pre, tol=1e-10, restart=5)
     np.testing.assert_allclose(x, sp.linalg.spsolve(a.tocsc(), b), rtol=1e-7)
     assert d.solve_info["residual"] <= 1e-10 and d.solve_info["restarts"] == 0

@@ -70,7 +70,7 @@ class DistributedMatmulPlan:
         rows = [np.ascontiguousarray(x[cols], dtype=self.dtype) for cols in self.a.cols]
         for attempt in itertools.count():
             try:
-                blocks = self._gather([actor.multiply(r) for actor, r in zip(self._actors, rows)])
+                blocks = self._gather(self._send(rows))
                 break
             except WorkerLost as exc:
                 if attempt >= self.retries:
@@ -83,6 +83,17 @@ class DistributedMatmulPlan:
         for p, blk in enumerate(blocks):
             out[self.a.bounds[p]:self.a.bounds[p + 1]] = blk
         return out
+
+    def _send(self, rows: list[np.ndarray]) -> list[Any]:
+        """Every actor's ``multiply`` call (answers pending); :class:`WorkerLost` when an actor's worker is
+        known to be gone."""
+        futures = []
+        for p, (actor, r) in enumerate(zip(self._actors, rows)):
+            try:
+                futures.append(actor.multiply(r))
+            except RuntimeError as exc:  # "Worker holding Actor was lost"
+                raise WorkerLost(f"partition {p}: {exc}", p, self.places[p]) from exc
+        return futures
 
     def _gather(self, futures: list[Any]) -> list[np.ndarray]:
         """The actors' answers; :class:`WorkerLost` when a worker holding one leaves, errors naming the

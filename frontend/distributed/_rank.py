@@ -168,6 +168,14 @@ class RankMachine:
         got[self.p] = dots
         return np.sum(np.array([got[q] for q in range(self.n)], dtype=complex).reshape(self.n, -1), axis=0)
 
+    def start(self) -> None:
+        """Export ``x0``'s halo entries (as step -1), which the first SpMV of ``x`` reads."""
+        outgoing: dict[str, list[Message]] = {}
+        for dest, stacked in exports(self.s, [("x", False)]).items():
+            outgoing.setdefault(self.places[dest], []).append((("h", -1, self.p, dest), stacked, 1))
+        self._send((-1, "end"), outgoing)
+        self.last_export = [("x", False)]
+
     # ----- the exchange ----------------------------------------------------------------------------------------
     def _dot_messages(self, step: int, dots: list[complex], out: dict[str, list[Message]]
                       ) -> dict[str, list[Message]]:
@@ -193,7 +201,7 @@ class RankMachine:
     def _halos(self, step: int, halo: Terms | None) -> list[np.ndarray]:
         """The SpMV operand's entries other ranks hold, from what they exported in the previous step (taken
         even when unused, so the mailbox holds nothing stale)."""
-        if step == 0 or not self.last_export or not self.s.halo.recv:
+        if not self.last_export or not self.s.halo.recv:
             return []
         senders = [q for q, _ in self.s.halo.recv]
         stacks = self.local.take([("h", step - 1, q, self.p) for q in senders], self.timeout)
@@ -226,6 +234,7 @@ def run_rank(p: int, part: Part, halo: Halo, b: np.ndarray, x0: np.ndarray, jaco
     queue = Queue(params["queue"]) if params["queue"] else None
     m = RankMachine(p, state, places, boxes, local, linked, params["timeout"], params["checkpoint"], queue)
     try:
+        m.start()
         its, residual = run(m, params["method"], params["bnorm"], params["tol"], params["maxiter"], b.dtype,
                             params["restart"], params["first"])
     except Aborted as exc:
