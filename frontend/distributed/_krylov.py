@@ -17,6 +17,7 @@ applied twice (3 steps an iteration).
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any, Protocol
 
 import numpy as np
@@ -34,6 +35,26 @@ class StepMachine(Protocol):
     def exported(self, name: str, scaled: bool = False) -> bool: ...
 
     def iteration(self, it: int, residual_norm: float) -> None: ...
+
+
+class Ticks:
+    """When the iterations passed: ``per_iteration`` seconds between the first and the last iteration seen
+    (the loop's own pace, without the solve's start and end)."""
+
+    def __init__(self) -> None:
+        self.first: tuple[int, float] | None = None
+        self.last: tuple[int, float] | None = None
+
+    def tick(self, it: int) -> None:
+        now = (it, time.perf_counter())
+        self.first = self.first or now
+        self.last = now
+
+    @property
+    def per_iteration(self) -> float | None:
+        if self.first is None or self.last is None or self.last[0] <= self.first[0]:
+            return None
+        return (self.last[1] - self.first[1]) / (self.last[0] - self.first[0])
 
 
 def _real(v: complex, dtype: np.dtype) -> Any:

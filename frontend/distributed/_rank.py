@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._krylov import Terms, run
+from ._krylov import Terms, Ticks, run
 from ._plan import Halo
 from ._worker import Part, SolveState, apply_ops, exports, solve_state
 
@@ -118,6 +118,7 @@ class RankMachine:
         self.sent_bytes = 0
         self.last_export: list[tuple[str, bool]] = []
         self.history: list[tuple[int, float]] = []
+        self.ticks = Ticks()
         self._reported = time.monotonic()
 
     # ----- the machine's interface -------------------------------------------------------------------------
@@ -129,6 +130,7 @@ class RankMachine:
         of life for the client at least every :data:`REPORT_SECONDS`."""
         if self.p == 0:
             self.history.append((it, residual_norm))
+            self.ticks.tick(it)
         if self.queue is None:
             return
         x = self.s.vec["x"]
@@ -245,7 +247,7 @@ def run_rank(p: int, part: Part, halo: Halo, b: np.ndarray, x0: np.ndarray, jaco
         _abort_all(boxes, local, f"partition {p} failed: {type(exc).__name__}: {exc}")
         raise
     return {"x": state.vec["x"], "iterations": its, "residual": residual, "steps": m.steps,
-            "halo_bytes": m.sent_bytes, "history": m.history}
+            "halo_bytes": m.sent_bytes, "history": m.history, "seconds_per_iteration": m.ticks.per_iteration}
 
 
 def _abort_all(boxes: dict[str, Any], local: Mailbox, reason: str) -> None:

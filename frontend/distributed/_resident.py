@@ -145,7 +145,7 @@ def solve(a: Any, b: np.ndarray, x0: np.ndarray, method: str, tol: float, maxite
         info = {"method": method, "iterations": results[0]["iterations"], "residual": results[0]["residual"] / bnorm,
                 "steps": results[0]["steps"], "halo_bytes": sum(r["halo_bytes"] for r in results), "loop": "workers",
                 "restarts": len(restarts), "restarted_from": restarts, "checkpoint": checkpoint,
-                "history": results[0]["history"]}
+                "history": results[0]["history"], "seconds_per_iteration": results[0]["seconds_per_iteration"]}
         return np.concatenate([r["x"] for r in results]), info
     raise AssertionError("unreachable")
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _krylov, _resident, _worker
 from ._client import LOG
-from ._krylov import METHODS, Terms
+from ._krylov import METHODS, Terms, Ticks
 from ._resident import Progress
 from ._run import WorkerLost, is_distributed, submit, wait_all
 
@@ -48,6 +48,7 @@ class Machine:
             raise WorkerLost(f"partition {self.places.index(None)} has no worker", self.places.index(None), None)
         self.steps = 0
         self.history: list[tuple[int, float]] = []
+        self.ticks = Ticks()
         self.bytes_exchanged = 0  # halo entries' bytes: exported to the client plus sent to the partitions
         bounds = a.bounds
         # what each partition last exported to each other one: (sender, receiver) -> {(name, scaled): values}
@@ -76,6 +77,7 @@ class Machine:
     def iteration(self, it: int, residual_norm: float) -> None:
         """The residual history (the client sees every iteration)."""
         self.history.append((it, residual_norm))
+        self.ticks.tick(it)
 
     def step(self, ops: list[tuple], halo: Terms | None = None, export: list[tuple[str, bool]] | None = None
              ) -> np.ndarray:
@@ -209,7 +211,8 @@ def _client_loop(a: Any, b: np.ndarray, x0: np.ndarray, method: str, tol: float,
         finally:
             m.close()
         return x, {"method": method, "iterations": its, "residual": residual / bnorm, "steps": m.steps,
-                   "halo_bytes": m.bytes_exchanged, "loop": "client", "history": m.history}
+                   "halo_bytes": m.bytes_exchanged, "loop": "client", "history": m.history,
+                   "seconds_per_iteration": m.ticks.per_iteration}
     raise AssertionError("unreachable")
 
 
