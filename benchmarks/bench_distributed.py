@@ -106,6 +106,26 @@ def coordination(client: object, iterations: int, repeats: int) -> dict[tuple[st
     return out
 
 
+def _fire(box: object, n: int) -> float:
+    """On a worker: seconds per message of ``n`` back-to-back mailbox deliveries to another worker."""
+    import time
+    start = time.perf_counter()
+    futures = [box.put([(("d", k, 0), [0j, 0j, 0j], 1)]) for k in range(n)]  # type: ignore[attr-defined]
+    for f in futures:
+        f.result()
+    return (time.perf_counter() - start) / n
+
+
+def message_cost(client: object, n: int = 300) -> float:
+    """Seconds a worker spends per small message of the worker-side loop (three dot products), sent
+    back to back to another worker's mailbox actor: what each extra node adds to a reduction round."""
+    from frontend.distributed._rank import Mailbox
+    workers = sorted(client.nthreads())  # type: ignore[attr-defined]
+    box = client.submit(Mailbox, workers=[workers[1]], actor=True, pure=False).result()  # type: ignore[attr-defined]
+    return min(client.submit(_fire, box, n, workers=[workers[0]], pure=False).result()  # type: ignore[attr-defined]
+               for _ in range(3))
+
+
 def planned_product(client: object, k: int, calls: int) -> None:
     """A planned SpMV called ``calls`` times (power iteration) against ``frontend.matmul(D, x)`` per call, and
     the worker-side compute per call (the local kernel on one partition's rows, one thread)."""
@@ -135,7 +155,7 @@ def planned_product(client: object, k: int, calls: int) -> None:
 
 
 def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float,
-          rank_a: float = 0.0, rank_b: float = 0.0) -> None:
+          round_s: float = 0.0, message_s: float = 0.0) -> None:
     """SpMV and CG time per iteration for a 1e10-nonzero 3-D 7-point Poisson matrix on P nodes of 16 cores.
 
     compute: the nonzeros of a node's block at the measured one-core SpMV rate times 16 (CG: x1.4 for the
@@ -144,9 +164,9 @@ def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float
     implemented the halo entries travel through the client (exported with a step's result, sent with the
     next), so the client's link carries 4 x 2 planes x P per iteration (3 vectors exported, 1 sent); the
     worker-to-worker variant (one task per neighbour pair, each link 2 planes) is shown for comparison. The
-    worker-side loop (``rank_a + rank_b * P``, fitted on 2 and 8 partitions: every rank sends its dot
-    products to every other worker and its halo to its neighbours, so its per-iteration cost grows with the
-    number of workers it hears from) moves the halo worker to worker (3 vectors exported per SpMV)."""
+    worker-side loop: one reduction round an iteration (``round_s``, measured with 2 workers) plus, for every
+    further node, one more small message each node receives and handles (``message_s``, measured: the
+    all-to-all exchange of dot products), and the halo worker to worker (3 vectors exported per SpMV)."""
     nnz = 1e10
     rows = nnz / 7
     side = rows ** (1 / 3)
@@ -154,7 +174,8 @@ def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float
     bw = bandwidth_gb_s * 1e9
     print(f"\ncost model: 1e10 nonzeros (3-D Poisson, {rows:.3g} rows = {side:.0f}^3, 1-D row blocks), "
           f"{bandwidth_gb_s:g} GB/s links, {rate_nnz_s / 1e6:.0f} M nonzeros/s per core (measured) x 16 cores a "
-          f"node, driver step {step_a * 1e3:.2f} ms + {step_b * 1e3:.3f} ms x partitions (measured)")
+          f"node, driver step {step_a * 1e3:.2f} ms + {step_b * 1e3:.3f} ms x partitions (measured); worker loop: "
+          f"a round {round_s * 1e3:.2f} ms + {message_s * 1e6:.0f} us per further node (measured)")
     print(f"{'nodes':>6} {'compute':>9} {'coord':>9} {'halo w2w':>9} {'halo via client':>16} {'SpMV':>9} "
           f"{'CG iter (client loop)':>22} {'CG iter (worker loop)':>22}")
     for p in (8, 64, 512):
@@ -163,7 +184,7 @@ def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float
         w2w = 2 * plane / bw
         via_client = 4 * 2 * plane * p / bw
         spmv, cg_built = compute + coord, 1.4 * compute + coord + via_client
-        cg_workers = 1.4 * compute + rank_a + rank_b * p + 3 * w2w
+        cg_workers = 1.4 * compute + round_s + message_s * (p - 2) + 3 * w2w
         print(f"{p:>6} {compute * 1e3:>6.1f} ms {coord * 1e3:>6.1f} ms {w2w * 1e3:>6.1f} ms "
               f"{via_client * 1e3:>13.1f} ms {spmv * 1e3:>6.1f} ms {cg_built * 1e3:>19.1f} ms "
               f"{cg_workers * 1e3:>19.1f} ms")
@@ -194,9 +215,9 @@ def main() -> None:
         print(f"{'bytes per CG iteration':<26} halo {halo:.0f} B + scalars {scalars} B (the vector: "
               f"{k * k * 8} B); {info['steps']} steps for {info['iterations']} iterations")
         step_b = max(0.0, (coord["client", 8] - coord["client", 2]) / 6)
-        rank_b = max(0.0, (coord["workers", 8] - coord["workers", 2]) / 6)
-        model(rate, max(0.0, coord["client", 2] - 2 * step_b), step_b, args.bandwidth,
-              max(0.0, coord["workers", 2] - 2 * rank_b), rank_b)
+        msg = message_cost(client)
+        print(f"{'message cost':<26} {msg * 1e6:.0f} us a small mailbox message, worker to worker, back to back")
+        model(rate, max(0.0, coord["client", 2] - 2 * step_b), step_b, args.bandwidth, coord["workers", 2], msg)
     finally:
         client.close()
 
