@@ -4,7 +4,11 @@ Measures, each contender timed in the same run, interleaved, best of ``--repeats
 - SpMV and SpMM (8 columns) on a 1M-row matrix (2-D Poisson 1000^2, 5 entries a row; ``--quick``: 200^2);
 - CG on 2-D Poisson 1000^2: time per iteration (``--iterations`` fixed iterations, no preconditioner);
 - the coordination overhead per CG iteration: distributed CG on a tiny system (Poisson 16^2), where the
-  arithmetic is negligible, so the time per iteration is the driver's steps, the tasks and the messages;
+  arithmetic is negligible, so the time per iteration is the coordination: with the loop on the client
+  (``loop="client"``: one task per partition per step, a gather through the client) and on the workers
+  (``loop="workers"``, the default: halos and dot products exchanged among the workers), 2 and 8 partitions;
+- a planned product (``D.plan_matmul``) called 100 times against ``frontend.matmul(D, x)`` per call and the
+  worker-side compute per call;
 - bytes per CG iteration: the halo entries exchanged (measured by the solve's accounting) and the dot
   products' scalars; Dask's own task messages are not counted.
 Then a cost model from these numbers (docs/distributed.md): SpMV and CG time per iteration on 8, 64 and 512
@@ -61,9 +65,9 @@ def products(client: object, k: int, repeats: int) -> float:
     return a.nnz / t["1-proc 1thr"]  # nonzeros per second of one core
 
 
-def cg_per_iteration(client: object, k: int, iterations: int, repeats: int, partitions: int = 2
-                     ) -> tuple[float, float, dict]:
-    """Seconds per CG iteration: distributed and one process; the distributed solve's info."""
+def cg_per_iteration(client: object, k: int, iterations: int, repeats: int, partitions: int = 2,
+                     loop: str = "workers") -> tuple[float, float, dict]:
+    """Seconds per CG iteration: distributed (``loop``) and one process; the distributed solve's info."""
     a = poisson2d(k)
     d = fd.from_package(a, partitions=partitions, client=client)
     b = np.ones(a.shape[0])
@@ -73,7 +77,7 @@ def cg_per_iteration(client: object, k: int, iterations: int, repeats: int, part
         solver.execute(b)
 
     def dist() -> None:
-        F.solve(d, b, method="cg", maxiter=iterations, tol=1e-300, on_failure="warn")
+        fd.solve(d, b, method="cg", maxiter=iterations, tol=1e-300, on_failure="warn", loop=loop, checkpoint=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = best({"1-proc": one, "dask 2w": dist}, repeats)
@@ -81,7 +85,77 @@ def cg_per_iteration(client: object, k: int, iterations: int, repeats: int, part
     return t["dask 2w"] / iterations, t["1-proc"] / iterations, info
 
 
-def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float) -> None:
+def coordination(client: object, iterations: int, repeats: int) -> dict[tuple[str, int], float]:
+    """Seconds per CG iteration on Poisson 16^2 (compute negligible), per loop and partition count: the
+    loop's own pace (``solve_info["seconds_per_iteration"]``: from the first to the last iteration, without
+    the solve's start), best of ``repeats``."""
+    out = {}
+    a = poisson2d(16)
+    b = np.ones(a.shape[0])
+    for loop in ("client", "workers"):
+        for parts in (2, 8):
+            d = fd.from_package(a, partitions=parts, client=client)
+            paces = []
+            for _ in range(repeats + 1):  # the first warms the kernels up
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fd.solve(d, b, method="cg", maxiter=iterations if loop == "workers" else iterations // 5,
+                             tol=1e-300, on_failure="warn", loop=loop, checkpoint=0)
+                paces.append((d.solve_info or {})["seconds_per_iteration"])
+            out[loop, parts] = min(paces[1:])
+    return out
+
+
+def _fire(box: object, n: int) -> float:
+    """On a worker: seconds per message of ``n`` back-to-back mailbox deliveries to another worker."""
+    import time
+    start = time.perf_counter()
+    futures = [box.put([(("d", k, 0), [0j, 0j, 0j], 1)]) for k in range(n)]  # type: ignore[attr-defined]
+    for f in futures:
+        f.result()
+    return (time.perf_counter() - start) / n
+
+
+def message_cost(client: object, n: int = 300) -> float:
+    """Seconds a worker spends per small message of the worker-side loop (three dot products), sent
+    back to back to another worker's mailbox actor: what each extra node adds to a reduction round."""
+    from frontend.distributed._rank import Mailbox
+    workers = sorted(client.nthreads())  # type: ignore[attr-defined]
+    box = client.submit(Mailbox, workers=[workers[1]], actor=True, pure=False).result()  # type: ignore[attr-defined]
+    return min(client.submit(_fire, box, n, workers=[workers[0]], pure=False).result()  # type: ignore[attr-defined]
+               for _ in range(3))
+
+
+def planned_product(client: object, k: int, calls: int) -> None:
+    """A planned SpMV called ``calls`` times (power iteration) against ``frontend.matmul(D, x)`` per call, and
+    the worker-side compute per call (the local kernel on one partition's rows, one thread)."""
+    import time
+    a = poisson2d(k)
+    d = fd.from_package(a, partitions=2, client=client)
+    x = np.random.default_rng(2).random(a.shape[1])
+    plan = d.plan_matmul(x)
+    half = sp.csr_array(a[: d.bounds[1]])
+    local = best({"block": lambda: F.matmul(half, x, threads=1)}, 5)["block"]
+
+    def loop(fn: Callable[[np.ndarray], np.ndarray], n: int) -> float:
+        y = x
+        start = time.perf_counter()
+        for _ in range(n):
+            y = fn(y)
+            y /= np.linalg.norm(y)
+        return (time.perf_counter() - start) / n
+    loop(plan, 3)
+    planned = min(loop(plan, calls) for _ in range(2))
+    unplanned = loop(lambda v: F.matmul(d, v), max(10, calls // 5))
+    rt = best({"round trip": lambda: client.run(len, [], workers=[d.workers()[0]])}, 5)["round trip"]
+    print(f"{'planned SpMV x' + str(calls):<26} {planned * 1e3:.2f} ms a call (frontend.matmul(D, x): "
+          f"{unplanned * 1e3:.2f} ms); worker-side compute {local * 1e3:.2f} ms a partition, a client-worker "
+          f"round trip {rt * 1e3:.2f} ms (Poisson {k}^2, 2 partitions)")
+    plan.close()
+
+
+def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float,
+          round_s: float = 0.0, message_s: float = 0.0) -> None:
     """SpMV and CG time per iteration for a 1e10-nonzero 3-D 7-point Poisson matrix on P nodes of 16 cores.
 
     compute: the nonzeros of a node's block at the measured one-core SpMV rate times 16 (CG: x1.4 for the
@@ -89,7 +163,10 @@ def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float
     partition, fitted on 2 and 8 partitions); halo: each block exchanges two planes of the grid per SpMV. As
     implemented the halo entries travel through the client (exported with a step's result, sent with the
     next), so the client's link carries 4 x 2 planes x P per iteration (3 vectors exported, 1 sent); the
-    worker-to-worker variant (one task per neighbour pair, each link 2 planes) is shown for comparison."""
+    worker-to-worker variant (one task per neighbour pair, each link 2 planes) is shown for comparison. The
+    worker-side loop: one reduction round an iteration (``round_s``, measured with 2 workers) plus, for every
+    further node, one more small message each node receives and handles (``message_s``, measured: the
+    all-to-all exchange of dot products), and the halo worker to worker (3 vectors exported per SpMV)."""
     nnz = 1e10
     rows = nnz / 7
     side = rows ** (1 / 3)
@@ -97,18 +174,20 @@ def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float
     bw = bandwidth_gb_s * 1e9
     print(f"\ncost model: 1e10 nonzeros (3-D Poisson, {rows:.3g} rows = {side:.0f}^3, 1-D row blocks), "
           f"{bandwidth_gb_s:g} GB/s links, {rate_nnz_s / 1e6:.0f} M nonzeros/s per core (measured) x 16 cores a "
-          f"node, driver step {step_a * 1e3:.2f} ms + {step_b * 1e3:.3f} ms x partitions (measured)")
+          f"node, driver step {step_a * 1e3:.2f} ms + {step_b * 1e3:.3f} ms x partitions (measured); worker loop: "
+          f"a round {round_s * 1e3:.2f} ms + {message_s * 1e6:.0f} us per further node (measured)")
     print(f"{'nodes':>6} {'compute':>9} {'coord':>9} {'halo w2w':>9} {'halo via client':>16} {'SpMV':>9} "
-          f"{'CG iter (as built)':>19} {'CG iter (w2w halo)':>19}")
+          f"{'CG iter (client loop)':>22} {'CG iter (worker loop)':>22}")
     for p in (8, 64, 512):
         compute = nnz / p / (rate_nnz_s * 16)
         coord = step_a + step_b * p
         w2w = 2 * plane / bw
         via_client = 4 * 2 * plane * p / bw
         spmv, cg_built = compute + coord, 1.4 * compute + coord + via_client
-        cg_w2w = 1.4 * compute + coord + step_b * 2 * p + w2w
+        cg_workers = 1.4 * compute + round_s + message_s * (p - 2) + 3 * w2w
         print(f"{p:>6} {compute * 1e3:>6.1f} ms {coord * 1e3:>6.1f} ms {w2w * 1e3:>6.1f} ms "
-              f"{via_client * 1e3:>13.1f} ms {spmv * 1e3:>6.1f} ms {cg_built * 1e3:>16.1f} ms {cg_w2w * 1e3:>16.1f} ms")
+              f"{via_client * 1e3:>13.1f} ms {spmv * 1e3:>6.1f} ms {cg_built * 1e3:>19.1f} ms "
+              f"{cg_workers * 1e3:>19.1f} ms")
 
 
 def main() -> None:
@@ -126,17 +205,19 @@ def main() -> None:
         dist_it, one_it, info = cg_per_iteration(client, k, args.iterations, max(2, args.repeats // 2))
         print(f"{'CG per iteration':<26} 1-proc {one_it * 1e3:8.3f} ms  dask 2w {dist_it * 1e3:8.3f} ms "
               f"({one_it / dist_it:4.2f}x)")
-        tiny, _, tiny_info = cg_per_iteration(client, 16, 200, 3)
-        tiny8, _, _ = cg_per_iteration(client, 16, 200, 3, partitions=8)
-        steps = tiny_info["steps"] / max(1, tiny_info["iterations"])
-        print(f"{'coordination per CG iter':<26} {tiny * 1e3:.2f} ms with 2 partitions, {tiny8 * 1e3:.2f} ms with 8 "
-              f"(Poisson 16^2: {steps:.2f} steps an iteration; target <= 5 ms)")
+        coord = coordination(client, 200, 2 if args.quick else 3)
+        for loop in ("client", "workers"):
+            print(f"{'coordination per CG iter':<26} loop={loop:<8} {coord[loop, 2] * 1e3:6.2f} ms with 2 partitions, "
+                  f"{coord[loop, 8] * 1e3:6.2f} ms with 8 (Poisson 16^2, one reduction an iteration)")
+        planned_product(client, k, 100)
         halo = info["halo_bytes"] / max(1, info["iterations"])
         scalars = 2 * 3 * 16  # one reduction an iteration: two partitions, three (complex) scalars each
         print(f"{'bytes per CG iteration':<26} halo {halo:.0f} B + scalars {scalars} B (the vector: "
               f"{k * k * 8} B); {info['steps']} steps for {info['iterations']} iterations")
-        step_b = max(0.0, (tiny8 - tiny) / 6)
-        model(rate, max(0.0, tiny - 2 * step_b), step_b, args.bandwidth)
+        step_b = max(0.0, (coord["client", 8] - coord["client", 2]) / 6)
+        msg = message_cost(client)
+        print(f"{'message cost':<26} {msg * 1e6:.0f} us a small mailbox message, worker to worker, back to back")
+        model(rate, max(0.0, coord["client", 2] - 2 * step_b), step_b, args.bandwidth, coord["workers", 2], msg)
     finally:
         client.close()
 

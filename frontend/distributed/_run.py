@@ -40,8 +40,9 @@ def _lost(exc: BaseException | None) -> bool:
 
 
 def wait_all(client: Any, futures: Sequence[Any], where: Sequence[tuple[int, str | None]],
-             timeout: float = DEFAULT_TIMEOUT) -> list[Any]:
-    """The results of ``futures`` (``where[k]``: the partition and worker of ``futures[k]``).
+             timeout: float = DEFAULT_TIMEOUT, on_poll: Callable[[], Any] | None = None) -> list[Any]:
+    """The results of ``futures`` (``where[k]``: the partition and worker of ``futures[k]``); ``on_poll`` is
+    called between checks.
 
     Raises :class:`WorkerLost` when a worker named in ``where`` leaves or a task is lost with its worker,
     :class:`DistributedError` naming the partition and worker when a task fails, and
@@ -52,6 +53,8 @@ def wait_all(client: Any, futures: Sequence[Any], where: Sequence[tuple[int, str
     gather_for = POLL  # doubles while a gather of finished results is merely slow (large blocks)
     while True:
         pending = _wait(wait, futures, POLL)
+        if on_poll is not None:
+            on_poll()
         for k, f in enumerate(futures):
             if f.status in ("error", "cancelled", "lost"):
                 p, w = where[k]

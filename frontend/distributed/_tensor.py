@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from frontend.format import TensorFormat
 from frontend.tensor._tensor import Tensor
 
-from . import _ops, _solve, _worker
+from . import _ops, _planned, _solve, _worker
 from ._client import LOG, get_client
 from ._plan import Halo, halo_plan
 from ._run import DEFAULT_TIMEOUT, WorkerLost, submit, wait_all
@@ -181,6 +181,13 @@ class DistributedTensor:
             obj = t.to_package("scipy")
             return getattr(sp, f"{obj.format}_matrix")(obj)
         return t.to_package(target)
+
+    def plan_matmul(self, x_like: Any, **kwargs: Any) -> _planned.DistributedMatmulPlan:
+        """A planned product for repeated ``frontend.matmul(self, x)`` with NumPy ``x`` shaped like ``x_like``:
+        every partition's kernel planned once and kept on its worker (a Dask actor); ``plan(x)`` sends only the
+        rows of ``x`` each partition's columns touch (``kwargs``: ``alpha``, ``semiring``, ``prolog``,
+        ``epilog``, ``threads``)."""
+        return _planned.DistributedMatmulPlan(self, x_like, **kwargs)
 
     def __ust_function__(self, op: str, args: tuple, kwargs: dict[str, Any]) -> Any:
         """``frontend.matmul``/``einsum``/``solve`` with a distributed operand land here."""

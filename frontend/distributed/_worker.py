@@ -171,8 +171,8 @@ class SolveState:
 _SOLVES: dict[str, SolveState] = {}  # solve key -> this worker's block state
 
 
-def solve_setup(part: Part, key: str, halo: Halo, b: np.ndarray, x0: np.ndarray, jacobi: bool) -> int:
-    """Keep block ``part``'s vectors for the solve ``key``: ``b``, ``x`` and the Jacobi scaling."""
+def solve_state(part: Part, halo: Halo, b: np.ndarray, x0: np.ndarray, jacobi: bool) -> SolveState:
+    """Block ``part``'s vectors of a solve: ``b``, ``x`` and the Jacobi scaling."""
     dinv = None
     if jacobi:
         diag = _diagonal(part)
@@ -180,7 +180,12 @@ def solve_setup(part: Part, key: str, halo: Halo, b: np.ndarray, x0: np.ndarray,
             raise ValueError(f"Jacobi needs a nonzero diagonal; row {part.row0 + int(np.argmin(diag != 0))} has "
                              "none")
         dinv = 1.0 / diag
-    _SOLVES[key] = SolveState(part, halo, dinv, {"b": b, "x": np.array(x0, dtype=b.dtype)})
+    return SolveState(part, halo, dinv, {"b": b, "x": np.array(x0, dtype=b.dtype)})
+
+
+def solve_setup(part: Part, key: str, halo: Halo, b: np.ndarray, x0: np.ndarray, jacobi: bool) -> int:
+    """Keep block ``part``'s vectors for the solve ``key`` (driven step by step from the client)."""
+    _SOLVES[key] = solve_state(part, halo, b, x0, jacobi)
     return 0
 
 
@@ -213,15 +218,18 @@ def _state(key: str) -> SolveState:
 
 def solve_step(key: str, ops: list[tuple], halos: list[np.ndarray],
                export: list[tuple[str, bool]]) -> tuple[list[complex], dict[int, np.ndarray]]:
-    """Run ``ops`` on the block's vectors in order; return the local dot products they ask for and, per block
-    that needs some of this block's entries, the vectors ``export`` names (``(name, Jacobi-scaled)``) at those
-    entries (from which the client forms the next step's halo).
+    """One client-driven step of the solve ``key``: :func:`apply_ops` on this worker's block state."""
+    s = _state(key)
+    return apply_ops(s, ops, halos), exports(s, export)
+
+
+def apply_ops(s: SolveState, ops: list[tuple], halos: list[np.ndarray]) -> list[complex]:
+    """Run ``ops`` on the block's vectors in order; return the local dot products they ask for.
 
     ``("lincomb", dst, [(coef, name, scaled), ...])``, ``("precond", dst, src)`` (Jacobi, or a copy),
     ``("spmv", dst, src)`` (``halos``: the received entries of ``src``, in the halo's ``recv`` order),
     ``("dot", u, v)`` (``u^H v``), ``("dots", w, [names])``, ``("zero", dst)``.
     """
-    s = _state(key)
     dots: list[complex] = []
     for op in ops:
         kind = op[0]
@@ -241,9 +249,16 @@ def solve_step(key: str, ops: list[tuple], halos: list[np.ndarray],
             s.vec[op[1]] = np.zeros_like(s.vec["b"])
         else:
             raise ValueError(f"unknown solve step {kind!r}")
-    out = {dest: np.stack([_combine(s, [(1, name, scaled)], idx) for name, scaled in export])
-           for dest, idx in s.halo.send.items()} if export else {}
-    return dots, out
+    return dots
+
+
+def exports(s: SolveState, export: list[tuple[str, bool]]) -> dict[int, np.ndarray]:
+    """Per block that needs some of this block's entries, the vectors ``export`` names (``(name,
+    Jacobi-scaled)``) at those entries, stacked (from which the next step's halo is formed)."""
+    if not export:
+        return {}
+    return {dest: np.stack([_combine(s, [(1, name, scaled)], idx) for name, scaled in export])
+            for dest, idx in s.halo.send.items()}
 
 
 def _spmv(s: SolveState, own: np.ndarray, halos: list[np.ndarray]) -> np.ndarray:

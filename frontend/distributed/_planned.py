@@ -1,0 +1,132 @@
+"""Planned distributed products: ``D.plan_matmul(x_like)`` keeps one Dask actor per partition on the worker
+holding its block, with the block's ``Matmul`` planned once; each call sends every actor the operand's rows
+its columns touch and gathers the row blocks (direct actor calls: no task per partition per call, nothing
+recompiled, nothing resubmitted). A lost worker is noticed while waiting; the partitions are rebuilt from
+their recipes, the actors made again and the call repeated."""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from ._client import LOG
+from ._run import POLL, DistributedError, WorkerLost, wait_all
+from ._worker import Part, _threads
+
+
+class BlockProduct:
+    """Dask actor: one partition and its product with operands of one shape and dtype, planned once."""
+
+    def __init__(self, part: Part, shape: tuple[int, ...], dtype: str, kwargs: dict[str, Any]) -> None:
+        from frontend.ops._api import Matmul
+        self.part = part
+        self.operand = np.zeros((len(part.cols), *shape[1:]), dtype=np.dtype(dtype))
+        options = dict(kwargs)
+        options.setdefault("threads", _threads())
+        self.plan = Matmul(part.tensor, self.operand, **options).plan()  # reads self.operand in place
+        self.out_dtype = np.result_type(part.tensor.dtype, self.operand.dtype)
+
+    def multiply(self, rows: np.ndarray) -> np.ndarray:
+        """The block times the operand whose rows at the block's columns are ``rows``."""
+        self.operand[...] = rows
+        out = np.empty((self.part.rows, *self.operand.shape[1:]), dtype=self.out_dtype)
+        return self.plan.execute(out=out)
+
+
+class DistributedMatmulPlan:
+    """``plan(x)`` is ``frontend.matmul(D, x)`` for NumPy ``x`` of the planned shape and dtype, with every
+    partition's kernel planned once and kept on its worker (see the module docstring). ``close()`` (or
+    ``with``) releases the actors."""
+
+    def __init__(self, a: Any, x_like: Any, retries: int = 2, **kwargs: Any) -> None:
+        like = np.asarray(x_like)
+        if like.ndim not in (1, 2) or like.shape[0] != a.shape[1]:
+            raise ValueError(f"plan_matmul takes a vector or matrix with {a.shape[1]} rows (the "
+                             f"DistributedTensor is {a.shape[0]}x{a.shape[1]}), got shape {like.shape}")
+        bad = sorted(set(kwargs) - {"alpha", "semiring", "prolog", "epilog", "threads"})
+        if bad:
+            raise ValueError(f"plan_matmul takes alpha, semiring, prolog, epilog and threads; not {', '.join(bad)}")
+        self.a, self.shape, self.dtype = a, like.shape, like.dtype
+        self.kwargs, self.retries = kwargs, retries
+        self.calls = 0
+        self._futures: list[Any] = []
+        self._actors: list[Any] = []
+        self._start()
+
+    def _start(self) -> None:
+        a = self.a
+        a.heal()
+        self.places: list[str | None] = a.workers()
+        self._futures = [a.client.submit(BlockProduct, a.block(p), self.shape, self.dtype.str, self.kwargs,
+                                         workers=None if self.places[p] is None else [self.places[p]], actor=True,
+                                         pure=False) for p in range(a.partitions)]
+        self._actors = wait_all(a.client, self._futures, list(enumerate(self.places)), a.timeout)
+
+    def __call__(self, x: Any, out: np.ndarray | None = None) -> np.ndarray:
+        x = np.asarray(x)
+        if x.shape != self.shape:
+            raise ValueError(f"the plan was made for operands of shape {self.shape}, got {x.shape}")
+        rows = [np.ascontiguousarray(x[cols], dtype=self.dtype) for cols in self.a.cols]
+        for attempt in itertools.count():
+            try:
+                blocks = self._gather(self._send(rows))
+                break
+            except WorkerLost as exc:
+                if attempt >= self.retries:
+                    raise
+                LOG.warning("%s; rebuilding the planned product's partitions", exc)
+                self._start()
+        self.calls += 1
+        if out is None:
+            return np.concatenate(blocks)
+        for p, blk in enumerate(blocks):
+            out[self.a.bounds[p]:self.a.bounds[p + 1]] = blk
+        return out
+
+    def _send(self, rows: list[np.ndarray]) -> list[Any]:
+        """Every actor's ``multiply`` call (answers pending); :class:`WorkerLost` when an actor's worker is
+        known to be gone."""
+        futures = []
+        for p, (actor, r) in enumerate(zip(self._actors, rows)):
+            try:
+                futures.append(actor.multiply(r))
+            except RuntimeError as exc:  # "Worker holding Actor was lost"
+                raise WorkerLost(f"partition {p}: {exc}", p, self.places[p]) from exc
+        return futures
+
+    def _gather(self, futures: list[Any]) -> list[np.ndarray]:
+        """The actors' answers; :class:`WorkerLost` when a worker holding one leaves, errors naming the
+        partition and its worker."""
+        import time
+        deadline = time.monotonic() + self.a.timeout
+        out: list[Any] = [None] * len(futures)
+        for p, f in enumerate(futures):
+            while True:
+                try:
+                    out[p] = f.result(timeout=POLL)
+                    break
+                except TimeoutError:
+                    if self.places[p] not in self.a.client.nthreads():
+                        raise WorkerLost(f"partition {p}: its worker {self.places[p]} left the cluster", p,
+                                         self.places[p]) from None
+                    if time.monotonic() > deadline:
+                        raise DistributedError(f"timed out after {self.a.timeout:g} s waiting for partition {p} "
+                                               f"on worker {self.places[p]}", p, self.places[p]) from None
+                except (OSError, RuntimeError) as exc:
+                    raise WorkerLost(f"partition {p}: its worker {self.places[p]} was lost ({exc})", p,
+                                     self.places[p]) from exc
+                except Exception as exc:
+                    raise DistributedError(f"partition {p} on worker {self.places[p]} failed: "
+                                           f"{type(exc).__name__}: {exc}", p, self.places[p]) from exc
+        return out
+
+    def close(self) -> None:
+        """Release the actors (and their planned kernels)."""
+        self._actors, self._futures = [], []
+
+    def __enter__(self) -> DistributedMatmulPlan:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

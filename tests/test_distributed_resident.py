@@ -1,0 +1,194 @@
+"""frontend.distributed with the Krylov loop on the workers (one long-running task per partition, halos and
+dot products exchanged worker to worker) and planned products: iterates against the one-process solvers,
+pipelined CG, a worker killed in the middle of a worker-side loop, power iteration against SciPy (the quick start
+of docs/distributed.md runs as a script in tests/test_doc_examples.py). One 2-worker LocalCluster (processes)
+for the module."""
+import os
+import time
+import warnings
+from pathlib import Path
+
+import hypothesis  # noqa: F401 - imported before Dask's threads start (see tests/test_distributed.py)
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import frontend as F
+from frontend import distributed as fd
+
+pytest.importorskip("distributed")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = fd.start_local(2, threads_per_worker=1, processes=True)
+    yield c
+    c.close()
+
+
+def _poisson(k):
+    t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(k, k))
+    return sp.csr_array(sp.kron(sp.eye_array(k), t) + sp.kron(t, sp.eye_array(k)))
+
+
+def _convection(k, c=0.6):
+    """2-D convection-diffusion (upwind): nonsymmetric, diagonally dominant."""
+    t = sp.diags_array([-1.0 - c, 2.0 + c, -1.0], offsets=[-1, 0, 1], shape=(k, k))
+    s = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(k, k))
+    return sp.csr_array(sp.kron(sp.eye_array(k), t) + sp.kron(s, sp.eye_array(k)))
+
+
+def _one_process(a, b, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return F.solve(a, b, on_failure="warn", **kw)
+
+
+SPD = _poisson(9) + sp.diags_array(np.linspace(0, 3, 81))
+CASES = [("cg", "jacobi", SPD, 2), ("cg", None, _poisson(9), 3), ("bicgstab", None, _convection(9), 2),
+         ("bicgstab", "jacobi", _convection(9), 3), ("gmres", None, _convection(9), 3),
+         ("gmres", "jacobi", _convection(9), 2)]
+
+
+@pytest.mark.parametrize("method,pre,a,parts", CASES, ids=[f"{m}-{p}-{n}" for m, p, _, n in CASES])
+def test_worker_loop_iterates_match_one_process(client, method, pre, a, parts):
+    b = np.linspace(1, 2, a.shape[0])
+    d = fd.from_package(a, partitions=parts, client=client)
+    for its in (3, 8):  # the same iterate after a few iterations (to rounding), not only the converged answer
+        ref = _one_process(a, b, method=method, preconditioner=pre, maxiter=its, tol=1e-14, restart=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = fd.solve(d, b, method=method, preconditioner=pre, maxiter=its, tol=1e-14, restart=5,
+                           on_failure="warn")
+        assert d.solve_info["loop"] == "workers" and d.solve_info["iterations"] == its
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-11 * np.abs(ref).max())
+    x0 = np.cos(np.arange(a.shape[0], dtype=float))
+    ref = _one_process(a, b, method=method, preconditioner=pre, maxiter=4, tol=1e-14, restart=5, x0=x0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = fd.solve(d, b, method=method, preconditioner=pre, maxiter=4, tol=1e-14, restart=5, x0=x0,
+                       on_failure="warn")
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-11 * np.abs(ref).max())
+    x = F.solve(d, b, method=method, preconditioner=pre, tol=1e-10, restart=5)
+    np.testing.assert_allclose(x, sp.linalg.spsolve(a.tocsc(), b), rtol=1e-7)
+    assert d.solve_info["residual"] <= 1e-10 and d.solve_info["restarts"] == 0
+    hist = d.solve_info["history"]
+    assert hist[0][0] == 0 and d.solve_info["iterations"] - 1 <= hist[-1][0] <= d.solve_info["iterations"]
+    assert all(r >= 0 for _, r in hist) and hist[0][1] == pytest.approx(np.linalg.norm(b))
+
+
+@pytest.mark.parametrize("parts,pre", [(2, "jacobi"), (3, None)])
+def test_pipelined_cg(client, parts, pre):
+    a = _poisson(12) + sp.diags_array(np.linspace(0, 2, 144))
+    b = np.cos(np.arange(144.0))
+    d = fd.from_package(a, partitions=parts, client=client)
+    x = F.solve(d, b, method="pipelined_cg", preconditioner=pre, tol=1e-10)
+    assert np.linalg.norm(a @ x - b) / np.linalg.norm(b) <= 1e-10 * (1 + 1e-6)
+    pipelined = d.solve_info
+    F.solve(d, b, method="cg", preconditioner=pre, tol=1e-10)
+    assert abs(pipelined["iterations"] - d.solve_info["iterations"]) <= 3  # the same Krylov method
+    # one step (one reduction) an iteration, like CG, plus the start-up and the final residual check
+    assert pipelined["steps"] <= pipelined["iterations"] + 8
+    ref = _one_process(a, b, method="cg", preconditioner=pre, maxiter=6, tol=1e-14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        six = fd.solve(d, b, method="pipelined_cg", preconditioner=pre, maxiter=6, tol=1e-14, on_failure="warn")
+    np.testing.assert_allclose(six, ref, rtol=1e-8, atol=1e-10 * np.abs(ref).max())
+    np.testing.assert_allclose(fd.solve(d, b, method="pipelined_cg", preconditioner=pre, tol=1e-10, loop="client"),
+                               x, rtol=1e-9)
+
+
+def test_client_loop_and_multiple_rhs(client):
+    a = _convection(8)
+    rhs = np.stack([np.ones(64), np.arange(64.0)], axis=1)
+    d = fd.from_package(a, partitions=2, client=client)
+    seen = []
+    x = fd.solve(d, rhs, method="gmres", tol=1e-10, restart=5, checkpoint=2,
+                 progress=lambda it, r: seen.append((it, r)))
+    np.testing.assert_allclose(a @ x, rhs, rtol=1e-8, atol=1e-8)
+    assert any(it >= 2 for it, _ in seen) and all(r > 0 for _, r in seen)  # the ranks' reports reached the client
+    y = fd.solve(d, rhs[:, 1], method="bicgstab", tol=1e-10, loop="client")  # fewer client-driven steps
+    assert d.solve_info["loop"] == "client"
+    np.testing.assert_allclose(x[:, 1], y, rtol=1e-7, atol=1e-9)
+    with pytest.raises(ValueError, match="loop must be"):
+        fd.solve(d, rhs, loop="driver")
+    with pytest.raises(ValueError, match="checkpoint must be"):
+        fd.solve(d, rhs, checkpoint=-1)
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        fd.solve(d, rhs, progress=3)
+
+
+def _kill(client, addr):
+    try:
+        client.run(os._exit, 1, workers=[addr])
+    except Exception:  # noqa: BLE001 - the worker dies before it answers
+        pass
+    deadline = time.monotonic() + 30
+    while addr in client.nthreads() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_worker_killed_in_the_worker_side_loop(client):
+    n = 1000  # 1-D Poisson: CG needs about n iterations, seconds of worker-side loop
+    a = sp.csr_array(sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(n, n)))
+    b = np.sin(np.arange(n) / 7.0)
+    d = fd.from_package(a, partitions=2, client=client)
+    victim = d.workers()[1]
+    killed = []
+
+    def progress(it, residual):  # called on the client as the ranks report: kill once, mid-loop, when the
+        if not killed and it >= 20:  # checkpoint of iteration 10 is complete (every rank put it before going on)
+            killed.append(it)
+            _kill(client, victim)
+    x = fd.solve(d, b, method="cg", tol=1e-9, maxiter=20 * n, checkpoint=10, progress=progress)
+    info = d.solve_info
+    assert killed and info["restarts"] == 1, info
+    assert info["restarted_from"][0] >= 10 and info["restarted_from"][0] % 10 == 0  # a checkpoint, not x0
+    assert info["iterations"] > info["restarted_from"][0]
+    np.testing.assert_allclose(a @ x, b, rtol=1e-7, atol=1e-7)
+    assert victim not in d.workers()
+    client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.parametrize("parts", [2, 3])
+def test_planned_product_power_iteration(client, parts):
+    a = _poisson(10) + sp.diags_array(np.linspace(0, 1, 100))
+    d = fd.from_package(a, partitions=parts, client=client)
+    x0 = np.linspace(1, 2, 100)
+    with d.plan_matmul(x0) as plan:
+        x = ref = x0
+        for _ in range(40):
+            x = plan(x)
+            x /= np.linalg.norm(x)
+            ref = a @ ref
+            ref /= np.linalg.norm(ref)
+        np.testing.assert_allclose(x, ref, rtol=1e-12)
+        assert plan.calls == 40
+        out = np.empty(100)
+        assert plan(x0, out=out) is out
+        np.testing.assert_allclose(out, a @ x0, rtol=1e-12)
+        with pytest.raises(ValueError, match="shape"):
+            plan(np.ones(99))
+    block = np.arange(300.0).reshape(100, 3) / 7
+    spmm = d.plan_matmul(block, alpha=2.0)
+    np.testing.assert_allclose(spmm(block), 2 * (a @ block), rtol=1e-12)
+    f32 = fd.from_package(sp.csr_array(a, dtype=np.float32), partitions=parts, client=client)
+    y = f32.plan_matmul(x0.astype(np.float32))(x0.astype(np.float32))
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, a @ x0, rtol=1e-5)
+    with pytest.raises(ValueError, match="100 rows"):
+        d.plan_matmul(np.ones(7))
+    with pytest.raises(ValueError, match="not beta"):
+        d.plan_matmul(x0, beta=1.0)
+
+
+def test_planned_product_survives_a_lost_worker(client):
+    a = _poisson(8)
+    d = fd.from_package(a, partitions=2, client=client)
+    x = np.linspace(0, 1, 64)
+    plan = d.plan_matmul(x)
+    np.testing.assert_allclose(plan(x), a @ x, rtol=1e-12)
+    _kill(client, d.workers()[0])
+    np.testing.assert_allclose(plan(x), a @ x, rtol=1e-12)
+    client.wait_for_workers(2, timeout=60)
