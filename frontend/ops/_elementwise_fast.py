@@ -57,6 +57,8 @@ PREPARED_MAX = 1 << 16
 _ELEMS = {np.dtype(np.float32): ("f32", "float"), np.dtype(np.float64): ("f64", "float"),
           np.dtype(np.int32): ("i32", "int"), np.dtype(np.int64): ("i64", "int")}
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+#: value types the row sums keep (NumPy sums int32 in int64: the general path)
+_SUMMED = frozenset(d for d in _ELEMS if d != np.int32)
 _COMPRESSED = (NamedFormats.CSR, NamedFormats.CSC)
 _SCIPY_TYPES = frozenset({"csr_array", "csr_matrix", "csc_array", "csc_matrix"})
 
@@ -287,7 +289,7 @@ def fast_rowsum(a: Any, axis: Any) -> Any:
         return out if type(a) is not Tensor else to_caller_package(out, None)
     want = NamedFormats.CSR if axis in (1, -1) else NamedFormats.CSC if axis in (0, -2) else None
     bufs = _buffers(t)
-    if t.tensor_format != want or bufs is None or bufs[2].dtype not in _ELEMS:
+    if t.tensor_format != want or bufs is None or bufs[2].dtype not in _SUMMED:
         return None
     pos, _, val = bufs
     elem, kind = _ELEMS[val.dtype]
