@@ -541,6 +541,8 @@ def _reduce_values(name: str, t0: Tensor, axes: tuple[int, ...], keep: tuple[int
         count = _reduce_stored(t, keep, "count", 0, elem)
         full = count.real >= n
         zero = np.zeros_like(stored)
+        if op in ("max", "min") and acc == np.uint64:
+            zero[...] = np.iinfo(np.int64).min  # the implicit zero with the sign bit flipped (see _in_dtype)
         if op == "prod":
             res = np.where(full, stored, zero)
         else:
