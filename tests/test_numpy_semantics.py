@@ -141,6 +141,8 @@ def test_broadcasting_scipy_and_pydata():
     assert isinstance(got, sparse.COO) and np.array_equal(got.todense(), a + b)
     got = F.add(sp.csr_array(a.T[:3]), sp.csr_array(b))
     np.testing.assert_array_equal(dense(got), a.T[:3] + b)
+    cube = _cube()[:2, :2, :2]
+    np.testing.assert_array_equal(F.add(_sparse(cube), np.full((1, 1, 1), 0.5)).to_dense(), cube + 0.5)
     got = F.subtract(sp.csr_array(b), a.T[:3])  # sparse - dense column: a dense result
     assert isinstance(got, np.ndarray) and np.array_equal(got, b - a.T[:3])
 
