@@ -466,25 +466,21 @@ def _astype(t: Tensor, dtype: np.dtype) -> Tensor:
     """``t`` with its values cast to ``dtype`` (a copy over the same index buffers; ``t`` when they are)."""
     if np.dtype(t.dtype) == dtype:
         return t
-    vals = np.asarray(to_host(t.val)).astype(dtype)
+    return _with(t, np.asarray(to_host(t.val)).astype(dtype))
+
+
+def _with(t: Tensor, vals: np.ndarray) -> Tensor:
+    """``t``'s index buffers (a row-major dense ``t``: its shape) with the values ``vals``."""
     return dense_tensor(vals) if row_major(t.tensor_format) else _with_values(t, vals)
 
 
 def _in_dtype(t: Tensor, name: str, dtype: np.dtype) -> tuple[Tensor, np.dtype]:
     """``t`` with values of the dtype ``name`` computes in, from values cast to ``dtype`` (a copy unless they
     already are), and that compute dtype."""
-    have = np.dtype(t.dtype)
     compute = _compute_dtype(name, dtype)
-    if have == dtype == compute:
-        return t, compute
-    vals = np.asarray(to_host(t.val))
-    if have != dtype:
-        vals = vals.astype(dtype)
-    if name in ("max", "min") and dtype == np.uint64:
-        vals = (vals ^ _SIGN).view(np.int64)  # order-preserving: unsigned order as signed order
-    else:
-        vals = vals.astype(compute)
-    return (dense_tensor(vals) if row_major(t.tensor_format) else _with_values(t, vals)), compute
+    if name in ("max", "min") and dtype == np.uint64:  # order-preserving: unsigned order as signed order
+        return _with(t, (np.asarray(to_host(t.val)).astype(dtype) ^ _SIGN).view(np.int64)), compute
+    return _astype(_astype(t, dtype), compute), compute
 
 
 def _from_compute(res: np.ndarray, name: str, dtype: np.dtype) -> np.ndarray:
