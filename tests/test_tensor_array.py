@@ -341,3 +341,28 @@ def test_sparse_vectors():
                      (v[::-2], d[::-2]), (v[[1, 1, 7]], d[[1, 1, 7]])):
         _check(got, ref)
     assert [float(x) for x in v] == d.tolist() and v[3] == d[3]
+
+
+@pytest.mark.parametrize("name", ["CSR", "COO", "DIA", "NM"])
+@pytest.mark.parametrize("dtype", [np.int32, np.float64])
+def test_reduction_methods_take_keepdims_and_dtype(name, dtype):
+    d = (A * 2).astype(dtype)
+    t = _t(d, name)
+    for method in ("sum", "prod", "max", "min", "mean"):
+        for axis in (None, 0, 1, -1, (0, 1)):
+            for keepdims in (False, True):
+                got = getattr(t, method)(axis=axis, keepdims=keepdims)
+                _check(got, getattr(d, method)(axis=axis, keepdims=keepdims))
+    _check(t.sum(axis=1, dtype=np.float32), d.sum(axis=1, dtype=np.float32))
+    _check(t.mean(axis=0, dtype=np.float32), d.mean(axis=0, dtype=np.float32))
+    _check(np.sum(t, axis=0, keepdims=True), np.sum(d, axis=0, keepdims=True))
+    _check(np.add.reduce(t, axis=1), np.add.reduce(d, axis=1))
+
+
+def test_three_dimensional_reduction_methods_over_any_axes():
+    d = np.zeros((3, 4, 5))
+    d[0, 1, 2], d[2, 3, 4], d[1, 0, 0] = 5.0, -2.0, 1.0
+    t = Tensor.from_dense(d, NF.COO(3))
+    for method in ("sum", "max", "min"):
+        for axis in ((0, 2), (1,), (-1, 0), None):
+            _check(getattr(t, method)(axis=axis, keepdims=True), getattr(d, method)(axis=axis, keepdims=True))
