@@ -113,11 +113,6 @@ class CpuMatmul(MatmulPlan):
         self._signature = signature  # set when a prepared op without operands can serve this signature
         self._from_template = from_template
         self._bound: Any = None
-
-    def answer_like(self, objs: Sequence[Any]) -> None:
-        """Give results in the package of ``objs`` (the caller's operands, where the plan runs on a converted
-        copy of one of them: ``Matmul(optimize=True)``)."""
-        self._package = result_package(objs)
         self._direct = False  # whether the prepared call's result is the dense result itself (set by plan)
         self._into: tuple[PreparedOp, Any] | None = None  # row-range op and call for execute(out=); made once
         self._dense_slots: tuple[Any, dict[int, int]] | None = None  # (prepared call, operand -> argument)
@@ -127,6 +122,11 @@ class CpuMatmul(MatmulPlan):
         self._casts: list[Any] = []  # promoted operands' (copy, source) values, refreshed per execute
         self._fast: Any = None  # the prepared call's raw runner when execute() may use it (set by plan)
         self.checked = True  # False: the caller guarantees the index buffers are unchanged (no recheck)
+
+    def answer_like(self, objs: Sequence[Any]) -> None:
+        """Give results in the package of ``objs`` (the caller's operands, where the plan runs on a converted
+        copy of one of them: ``Matmul(optimize=True)``)."""
+        self._package = result_package(objs)
 
     @classmethod
     def for_matmul(cls, a: Any, b: Any, c: Any, options: MatmulOptions,
