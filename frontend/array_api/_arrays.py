@@ -1,0 +1,206 @@
+"""What every function of the namespace shares: operands as Tensors, dense-format Tensors as NumPy arrays and
+back, sparse Tensors as entries (coordinates and values) and back, and the fill-value error.
+
+A dense-format Tensor is computed on with NumPy over its buffer (exact NumPy semantics); a sparse one through
+:mod:`frontend.ops` or, for what only moves or maps stored entries, on its entries here.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from frontend.format import NamedFormats, TensorFormat, as_format
+from frontend.ops._elementwise import result_format
+from frontend.ops._kernel_cache import dense_tensor, row_major
+from frontend.ops._prepared import default_sparse_format
+from frontend.storage._convert import coordinates, from_coordinates
+from frontend.storage._layout import is_padded
+from frontend.tensor._tensor import Tensor
+
+SCALARS = (bool, int, float, complex, np.bool_, np.number)
+
+
+def is_sparse(x: Any) -> bool:
+    """Whether ``x`` is a Tensor in a format with a sparse level."""
+    return isinstance(x, Tensor) and x.is_sparse
+
+
+def as_tensor(x: Any) -> Tensor:
+    """``x`` as a Tensor: a Tensor as it is, anything else through :func:`frontend.array_api.asarray`."""
+    if isinstance(x, Tensor):
+        return x
+    from ._creation import asarray
+    return asarray(x)
+
+
+def numpy_of(x: Any) -> Any:
+    """A dense operand as NumPy sees it: the array of a dense-format Tensor (a view of its buffer), a Python
+    scalar as it is (NumPy's weak scalar promotion), other objects through ``np.asarray``."""
+    if isinstance(x, Tensor):
+        if x.is_sparse:
+            raise TypeError("internal: a sparse Tensor reached a dense computation")
+        return np.asarray(x.val) if row_major(x.tensor_format) else x.to_dense()
+    if isinstance(x, SCALARS):
+        return x
+    return numpy_of(as_tensor(x))
+
+
+def wrap(result: Any) -> Tensor:
+    """A NumPy result (array or scalar) as a dense-format Tensor (C order; the array itself when it is)."""
+    arr = np.asarray(result)
+    return dense_tensor(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
+
+
+def dense_of(x: Any) -> np.ndarray:
+    """The dense contents of any operand (a sparse Tensor is densified: a copy)."""
+    if is_sparse(x):
+        return x.to_dense()
+    return np.asarray(numpy_of(x))
+
+
+def fill_error(name: str, detail: str) -> ValueError:
+    """The error of an operation that would give a value other than zero where a sparse array stores nothing."""
+    return ValueError(f"{name} of a sparse array would change its fill value ({detail}), so the result would "
+                      "not be sparse: densify first (frontend.array_api.asarray(x.to_dense()) is a dense-format "
+                      f"Tensor on which {name} computes)")
+
+
+def sparse_only_error(name: str, why: str) -> TypeError:
+    """The error of a function that has no meaning for sparse arrays."""
+    return TypeError(f"{name} of a sparse array is not supported: {why}; densify first "
+                     "(frontend.array_api.asarray(x.to_dense()) is a dense-format Tensor)")
+
+
+# ----- formats ---------------------------------------------------------------------------------------------------
+def default_format(rank: int) -> TensorFormat:
+    """The sparse format the namespace creates arrays in: a sparse vector, CSR, n-D COO; 0-d arrays are dense."""
+    if rank == 0:
+        return NamedFormats.Scalar
+    if rank == 1:
+        return NamedFormats.SparseVector
+    return NamedFormats.CSR if rank == 2 else NamedFormats.COO(rank)
+
+
+def format_of(format: Any, rank: int) -> TensorFormat:  # noqa: A002 - the keyword users pass
+    """A ``format=`` keyword as a TensorFormat of ``rank`` (None: :func:`default_format`; ``"dense"``)."""
+    if format is None:
+        return default_format(rank)
+    if isinstance(format, str) and format.lower() == "dense":
+        return NamedFormats.Dense(rank) if rank else NamedFormats.Scalar
+    fmt = as_format(format)
+    if fmt.num_dimensions != rank:
+        raise ValueError(f"format {fmt} has {fmt.num_dimensions} dimensions, the array has {rank}")
+    return fmt
+
+
+def sparse_result_format(formats: Sequence[TensorFormat], rank: int) -> TensorFormat:
+    """The format of a sparse result built from entries: the operands' common format when they share one of
+    this rank and it stores no padding, else the family :mod:`frontend.ops` computes in."""
+    if formats and all(f == formats[0] for f in formats) and formats[0].num_dimensions == rank \
+            and not is_padded(formats[0]):
+        return formats[0]
+    sparse = [f for f in formats if not f.is_dense]
+    like = sparse[0] if sparse else default_format(rank)
+    if like.num_dimensions == rank:
+        return result_format([like], rank)[0]
+    return default_sparse_format(like, rank) if rank else NamedFormats.Scalar
+
+
+# ----- entries -----------------------------------------------------------------------------------------------------
+def entries(t: Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """``(coords, values)`` of a sparse Tensor: an ``(ndim, n)`` int64 array and the values, padding left out,
+    duplicates as stored."""
+    return coordinates(t)
+
+
+def canonical(t: Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, values)``: the C-order linear index of each stored entry of ``t``, sorted and unique
+    (duplicates summed), and their values."""
+    crd, val = entries(t)
+    keys = np.ravel_multi_index(tuple(crd), t.shape) if t.ndim else np.zeros(len(val), np.int64)
+    keys = np.asarray(keys, dtype=np.int64)
+    if len(keys) and (np.any(keys[1:] <= keys[:-1])):
+        keys, inverse = np.unique(keys, return_inverse=True)
+        summed = np.zeros(len(keys), dtype=val.dtype)
+        np.add.at(summed, inverse, val)
+        val = summed
+    return keys, val
+
+
+def build(shape: Sequence[int], crd: Any, values: np.ndarray, fmt: TensorFormat) -> Tensor:
+    """A Tensor of ``fmt`` holding the entries ``crd`` (``(ndim, n)``, any order) and ``values``."""
+    shape = tuple(int(s) for s in shape)
+    values = np.ascontiguousarray(values)
+    if not shape:
+        return wrap(values.sum() if len(values) else np.zeros((), values.dtype))
+    pos, crd_bufs, val = from_coordinates(fmt, shape, [np.asarray(c) for c in crd], values)
+    return Tensor(fmt, shape, pos, crd_bufs, val)
+
+
+def build_keys(shape: Sequence[int], keys: np.ndarray, values: np.ndarray, fmt: TensorFormat) -> Tensor:
+    """:func:`build` from C-order linear indices."""
+    crd = np.unravel_index(keys, tuple(shape)) if len(shape) else ()
+    return build(shape, np.array(crd, dtype=np.int64).reshape(len(shape), len(keys)), values, fmt)
+
+
+def with_values(t: Tensor, values: Any) -> Tensor:
+    """``t``'s index buffers (shared) with new ``values`` (a value map that keeps zeros zero, padding included)."""
+    return Tensor(t.tensor_format, t.shape, t._pos, t._crd, values, index_type=t.index_type, package=t.package)
+
+
+def broadcast_sparse(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """A sparse ``t`` broadcast to ``shape`` (NumPy's rules): its entries repeated along the new and size-1
+    axes; no zeros are stored for the broadcast."""
+    shape = tuple(int(s) for s in shape)
+    if t.shape == shape:
+        return t
+    try:
+        if tuple(np.broadcast_shapes(t.shape, shape)) != shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"shape {t.shape} does not broadcast to {shape}") from None
+    crd, val = entries(t)
+    off = len(shape) - t.ndim
+    crd = np.concatenate([np.zeros((off, crd.shape[1]), np.int64), crd]) if off else crd
+    src = (1,) * off + t.shape
+    for d, (have, want) in enumerate(zip(src, shape)):
+        if have == 1 and want != 1:
+            n = crd.shape[1]
+            crd = np.repeat(crd, want, axis=1)
+            crd[d] = np.tile(np.arange(want), n)
+            val = np.repeat(val, want)
+    fmt = sparse_result_format([t.tensor_format], len(shape))
+    return build(shape, crd, val, fmt)
+
+
+def aligned(tensors: Sequence[Tensor], shape: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The union of the sparse ``tensors``' patterns (each broadcast to ``shape``) as sorted linear keys, and
+    each tensor's values on it (zero where it stores nothing)."""
+    parts = [canonical(broadcast_sparse(t, shape)) for t in tensors]
+    keys = parts[0][0]
+    for k, _ in parts[1:]:
+        keys = np.union1d(keys, k)
+    vals = []
+    for k, v in parts:
+        full = np.zeros(len(keys), dtype=v.dtype)
+        full[np.searchsorted(keys, k)] = v
+        vals.append(full)
+    return keys, vals
+
+
+def gathered(x: Any, keys: np.ndarray, shape: tuple[int, ...]) -> Any:
+    """An operand's values at the C-order linear ``keys`` of ``shape`` (broadcast; a scalar stays a scalar; a
+    sparse Tensor gives zero where it stores nothing)."""
+    if isinstance(x, SCALARS):
+        return x
+    if is_sparse(x):
+        own, val = canonical(broadcast_sparse(x, shape))
+        at = np.minimum(np.searchsorted(own, keys), max(len(own) - 1, 0))
+        hit = own[at] == keys if len(own) else np.zeros(len(keys), dtype=bool)
+        return np.where(hit, val[at] if len(val) else np.zeros(len(keys), val.dtype), np.zeros((), val.dtype))
+    arr = np.broadcast_to(np.asarray(numpy_of(x)), shape)
+    if arr.ndim == 0:
+        return arr
+    return arr[np.unravel_index(keys, shape)]
