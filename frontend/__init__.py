@@ -27,6 +27,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'frontend' has no attribute {name!r}")
+    if module == ".tensor":
+        import_module(".ops", __name__)  # the operations behind Tensor's operators (frontend.ops.operators)
     value = getattr(import_module(module, __name__), name)
     globals()[name] = value
     return value

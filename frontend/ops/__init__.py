@@ -5,6 +5,7 @@ modules. Elementwise operations and reductions (``add``, ``multiply``, ``apply``
 ``softmax``, ...) are ``_elementwise``, their compiled kernels ``_elementwise_kernels``."""
 from lowering.scalar_fn import exp, log, where
 
+from . import operators  # noqa: F401 - fills Tensor's operator table
 from ._api import Matmul, cache_info, clear_cache, einsum, matmul, print_mlir
 from ._elementwise import add, apply, log_softmax, max, min, multiply, prod, reduce, select, softmax, subtract, sum
 from ._plan import MatmulInfo

@@ -55,20 +55,21 @@ Storage layout (the contract every module relies on):
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from frontend.format import LevelFormat, NamedFormats, TensorFormat, as_format
+from frontend.format import LevelFormat, NamedFormats, TensorFormat, as_format, is_dimension
 from frontend.interop import _package as interop
 from frontend.storage import _convert, _lookup
 from frontend.storage._buffers import data_pointer, nbytes, numpy_dtype
 from frontend.storage._layout import to_host, value_count
 from frontend.storage._validate import mark_valid, validate
 
-from . import _draw, _fileio
+from . import _draw, _fileio, _indexing, _operators
 from ._display import describe
 
 
@@ -288,8 +289,289 @@ class Tensor:
         """Draws the nonzero pattern of a large 2-D/3-D tensor as a density image."""
         return _draw.draw_raw(self, path, **kwargs)
 
+    # ----- an array: operators, methods, indexing and NumPy's protocols -------------------------------------
+    # The operations behind them are in frontend.ops, reached through the operator table (_operators).
+    __array_priority__ = 20.0  # ndarray + Tensor and ndarray @ Tensor come to the Tensor
+    __hash__ = object.__hash__  # identity, although == compares values
+
+    def __matmul__(self, other: Any) -> Any:
+        return _operators.call("matmul", self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _operators.call("matmul", other, self)
+
+    def __add__(self, other: Any) -> Any:
+        return _operators.call("add", self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _operators.call("add", other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return _operators.call("subtract", self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _operators.call("subtract", other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return _operators.call("multiply", self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return _operators.call("multiply", other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return _operators.call("divide", self, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _operators.call("divide", other, self)
+
+    def __floordiv__(self, other: Any) -> Any:
+        return _operators.call("floor_divide", self, other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return _operators.call("floor_divide", other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        return _operators.call("remainder", self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        return _operators.call("remainder", other, self)
+
+    def __pow__(self, other: Any) -> Any:
+        return _operators.call("power", self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _operators.call("power", other, self)
+
+    def __neg__(self) -> Any:
+        return _operators.call("negative", self)
+
+    def __pos__(self) -> Any:
+        return _operators.call("positive", self)
+
+    def __abs__(self) -> Any:
+        return _operators.call("absolute", self)
+
+    def __lt__(self, other: Any) -> Any:
+        return _operators.call("less", self, other)
+
+    def __le__(self, other: Any) -> Any:
+        return _operators.call("less_equal", self, other)
+
+    def __gt__(self, other: Any) -> Any:
+        return _operators.call("greater", self, other)
+
+    def __ge__(self, other: Any) -> Any:
+        return _operators.call("greater_equal", self, other)
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return _operators.call("equal", self, other)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return _operators.call("not_equal", self, other)
+
+    def __bool__(self) -> bool:
+        if math.prod(self.shape) != 1:
+            raise ValueError(f"the truth value of a Tensor of shape {self.shape} is ambiguous; use "
+                             "frontend.max(A != 0) or A.nnz")
+        return bool(self[(0,) * self.ndim])
+
+    # reductions: keepdims/dtype reach the operation only when given
+    def sum(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False) -> Any:
+        """The sum along ``axis`` (``frontend.sum``); implicit zeros take part."""
+        return self._reduce("sum", axis, dtype, out, keepdims)
+
+    def max(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+        """The maximum along ``axis`` (``frontend.max``); implicit zeros take part."""
+        return self._reduce("max", axis, None, out, keepdims)
+
+    def min(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+        """The minimum along ``axis`` (``frontend.min``); implicit zeros take part."""
+        return self._reduce("min", axis, None, out, keepdims)
+
+    def prod(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False) -> Any:
+        """The product along ``axis`` (``frontend.prod``); implicit zeros take part."""
+        return self._reduce("prod", axis, dtype, out, keepdims)
+
+    def mean(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False) -> Any:
+        """The mean along ``axis``; implicit zeros take part."""
+        return self._reduce("mean", axis, dtype, out, keepdims)
+
+    def _reduce(self, name: str, axis: Any, dtype: Any, out: Any, keepdims: bool) -> Any:
+        if out is not None:
+            raise TypeError(f"Tensor.{name}: out= is not supported (results are new arrays)")
+        if dtype is None and not keepdims:
+            return _operators.call(name, self, axis)
+        extra: dict[str, Any] = {"keepdims": True} if keepdims else {}
+        if dtype is not None:
+            extra["dtype"] = dtype
+        return _operators.call(name, self, axis, **extra)
+
+    # shape, transposes, copies, types
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored values (as :attr:`nse`: padding of padded formats included; scipy's ``nnz``)."""
+        return self.nse
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802 - numpy's name
+        """The transpose (all axes reversed), over the same buffers: :meth:`transpose`."""
+        return self.transpose()
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802 - numpy's name
+        """The last two axes swapped (a batch of matrices transposed), over the same buffers."""
+        if self.ndim < 2:
+            raise ValueError(f"mT needs at least 2 dimensions, the tensor has {self.ndim}")
+        return self.transpose(*range(self.ndim - 2), self.ndim - 1, self.ndim - 2)
+
+    def transpose(self, *axes: Any) -> Tensor:
+        """The tensor with its axes permuted (NumPy's ``transpose``: none given reverses them). Zero-copy: the
+        same buffers under the permuted format (CSR's transpose is CSC over CSR's buffers); a permutation
+        the format DSL rejects (a diagonal ``j - i`` level turned ``i - j``) is a converted copy."""
+        perm = tuple(range(self.ndim))[::-1] if not axes or axes == (None,) else tuple(
+            axes[0] if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)) else axes)
+        if sorted(int(a) % max(self.ndim, 1) for a in perm) != list(range(self.ndim)) or len(perm) != self.ndim:
+            raise ValueError(f"axes {perm} are not a permutation of the {self.ndim} axes")
+        perm = tuple(int(a) % self.ndim for a in perm)
+        if perm == tuple(range(self.ndim)):
+            return self
+        fmt = self.tensor_format
+        shape = [self.shape[p] for p in perm]
+        try:
+            new = TensorFormat([fmt.dimensions[p] for p in perm], fmt.levels)
+        except ValueError:
+            return self.convert(NamedFormats.COO(self.ndim)).transpose(perm).convert(fmt)
+        t = Tensor(_named_like(new), shape, self._pos, self._crd, self._val, index_type=self.index_type,
+                   package=self.package, device=self.device)
+        return mark_valid(t) if self._validated is not None else t
+
+    def astype(self, dtype: Any, copy: bool = True) -> Tensor:
+        """The tensor with values of ``dtype`` (a conversion; ``copy=False`` returns it when the type matches)."""
+        if not copy and np.dtype(dtype) == numpy_dtype(self._val):
+            return self
+        return self.convert(dtype=dtype)
+
+    def copy(self) -> Tensor:
+        """A deep copy (:meth:`clone`)."""
+        return self.clone()
+
+    def conj(self) -> Tensor:
+        """The complex conjugate (same pattern; real tensors: a copy)."""
+        return self._with_values(np.conj(to_host(self._val)))
+
+    conjugate = conj
+
+    def _with_values(self, values: Any) -> Tensor:
+        """Internal: a tensor over this one's index buffers with other ``values`` (same shape of buffer)."""
+        t = Tensor(self.tensor_format, self.shape, self._pos, self._crd, values, index_type=self.index_type,
+                   package="numpy", device="cpu")
+        return mark_valid(t) if self._validated is not None else t
+
+    def toarray(self) -> np.ndarray:
+        """A dense NumPy array (:meth:`to_dense`), scipy's name."""
+        return self.to_dense()
+
+    def todense(self) -> np.ndarray:
+        """A dense NumPy array (:meth:`to_dense`), pydata/sparse's name."""
+        return self.to_dense()
+
+    def tocsr(self) -> Tensor:
+        return self.convert(NamedFormats.CSR)
+
+    def tocsc(self) -> Tensor:
+        return self.convert(NamedFormats.CSC)
+
+    def tocoo(self) -> Tensor:
+        return self.convert(NamedFormats.COO(self.ndim) if self.ndim > 2 else NamedFormats.COO)
+
+    def todia(self) -> Tensor:
+        return self.convert(NamedFormats.DIAJ)
+
+    def tobsr(self, blocksize: tuple[int, int] = (2, 2)) -> Tensor:
+        return self.convert(NamedFormats.BSR(tuple(blocksize)))
+
+    # indexing and iteration
+    def __getitem__(self, key: Any) -> Any:
+        return _indexing.getitem(self, key, self._dense_view())
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise TypeError("Tensor does not support item assignment (its stored pattern is fixed): build a new "
+                        "tensor (Tensor.from_dense, frontend.add/multiply/apply, convert) or change stored values "
+                        "in place through A.val")
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d Tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d Tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    # NumPy's protocols
+    def _dense_view(self) -> np.ndarray | None:
+        """The values of a dense-format CPU tensor as a NumPy view in dimension order; None otherwise."""
+        fmt = self.tensor_format
+        if not fmt.is_dense or self.device != "cpu" or not all(is_dimension(lv.expr) for lv in fmt.levels):
+            return None
+        val = np.asarray(to_host(self._val))
+        perm = [fmt.dimension_index(lv.expr) for lv in fmt.levels]  # type: ignore[arg-type]
+        return val if perm == sorted(perm) else val.transpose(np.argsort(perm))
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        view = self._dense_view()
+        if view is None:
+            if not _operators.auto_densify():
+                raise RuntimeError(_operators.densify_hint(
+                    f"NumPy asked for a dense array of a sparse {self.tensor_format.name or 'format'} Tensor "
+                    f"of shape {self.shape}"))
+            if copy is False:
+                raise ValueError("densifying a sparse Tensor copies: copy=False cannot be honoured")
+            view = self.to_dense()
+        if copy:
+            return np.array(view, dtype=dtype, copy=True)
+        return view if dtype is None else view.astype(dtype, copy=copy is not False)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return _operators.call("array_ufunc", ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return _operators.call("array_function", func, types, args, kwargs)
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """DLPack capsule of a dense-format tensor's values (zero-copy); ``BufferError`` for sparse formats."""
+        view = self._dense_view()
+        if view is not None:
+            return view.__dlpack__(**kwargs)
+        if self.tensor_format.is_dense and self.tensor_format.is_identity and hasattr(self._val, "__dlpack__"):
+            return self._val.__dlpack__(**kwargs)
+        raise BufferError(f"DLPack exchanges dense arrays; this Tensor is sparse ({self.tensor_format}): "
+                          "use A.todense() first")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self.device == "cpu" or not hasattr(self._val, "__dlpack_device__"):
+            return (1, 0)  # kDLCPU
+        return tuple(self._val.__dlpack_device__())  # type: ignore[return-value]
+
     def __repr__(self) -> str:
         return describe(self)
+
+
+def _named_like(fmt: TensorFormat) -> TensorFormat:
+    """``fmt`` with the name of the named format it equals (a transposed CSR is CSC), if any."""
+    name = _NAMES.get(fmt)
+    if name is None:
+        name = _NAMES[fmt] = next((n for n, f in NamedFormats.all().items() if f == fmt), "")
+    return fmt.renamed(name) if name else fmt
+
+
+_NAMES: dict[TensorFormat, str] = {}  # format (structural) -> the name of an equal named format or ""
 
 
 def _as_buffer(x: Any) -> Any:
