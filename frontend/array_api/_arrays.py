@@ -13,10 +13,11 @@ import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, as_format
 from frontend.ops._elementwise import result_format
-from frontend.ops._kernel_cache import dense_tensor, row_major
+from frontend.ops._kernel_cache import dense_tensor
 from frontend.ops._prepared import default_sparse_format
-from frontend.storage._convert import coordinates, from_coordinates
+from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded
+from frontend.tensor._indexing import from_entries
 from frontend.tensor._tensor import Tensor
 
 SCALARS = (bool, int, float, complex, np.bool_, np.number)
@@ -41,7 +42,8 @@ def numpy_of(x: Any) -> Any:
     if isinstance(x, Tensor):
         if x.is_sparse:
             raise TypeError("internal: a sparse Tensor reached a dense computation")
-        return np.asarray(x.val) if row_major(x.tensor_format) else x.to_dense()
+        view = x._dense_view()
+        return view if view is not None else x.to_dense()
     if isinstance(x, SCALARS):
         return x
     return numpy_of(as_tensor(x))
@@ -135,19 +137,13 @@ def build(shape: Sequence[int], crd: Any, values: np.ndarray, fmt: TensorFormat)
     values = np.ascontiguousarray(values)
     if not shape:
         return wrap(values.sum() if len(values) else np.zeros((), values.dtype))
-    pos, crd_bufs, val = from_coordinates(fmt, shape, [np.asarray(c) for c in crd], values)
-    return Tensor(fmt, shape, pos, crd_bufs, val)
+    return from_entries(Tensor, fmt, shape, [np.asarray(c) for c in crd], values, np.int64)
 
 
 def build_keys(shape: Sequence[int], keys: np.ndarray, values: np.ndarray, fmt: TensorFormat) -> Tensor:
     """:func:`build` from C-order linear indices."""
     crd = np.unravel_index(keys, tuple(shape)) if len(shape) else ()
     return build(shape, np.array(crd, dtype=np.int64).reshape(len(shape), len(keys)), values, fmt)
-
-
-def with_values(t: Tensor, values: Any) -> Tensor:
-    """``t``'s index buffers (shared) with new ``values`` (a value map that keeps zeros zero, padding included)."""
-    return Tensor(t.tensor_format, t.shape, t._pos, t._crd, values, index_type=t.index_type, package=t.package)
 
 
 def broadcast_sparse(t: Tensor, shape: tuple[int, ...]) -> Tensor:
@@ -173,21 +169,6 @@ def broadcast_sparse(t: Tensor, shape: tuple[int, ...]) -> Tensor:
             val = np.repeat(val, want)
     fmt = sparse_result_format([t.tensor_format], len(shape))
     return build(shape, crd, val, fmt)
-
-
-def aligned(tensors: Sequence[Tensor], shape: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The union of the sparse ``tensors``' patterns (each broadcast to ``shape``) as sorted linear keys, and
-    each tensor's values on it (zero where it stores nothing)."""
-    parts = [canonical(broadcast_sparse(t, shape)) for t in tensors]
-    keys = parts[0][0]
-    for k, _ in parts[1:]:
-        keys = np.union1d(keys, k)
-    vals = []
-    for k, v in parts:
-        full = np.zeros(len(keys), dtype=v.dtype)
-        full[np.searchsorted(keys, k)] = v
-        vals.append(full)
-    return keys, vals
 
 
 def gathered(x: Any, keys: np.ndarray, shape: tuple[int, ...]) -> Any:

@@ -10,7 +10,7 @@ import numpy as np
 
 from frontend.tensor._tensor import Tensor
 
-from ._arrays import SCALARS, as_tensor, numpy_of, with_values, wrap
+from ._arrays import SCALARS, as_tensor, numpy_of, wrap
 
 bool = np.dtype(np.bool_)  # noqa: A001 - the standard's name
 int8, int16, int32, int64 = (np.dtype(f"int{b}") for b in (8, 16, 32, 64))
@@ -88,8 +88,8 @@ def can_cast(from_: Any, to: Any, /) -> builtins.bool:
 
 
 def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Tensor:
-    """``x`` with values of ``dtype``. A sparse Tensor keeps its pattern (zero casts to zero): its index
-    buffers are shared, its values cast. ``copy=False`` returns ``x`` itself when it already has ``dtype``."""
+    """``x`` with values of ``dtype``. A sparse Tensor keeps its pattern (zero casts to zero; ``Tensor.astype``).
+    ``copy=False`` returns ``x`` itself when it already has ``dtype``."""
     from ._info import check_device
     check_device(device)
     t = as_tensor(x)
@@ -97,7 +97,7 @@ def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = N
     if not copy and np.dtype(t.dtype) == want:
         return t
     if t.is_sparse:
-        return with_values(t, np.asarray(t.val).astype(want))
+        return t.astype(want)
     return wrap(np.asarray(numpy_of(t)).astype(want, copy=True))
 
 

@@ -1,19 +1,19 @@
 """The standard's elementwise functions.
 
-Dense-format operands compute with NumPy (the standard's semantics). With a sparse operand a function runs
-where its result is sparse again:
+Dense-format operands compute with NumPy (the standard's semantics). With a sparse operand:
 
-- ``add``, ``subtract``, ``multiply`` run on :mod:`frontend.ops` (union / intersection of the patterns;
-  a dense operand gives a dense result, as there);
-- a unary function ``f`` with ``f(0) == 0`` (``abs``, ``negative``, ``sqrt``, ``sin``, ``tanh``, ``round``,
-  ``isnan``, ...) maps the stored values; index buffers are shared;
-- a binary function with a scalar maps the stored values when ``f(0, s) == 0`` (``x / 2``, ``x ** 2``,
-  ``maximum(x, -1)``, ``x < 0``); two sparse operands give a sparse result on the union of their patterns
-  when ``f(0, 0) == 0`` (``maximum``, ``logical_or``, ``less``, ``bitwise_xor``); with a dense array the
-  result is sparse when ``f(0, y) == 0`` for its every value ``y``, else dense.
+- ``add``, ``subtract``, ``multiply`` run on :mod:`frontend.ops` (union / intersection of the patterns; a
+  dense operand gives a dense result, as there; ``x + s`` with a scalar ``s`` only for ``s == 0``);
+- every other function runs on the stored values (:mod:`frontend.ops.operators._values`, as ``Tensor``'s
+  operators and ufuncs do) where it keeps zero at zero: a unary ``f`` with ``f(0) == 0`` (``abs``, ``sqrt``,
+  ``sin``, ``round``, ``isnan``, ...), a scalar ``s`` with ``f(0, s) == 0`` (``x / 2``, ``x ** 2``,
+  ``maximum(x, -1)``, ``x < 0``), another sparse operand with ``f(0, 0) == 0`` (the union of the patterns:
+  ``maximum``, ``logical_or``, ``less``), a dense one that gives zero wherever ``x`` stores nothing.
+  Sparse operands are broadcast first (their entries repeated).
 
 Otherwise (``exp``, ``cos``, ``x + 1``, ``equal(x, y)``, ``logical_not``) the result would not be zero where
-the operand stores nothing: a ``ValueError`` names the dense alternative.
+the operand stores nothing: a ``ValueError`` names the dense alternatives (``x.todense()``, or the
+``UST_MLIR_AUTO_DENSIFY=1`` opt-in, under which the result is computed densely).
 """
 from __future__ import annotations
 
@@ -24,22 +24,10 @@ import numpy as np
 
 from frontend import ops
 from frontend.ops._operands import ELEMS
+from frontend.ops.operators import _values as values
 from frontend.tensor._tensor import Tensor
 
-from ._arrays import (
-    aligned,
-    as_tensor,
-    broadcast_sparse,
-    build_keys,
-    dense_of,
-    fill_error,
-    gathered,
-    is_sparse,
-    numpy_of,
-    sparse_result_format,
-    with_values,
-    wrap,
-)
+from ._arrays import as_tensor, broadcast_sparse, dense_of, is_sparse, numpy_of, wrap
 
 _PYTHON_SCALARS = (bool, int, float, complex)
 _ON_OPS: dict[str, Callable[..., Any]] = {"add": ops.add, "subtract": ops.subtract, "multiply": ops.multiply}
@@ -50,28 +38,16 @@ def _operand(x: Any) -> Any:
     return x if isinstance(x, _PYTHON_SCALARS) else as_tensor(x)
 
 
-def _scalar(x: Any) -> Any:
-    """``x`` as a scalar when it is a Python scalar or a 0-d dense array, else None."""
-    if isinstance(x, _PYTHON_SCALARS):
-        return x
-    if not x.is_sparse and x.ndim == 0:
+def _scalar_or_tensor(x: Any) -> Any:
+    """A 0-d dense Tensor as a 0-d NumPy array (a scalar operand); other operands as they are."""
+    if isinstance(x, Tensor) and not x.is_sparse and x.ndim == 0:
         return np.asarray(numpy_of(x))
-    return None
+    return x
 
 
-def _zero(x: Any) -> Any:
-    return np.zeros((), dtype=x.dtype)
-
-
-def _all_zero(v: Any) -> bool:
-    with np.errstate(all="ignore"):
-        return bool(np.all(np.asarray(v) == 0))
-
-
-def _shown(v: Any) -> str:
-    """A computed scalar as Python writes it (``1.0``, ``True``)."""
-    arr = np.asarray(v)
-    return repr(arr.item()) if arr.size == 1 else repr(arr)
+def _tensor(result: Any) -> Tensor:
+    """An operation's result (a Tensor, or NumPy under the densify opt-in) as a Tensor."""
+    return result if isinstance(result, Tensor) else wrap(result)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -83,21 +59,18 @@ def _dtype(x: Any) -> Any:
 
 
 # ----- unary ---------------------------------------------------------------------------------------------------
-def unary(name: str, fn: Callable[[Any], Any], x: Any) -> Tensor:
-    """``fn`` (a NumPy function) of every element of ``x``; on a sparse ``x`` of its stored values when
+def unary(fn: Callable[..., Any], x: Any, **kwargs: Any) -> Tensor:
+    """``fn`` (a NumPy function) of every element of ``x``; of a sparse ``x``'s stored values when
     ``fn(0) == 0``."""
     t = as_tensor(x)
     if not t.is_sparse:
-        return wrap(fn(numpy_of(t)))
-    zero = fn(_zero(t))
-    if not _all_zero(zero):
-        raise fill_error(name, f"{name}(0) is {_shown(zero)}")
-    return with_values(t, fn(np.asarray(t.val)))
+        return wrap(fn(numpy_of(t), **kwargs))
+    return _tensor(values.unary(fn, t, **kwargs))
 
 
 def _unary_function(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], Tensor]:
     def function(x: Any, /) -> Tensor:
-        return unary(name, fn, x)
+        return unary(fn, x)
     function.__name__ = function.__qualname__ = name
     function.__doc__ = f"``{name}`` of each element (NumPy's ``{fn.__name__}``); sparse when {name}(0) is 0."
     return function
@@ -109,17 +82,15 @@ def on_ops(op: Callable[..., Any], a: Any, b: Any) -> Tensor:
     (small and unsigned integers, bool) compute in int64 and are cast back (the same wrapped result)."""
     want = np.result_type(_dtype(a), _dtype(b))
     compute = want if want in ELEMS or want.kind in "fc" else np.dtype(np.int64)
-    from ._dtypes import astype
-    args = [x if isinstance(x, _PYTHON_SCALARS) or np.dtype(x.dtype) == compute else astype(x, compute)
+    args = [x if isinstance(x, _PYTHON_SCALARS) or np.dtype(x.dtype) == compute else x.astype(compute)
             for x in (a, b)]
-    out = op(*args)
-    out = out if isinstance(out, Tensor) else wrap(out)
-    return out if np.dtype(out.dtype) == want else astype(out, want)
+    out = _tensor(op(*args))
+    return out if np.dtype(out.dtype) == want else out.astype(want)
 
 
 def binary(name: str, fn: Callable[[Any, Any], Any], x1: Any, x2: Any) -> Tensor:
     """``fn`` (a NumPy function) of the broadcast elements of ``x1`` and ``x2`` (see the module docstring for
-    when a sparse operand gives a sparse result)."""
+    what a sparse operand gives)."""
     a, b = _operand(x1), _operand(x2)
     if not (is_sparse(a) or is_sparse(b)):
         return wrap(fn(numpy_of(a), numpy_of(b)))
@@ -127,38 +98,11 @@ def binary(name: str, fn: Callable[[Any, Any], Any], x1: Any, x2: Any) -> Tensor
         shape = tuple(np.broadcast_shapes(_shape(a), _shape(b)))
     except ValueError:
         raise ValueError(f"{name}: operands of shapes {_shape(a)} and {_shape(b)} do not broadcast") from None
+    a, b = (broadcast_sparse(v, shape) if is_sparse(v) else _scalar_or_tensor(v) for v in (a, b))
     op = _ON_OPS.get(name)
-    sa, sb = (None if is_sparse(x) else _scalar(x) for x in (a, b))
-    if sa is not None or sb is not None:  # a sparse operand and a scalar
-        sparse_first = sb is not None
-        sp, s = (a, sb) if sparse_first else (b, sa)
-        zero = fn(_zero(sp), s) if sparse_first else fn(s, _zero(sp))
-        if not _all_zero(zero):
-            shown = f"{name}(0, {_shown(s)})" if sparse_first else f"{name}({_shown(s)}, 0)"
-            raise fill_error(name, f"{shown} is {_shown(zero)}")
-        sp = broadcast_sparse(sp, shape)
-        if op is not None:
-            return on_ops(op, sp, s) if sparse_first else on_ops(op, s, sp)
-        vals = np.asarray(sp.val)
-        return with_values(sp, fn(vals, s) if sparse_first else fn(s, vals))
-    if op is not None:
+    if op is not None and not (name != "multiply" and (values.is_scalar(a) or values.is_scalar(b))):
         return on_ops(op, a, b)
-    if is_sparse(a) and is_sparse(b):
-        zero = fn(_zero(a), _zero(b))
-        if not _all_zero(zero):
-            raise fill_error(name, f"{name}(0, 0) is {_shown(zero)}")
-        keys, (va, vb) = aligned([a, b], shape)
-        fmt = sparse_result_format([a.tensor_format, b.tensor_format], len(shape))
-        return build_keys(shape, keys, fn(va, vb), fmt)
-    sparse_first = is_sparse(a)
-    sp, dense = (a, b) if sparse_first else (b, a)
-    d = numpy_of(dense)
-    if _all_zero(fn(_zero(sp), d) if sparse_first else fn(d, _zero(sp))):  # the result keeps sp's pattern
-        keys, (vs,) = aligned([sp], shape)
-        dv = gathered(dense, keys, shape)
-        vals = fn(vs, dv) if sparse_first else fn(dv, vs)
-        return build_keys(shape, keys, vals, sparse_result_format([sp.tensor_format], len(shape)))
-    return wrap(fn(dense_of(a), dense_of(b)))  # a dense result, as a sparse + dense sum is
+    return _tensor(values.binary(fn, a, b))
 
 
 def _binary_function(name: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Tensor]:
@@ -203,11 +147,8 @@ def clip(x: Any, /, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 -
             out = np.where(out > hi, np.asarray(hi).astype(dtype), out)
         return np.broadcast_to(out, np.broadcast_shapes(np.shape(v), np.shape(lo), np.shape(hi))).astype(dtype)
 
-    if not t.is_sparse:
-        return wrap(clipped(numpy_of(t)))
-    if not all(v is None or np.ndim(v) == 0 for v in (lo, hi)):
-        return wrap(clipped(t.to_dense()))
-    zero = clipped(_zero(t))
-    if not _all_zero(zero):
-        raise fill_error("clip", f"clip(0, {min!r}, {max!r}) is {_shown(zero)}")
-    return with_values(t, clipped(np.asarray(t.val)))
+    clipped.__name__ = "clip"
+    if t.is_sparse and not all(v is None or np.ndim(v) == 0 for v in (lo, hi)):
+        return _tensor(values.densified("clip of a sparse array by array bounds may be nonzero where it stores "
+                                        "nothing", clipped, t))
+    return unary(clipped, t)

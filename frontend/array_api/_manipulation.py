@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from frontend.ops._operands import permuted
 from frontend.tensor._tensor import Tensor
 
 from ._arrays import (
@@ -40,7 +39,7 @@ def permute_dims(x: Any, /, axes: Sequence[int]) -> Tensor:
         raise ValueError(f"permute_dims: {axes} is not a permutation of the {t.ndim} axes")
     if not t.is_sparse:
         return wrap(np.transpose(numpy_of(t), axes))
-    return permuted(t, axes)
+    return t.transpose(axes)
 
 
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int], /) -> Tensor:

@@ -7,12 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from frontend.ops.operators import _values as values
 from frontend.tensor._tensor import Tensor
 
 from ._arrays import (
     SCALARS,
-    aligned,
     as_tensor,
+    broadcast_sparse,
     build,
     build_keys,
     canonical,
@@ -52,8 +53,8 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Tensor:
     dtype = np.result_type(*(v if isinstance(v, _PYTHON_SCALARS) else np.dtype(v.dtype) for v in (a, b)))
     if not (_zero_or_sparse(a) and _zero_or_sparse(b)):
         return wrap(np.where(dense_of(c), dense_of(a), dense_of(b)).astype(dtype))
-    sparse = [v for v in (a, b) if is_sparse(v)]
-    keys = aligned(sparse, shape)[0] if sparse else np.zeros(0, np.int64)
+    sparse = [broadcast_sparse(v, shape) for v in (a, b) if is_sparse(v)]
+    keys = values.aligned(sparse[0], sparse[-1])[0] if sparse else np.zeros(0, np.int64)
     out = np.where(gathered(c, keys, shape), gathered(a, keys, shape), gathered(b, keys, shape)).astype(dtype)
     formats = [v.tensor_format for v in (a, b) if is_sparse(v)] or [c.tensor_format]
     return build_keys(shape, keys, out, sparse_result_format(formats, len(shape)))
