@@ -2,8 +2,9 @@
 ``full`` with a zero fill), the ``*_like`` functions, ``tril``/``triu``, and dense-format ``arange``,
 ``linspace``, ``meshgrid`` and ``from_dlpack``.
 
-``format=`` (an extension keyword) chooses the format of a created array: a format, a name or DSL text, or
-``"dense"``; the default is a sparse vector, CSR or n-D COO (a 0-d array is dense)."""
+``ones``, ``arange``, ``linspace`` store every element: they are dense-format. ``format=`` (an extension
+keyword) chooses the format of a created array: a format, a name or DSL text, or ``"dense"``; the default of
+``zeros``/``empty``/``eye``/``full`` is a sparse vector, CSR or n-D COO (a 0-d array is dense)."""
 from __future__ import annotations
 
 from typing import Any
@@ -88,8 +89,11 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
 
 
 def ones(shape: Any, *, dtype: Any = None, device: Any = None, format: Any = None) -> Tensor:  # noqa: A002
-    """An array of ones: only in a dense format (``format="dense"``); a sparse array of ones stores every entry."""
-    return full(shape, 1, dtype=_DEFAULT_FLOAT if dtype is None else dtype, device=device, format=format)
+    """An array of ones, dense-format as :func:`arange` (every element is stored); ``format=`` converts it."""
+    check_device(device)
+    shape = _shape(shape)
+    t = wrap(np.ones(shape, dtype=_DEFAULT_FLOAT if dtype is None else dtype))
+    return t if format is None else t.convert(tensor_format=format_of(format, len(shape)))
 
 
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None,

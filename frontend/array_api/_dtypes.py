@@ -57,7 +57,7 @@ def finfo(type: Any) -> finfo_object:  # noqa: A002 - the standard's parameter n
     """Machine limits of a floating-point dtype (of a complex one: of its real part)."""
     info = np.finfo(dtype_of(type))
     return finfo_object(int(info.bits), float(info.eps), float(info.max), float(info.min),
-                        float(info.smallest_normal), dtype_of(type))
+                        float(info.smallest_normal), np.dtype(info.dtype))
 
 
 def iinfo(type: Any) -> iinfo_object:  # noqa: A002 - the standard's parameter name

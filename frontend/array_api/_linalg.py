@@ -63,6 +63,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Tensor:
         dot: Any = np.vecdot
         return wrap(dot(numpy_of(a), numpy_of(b), axis=axis))
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+    axis = axis - len(shape) if 0 <= axis < len(shape) else axis
     if not -len(shape) <= axis < 0 or a.shape[axis] != b.shape[axis]:
         raise ValueError(f"vecdot: axis {axis} does not fit shapes {a.shape} and {b.shape}")
     a, b = (broadcast_sparse(t, shape) if t.is_sparse else wrap(np.broadcast_to(numpy_of(t), shape))
