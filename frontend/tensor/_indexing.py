@@ -24,8 +24,8 @@ def normalize(key: Any, shape: tuple[int, ...]) -> list[_Key]:
     items = list(key) if isinstance(key, tuple) else [key]
     if sum(k is Ellipsis for k in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    if Ellipsis in items:
-        at = next(n for n, k in enumerate(items) if k is Ellipsis)
+    at = next((n for n, k in enumerate(items) if k is Ellipsis), None)
+    if at is not None:
         items[at:at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
     if len(items) > len(shape):
         raise IndexError(f"too many indices for a tensor of {len(shape)} dimensions: {len(items)} were given")
@@ -70,7 +70,7 @@ def getitem(t: StoredTensor, key: Any, dense_view: Any) -> Any:
     if dense_view is not None:
         return _dense_result(t, np.asarray(dense_view)[tuple(keys)])
     if all(isinstance(k, int) for k in keys):
-        v = get_value(t, keys)
+        v = get_value(t, [k for k in keys if isinstance(k, int)])
         return np.asarray(0 if v is None else v, dtype=t.dtype)[()]
     dims, vals = entries(t)
     keep = np.ones(len(vals), dtype=bool)

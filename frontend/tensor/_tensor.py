@@ -363,10 +363,10 @@ class Tensor:
     def __ge__(self, other: Any) -> Any:
         return _operators.call("greater_equal", self, other)
 
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Any:
         return _operators.call("equal", self, other)
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any:
         return _operators.call("not_equal", self, other)
 
     def __bool__(self) -> bool:
@@ -492,7 +492,7 @@ class Tensor:
         return self.convert(NamedFormats.DIAJ)
 
     def tobsr(self, blocksize: tuple[int, int] = (2, 2)) -> Tensor:
-        return self.convert(NamedFormats.BSR(tuple(blocksize)))
+        return self.convert(NamedFormats.BSR((int(blocksize[0]), int(blocksize[1]))))
 
     # indexing and iteration
     def __getitem__(self, key: Any) -> Any:
@@ -557,7 +557,8 @@ class Tensor:
     def __dlpack_device__(self) -> tuple[int, int]:
         if self.device == "cpu" or not hasattr(self._val, "__dlpack_device__"):
             return (1, 0)  # kDLCPU
-        return tuple(self._val.__dlpack_device__())  # type: ignore[return-value]
+        kind, ordinal = self._val.__dlpack_device__()
+        return int(kind), int(ordinal)
 
     def __repr__(self) -> str:
         return describe(self)

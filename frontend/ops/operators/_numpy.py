@@ -122,9 +122,9 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     if isinstance(axes, (int, np.integer)):
         ax_a, ax_b = list(range(ta.ndim - int(axes), ta.ndim)), list(range(int(axes)))
     else:
-        ax_a, ax_b = ([x] if isinstance(x, (int, np.integer)) else list(x) for x in axes)
-    ax_a = [int(x) % ta.ndim for x in ax_a]
-    ax_b = [int(x) % tb.ndim for x in ax_b]
+        ax_a, ax_b = ([int(x)] if isinstance(x, (int, np.integer)) else [int(y) for y in x] for x in axes)
+    ax_a = [x % ta.ndim for x in ax_a]
+    ax_b = [x % tb.ndim for x in ax_b]
     if len(ax_a) != len(ax_b):
         raise ValueError("np.tensordot: the two axes lists differ in length")
     letters = iter("abcdefghijklmnopqrstuvwxyz")

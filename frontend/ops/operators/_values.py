@@ -16,7 +16,7 @@ import numpy as np
 
 from frontend.storage._convert import coordinates
 from frontend.storage._layout import to_host
-from frontend.tensor._indexing import from_entries
+from frontend.tensor._indexing import from_entries, sparse_format
 from frontend.tensor._operators import auto_densify, densify_hint
 from frontend.tensor._tensor import Tensor
 
@@ -159,5 +159,8 @@ def build(fmt: Any, shape: tuple[int, ...], dims: Any, vals: np.ndarray, index_t
         out = np.zeros(shape, dtype=vals.dtype)
         out[tuple(dims)] = vals
         return dense_tensor(out)
-    return from_entries(Tensor, fmt, shape, dims, vals, index_type)
+    try:
+        return from_entries(Tensor, fmt, shape, dims, vals, index_type)
+    except ValueError:  # the format cannot hold these entries (more than n of every m): the rank's sparse format
+        return from_entries(Tensor, sparse_format(len(shape)), shape, dims, vals, index_type)
 
