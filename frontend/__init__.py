@@ -16,7 +16,7 @@ _LAZY: dict[str, str] = {
 }
 
 _LAZY.update({name: ".ops" for name in ("add", "subtract", "multiply", "apply", "select", "sum", "max", "min",
-                                         "prod", "reduce", "softmax", "log_softmax", "where", "exp", "log")})
+                                         "mean", "prod", "reduce", "softmax", "log_softmax", "where", "exp", "log")})
 _LAZY.update({"Tensor": ".tensor", "validate": ".storage", "thaw": ".storage"})  # tensors and their storage
 _LAZY.update({"solve": ".solvers", "Solve": ".solvers"})  # linear systems (frontend.solvers)
 _LAZY.update({"DistributedTensor": ".distributed"})  # partitioned tensors on Dask (frontend.distributed)

@@ -7,6 +7,9 @@ pydata/sparse                    Tensor format             buffers
                                                            coords[k] (rows of ``coords``), val = data
 ``GCXS`` 2-D, compressed axis 0  ``NamedFormats.CSR``      pos[1] = indptr, crd[1] = indices, val = data
 ``GCXS`` 2-D, compressed axis 1  ``NamedFormats.CSC``      pos[1] = indptr, crd[1] = indices, val = data
+``GCXS`` any other (n-D)         COO, levels in the order  pos[0] = [0, nnz], crd[k] = the coordinates
+                                 ``compressed_axes`` then  decoded from indptr/indices (new), val = data
+                                 the other axes
 ===============================  ========================  ============================================
 
 Back: COO Tensors whose coordinate buffers are the rows of one ``(n, nnz)`` array (views of a pydata COO)
@@ -20,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from frontend.format import TensorFormat
 from frontend.storage import _buffers
 from frontend.storage._protocol import StoredTensor, TensorT
 
@@ -55,14 +59,36 @@ def from_pydata(x: Any, cls: type[TensorT]) -> TensorT:
         pos: list[Any] = [np.asarray([0, nnz], dtype=itype)] + [None] * (n - 1)
         return cls(Layout("coo", nsparse=n).tensor_format(), tuple(x.shape), pos, rows, data, index_type=itype,
                    package="sparse", source=x)
-    axes = tuple(x.compressed_axes)
+    axes = tuple(int(a) for a in x.compressed_axes)
     if len(x.shape) != 2 or axes not in ((0,), (1,)):
-        raise TypeError(f"{what} with shape {x.shape} and compressed_axes {axes} has no Tensor view; 2-D "
-                        "GCXS with compressed_axes (0,) (CSR) or (1,) (CSC) and COO of any rank are viewed")
+        return _gcxs_entries(x, axes, cls, what)
     kind = "CSR" if axes == (0,) else "CSC"
     itype2 = _buffers.check_index_buffers([x.indptr, x.indices], what)
     return cls(Layout(kind).tensor_format(), tuple(x.shape), [None, x.indptr], [None, x.indices], data,
                index_type=itype2, package="sparse", source=x)
+
+
+def _gcxs_entries(x: Any, axes: tuple[int, ...], cls: type[TensorT], what: str) -> TensorT:
+    """A ``cls`` of a GCXS of any rank or compressed axes: pydata stores the 2-D CSR of the array with its axes
+    reordered (``compressed_axes`` first, the others after, in order) and reshaped to (compressed axes
+    flattened) x (the others flattened). Its entries are in the lexicographic order of that axis order, so a
+    COO whose levels store the dimensions in that order holds them as they are: the values are shared, the
+    coordinates are decoded from ``indptr``/``indices`` (new int64 buffers)."""
+    shape = tuple(int(e) for e in x.shape)
+    order = list(axes) + [d for d in range(len(shape)) if d not in axes]
+    indptr, indices = np.asarray(x.indptr), np.asarray(x.indices)
+    _buffers.check_index_buffers([indptr, indices], what)
+    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    lead = np.unravel_index(rows, [shape[a] for a in axes]) if axes else ()  # (1-D: compressed_axes ())
+    rest = [shape[a] for a in order[len(axes):]]
+    tail = np.unravel_index(indices.astype(np.int64, copy=False), rest) if rest else ()
+    crd = [np.ascontiguousarray(c, dtype=np.int64) for c in (*lead, *tail)]
+    coo = Layout("coo", nsparse=len(shape)).tensor_format()  # level k stores dimension k
+    where = {lvl: dim for lvl, dim in enumerate(order)}  # level k stores dimension order[k]
+    dims = [coo.dimensions[next(k for k, d in where.items() if d == p)] for p in range(len(shape))]
+    fmt = TensorFormat(dims, coo.levels)
+    pos: list[Any] = [np.asarray([0, len(crd[0]) if crd else 0], dtype=np.int64)] + [None] * (len(shape) - 1)
+    return cls(fmt, shape, pos, crd, x.data, index_type=np.dtype(np.int64), package="sparse", source=x)
 
 
 def to_pydata(t: StoredTensor, layout: Layout) -> Any:

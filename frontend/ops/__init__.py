@@ -7,10 +7,24 @@ from lowering.scalar_fn import exp, log, where
 
 from . import operators  # noqa: F401 - fills Tensor's operator table
 from ._api import Matmul, cache_info, clear_cache, einsum, matmul, print_mlir
-from ._elementwise import add, apply, log_softmax, max, min, multiply, prod, reduce, select, softmax, subtract, sum
+from ._elementwise import (
+           add,
+           apply,
+           log_softmax,
+           max,
+           mean,
+           min,
+           multiply,
+           prod,
+           reduce,
+           select,
+           softmax,
+           subtract,
+           sum,
+)
 from ._plan import MatmulInfo
 from ._semiring import Semiring, logical_and, logical_or, maximum, minimum
 
 __all__ = ["Matmul", "MatmulInfo", "Semiring", "add", "apply", "cache_info", "clear_cache", "einsum", "exp", "log",
-           "log_softmax", "logical_and", "logical_or", "matmul", "max", "maximum", "min", "minimum", "multiply",
+           "log_softmax", "logical_and", "logical_or", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply",
            "print_mlir", "prod", "reduce", "select", "softmax", "subtract", "sum", "where"]

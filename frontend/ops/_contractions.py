@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from frontend.storage._convert import coordinates
 from frontend.tensor._tensor import Tensor
 
+from ._kernel_cache import dense_tensor, entries_tensor, row_major
 from ._operands import c_dtypes, half_result, native_half, operand, permuted, promoted, squeezed
 from ._options import MatmulOptions
 from ._prepared import PreparedOp, default_sparse_format
@@ -50,7 +52,7 @@ def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions, rows: bool = False
     def subs(t: Tensor, own: tuple, core: str, what: str) -> tuple[str, Tensor]:
         off = nb - len(own)
         drop = [d for d, e in enumerate(own) if e == 1 and batch[off + d] != 1]
-        t = squeezed(t, drop, what)
+        t = _squeezed(t, drop, what)
         s = "".join(letters[off + d] for d in range(len(own)) if d not in drop)
         return s + core, t
 
@@ -60,6 +62,20 @@ def matmul_op(a: Any, b: Any, c: Any, options: MatmulOptions, rows: bool = False
     if options.out_format is None and c is None and ta.is_sparse and tb.is_sparse and out_subs:
         options = dataclasses.replace(options, out_format=default_sparse_format(ta.tensor_format, len(out_subs)))
     return PreparedOp((sa, sb), [ta, tb], out_subs, ("a", "b"), options, c, rows).in_dtype(half, raw, cast)
+
+
+def _squeezed(t: Tensor, drop: Sequence[int], what: str) -> Tensor:
+    """``t`` without its size-1 batch dimensions ``drop`` (broadcast against the other operand's): a view of a
+    row-major dense operand; a sparse one's entries in its family of the lower rank (new buffers)."""
+    if not drop:
+        return t
+    if not t.is_sparse:
+        return squeezed(t if row_major(t.tensor_format) else dense_tensor(np.ascontiguousarray(t.to_dense())),
+                        drop, what)
+    dims, vals = coordinates(t)
+    kept = [d for d in range(t.ndim) if d not in drop]
+    shape = tuple(t.shape[d] for d in kept)
+    return entries_tensor(default_sparse_format(t.tensor_format, len(shape)), shape, [dims[d] for d in kept], vals)
 
 
 def einsum_op(subscripts: str, operands: Sequence[Any], options: MatmulOptions) -> PreparedOp:

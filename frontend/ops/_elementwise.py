@@ -12,6 +12,7 @@ overrides it.
 """
 from __future__ import annotations
 
+import builtins
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, as_format
 from frontend.storage._convert import coordinates
-from frontend.storage._layout import is_padded
+from frontend.storage._layout import is_padded, to_host
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
 from lowering.miscompiles import unsupported_levels
@@ -29,8 +30,10 @@ from lowering.sparsifier import elementwise as build
 
 from ._elementwise_fast import fast_binary, fast_rowsum, fast_softmax, merge_buffers, softmax_values
 from ._elementwise_kernels import ElementwiseKernel, kernel_for, recorded_kernels
-from ._kernel_cache import dense_tensor, row_major, spec_of
+from ._kernel_cache import dense_tensor, entries_tensor, row_major, spec_of
 from ._operands import (
+    ELEMS,
+    _with_values,
     check_cpu,
     elem_of,
     operand,
@@ -54,17 +57,28 @@ def _tensor(x: Any, what: str) -> Tensor:
     return t
 
 
+def _level_dims(fmt: TensorFormat) -> list[int] | None:
+    """The dimension each level of ``fmt`` stores, in level order; None when a level stores an expression."""
+    out = []
+    for lv in fmt.levels:
+        if lv.expr not in fmt.dimensions:
+            return None
+        out.append(fmt.dimension_index(lv.expr))
+    return out
+
+
 def readable(t: Tensor) -> Tensor:
     """``t`` as the sparsifier reads it: row-major dense, or a sparse format without padding that MLIR encodes
     and compiles (others are converted, a copy: BSR/DIA/DELTA -> CSR, level sequences the sparsifier aborts on
-    such as ``(i : dense, j : singleton)`` -> CSR, column-major dense -> row-major)."""
+    such as ``(i : dense, j : singleton)`` -> CSR, level orders other than the dimensions' of three or more
+    dimensions -> the CSR-like format, column-major dense -> row-major)."""
     fmt = t.tensor_format
     if row_major(fmt):
         return t
     if fmt.is_dense:
         return dense_tensor(np.ascontiguousarray(t.to_dense()))
-    if unsupported_levels(fmt):
-        return t.convert(tensor_format=entry_format(t.ndim))
+    if unsupported_levels(fmt) or (t.ndim > 2 and _level_dims(fmt) != list(range(t.ndim))):
+        return t.convert(tensor_format=entry_format(t.ndim))  # (the sparsifier loses permuted n-D level orders)
     if is_padded(fmt) or fmt.mlir_support() != "sparsifier":
         return t.convert(tensor_format=default_sparse_format(fmt, t.ndim))
     return t
@@ -83,8 +97,11 @@ def result_format(formats: Sequence[TensorFormat], rank: int) -> tuple[TensorFor
     return computed, formats[0] if same else computed
 
 
-def _finish(result: Any, fmt: TensorFormat | None, package: str | None) -> Any:
-    """``result`` (array or Tensor) in ``fmt`` (None: as it is), back in the callers' ``package``."""
+def _finish(result: Any, fmt: TensorFormat | None, package: str | None, dtype: np.dtype | None = None) -> Any:
+    """``result`` (array or Tensor) in ``fmt`` (None: as it is), back in the callers' ``package``; its values
+    cast to ``dtype`` when given (results computed in a wider type)."""
+    if dtype is not None:
+        result = _astype(result, dtype) if isinstance(result, Tensor) else np.asarray(result).astype(dtype)
     if fmt is not None:
         if isinstance(result, Tensor):
             if row_major(fmt):
@@ -93,6 +110,9 @@ def _finish(result: Any, fmt: TensorFormat | None, package: str | None) -> Any:
                 result = result.convert(tensor_format=fmt)
         elif not row_major(fmt):
             result = Tensor.from_dense(result, fmt)
+    if (package == "sparse" and isinstance(result, Tensor) and result.ndim > 2 and result.is_sparse
+            and _level_dims(result.tensor_format) != list(range(result.ndim))):
+        result = result.convert(tensor_format=NamedFormats.COO(result.ndim))  # pydata's n-D COO (e.g. from GCXS)
     return to_caller_package(result, package)
 
 
@@ -108,8 +128,40 @@ def _broadcast(t: Tensor, shape: tuple[int, ...]) -> tuple[Tensor, tuple[int, ..
     dims = tuple(off + d for d, e in enumerate(t.shape) if not (e == 1 and shape[off + d] != 1))
     if len(dims) == t.ndim:
         return t, dims
-    arr = t.val if row_major(t.tensor_format) else t.to_dense()
-    return dense_tensor(np.ascontiguousarray(np.asarray(arr).reshape([shape[d] for d in dims]))), dims
+    arr = np.asarray(t.val if row_major(t.tensor_format) else t.to_dense()).reshape([shape[d] for d in dims])
+    return dense_tensor(arr if arr.flags.c_contiguous else arr.copy()), dims  # (ascontiguousarray makes 0-d 1-d)
+
+
+def broadcast_entries(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sparse ``t`` broadcast to ``shape`` (NumPy's rules) in the CSR-like format of that rank (new buffers):
+    each stored entry repeated along the broadcast dimensions (missing leading ones and size-1 ones), so only
+    stored entries are repeated and the sparsifier sees operands of one shape."""
+    dims, vals = coordinates(t)
+    off = len(shape) - t.ndim
+    spread = [d for d in range(len(shape)) if d < off or (t.shape[d - off] == 1 and shape[d] != 1)]
+    reps = int(np.prod([shape[d] for d in spread]))
+    grid = np.indices([shape[d] for d in spread]).reshape(len(spread), reps)
+    entry = np.repeat(np.arange(len(vals)), reps)
+    where = np.tile(np.arange(reps), len(vals))
+    coords = [grid[spread.index(d)][where] if d in spread else dims[d - off][entry] for d in range(len(shape))]
+    return entries_tensor(entry_format(len(shape)), shape, coords, np.asarray(vals)[entry])
+
+
+def _broadcast_to(t: Tensor, shape: tuple[int, ...], sparse_result: bool) -> Tensor:
+    """An operand of a binary operation beside a sparse one, of the result's ``shape``: a sparse operand's
+    stored entries repeated (:func:`broadcast_entries`); a dense one repeated when the result is dense (it
+    is as large); a rank-0 dense one (a scalar) or one of the shape as it is."""
+    if t.shape == shape or (t.ndim == 0 and sparse_result):
+        return t
+    if t.is_sparse:
+        return broadcast_entries(t, shape)
+    if not row_major(t.tensor_format):
+        t = dense_tensor(np.ascontiguousarray(t.to_dense()))
+    if sparse_result and int(np.prod(t.shape)) == 1:
+        return dense_tensor(np.asarray(t.val).reshape(()).copy())
+    if sparse_result:
+        return t
+    return dense_tensor(np.ascontiguousarray(np.broadcast_to(np.asarray(t.val), shape)))
 
 
 def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
@@ -119,14 +171,17 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
     first = _tensor(objs[0], "a" if objs[0] is a else "b")
     tensors = []
     for x, what in ((a, "a"), (b, "b")):
-        if isinstance(x, _SCALARS):
-            val = np.asarray(x)
-            if np.iscomplexobj(val) and not np.iscomplexobj(np.empty(0, first.dtype)):
-                raise TypeError(f"{name}: a complex scalar with a {np.dtype(first.dtype)} operand")
-            tensors.append(dense_tensor(np.asarray(x, dtype=first.dtype)))
+        if isinstance(x, _SCALARS):  # NumPy's weak scalars: int8 + 1 is int8, int32 + 2.5 is float64
+            tensors.append(dense_tensor(np.asarray(x, dtype=np.result_type(np.dtype(first.dtype), x))))
         else:
             tensors.append(first if x is objs[0] else _tensor(x, what))
+    narrow = np.result_type(*(np.dtype(t.dtype) for t in tensors))
+    if narrow.kind in "biu" and narrow not in ELEMS:  # computed in int64 (wrapping as NumPy), cast back
+        if narrow.kind == "b" and op == "sub":
+            raise TypeError(f"{name}: NumPy's boolean subtract is not supported; use logical_xor or cast to int")
+        tensors = [_astype(t, np.dtype(np.int64)) for t in tensors]
     ta, tb = promoted(tensors)  # mixed dtypes: np.result_type (a cast copy of the other operand)
+    back = narrow if narrow.kind in "biu" and narrow not in ELEMS else None
     try:
         shape = tuple(np.broadcast_shapes(ta.shape, tb.shape))
     except ValueError:
@@ -136,6 +191,9 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
         ta, tb = (dense_tensor(np.full(shape, t.val, dtype=t.dtype)) if t.ndim == 0 and shape else t
                   for t in (ta, tb))
     originals = [t.tensor_format for t in (ta, tb) if not row_major(t.tensor_format) and t.ndim == len(shape)]
+    n_sparse = builtins.sum(1 for t in (ta, tb) if t.is_sparse)
+    if n_sparse and ta.shape != tb.shape:  # the sparsifier takes broadcasting maps beside a sparse operand badly
+        ta, tb = (_broadcast_to(t, shape, n_sparse == 2 or op == "mul") for t in (ta, tb))
     (ta, da), (tb, db) = _broadcast(readable(ta), shape), _broadcast(readable(tb), shape)
     sparse = [t for t in (ta, tb) if not row_major(t.tensor_format)]
     want = as_format(out_format)
@@ -148,14 +206,14 @@ def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
         full = tuple(range(len(shape)))
         merged = _merged(op, ta, tb, computed, elem) if da == db == full and len(sparse) == 2 else None
         if merged is not None:
-            return _finish(merged, want if want is not None else final, result_package(objs))
+            return _finish(merged, want if want is not None else final, result_package(objs), back)
     else:
         final = None
         out = TensorSpec(None, shape, elem)
     specs = [spec_of(ta, elem), spec_of(tb, elem)]
     key = ("binary", op, specs[0].key(), specs[1].key(), da, db, out.key())
     kernel = kernel_for(key, lambda: build.binary_module(op, specs, (da, db), out), specs, out)
-    return _finish(kernel([ta, tb]), want if want is not None else final, result_package(objs))
+    return _finish(kernel([ta, tb]), want if want is not None else final, result_package(objs), back)
 
 
 def _merged(op: str, ta: Tensor, tb: Tensor, computed: TensorFormat, elem: str) -> Tensor | None:
@@ -218,7 +276,7 @@ def _mapped(kind: str, a: Any, fn: Callable, out_format: Any) -> Any:
     want = as_format(out_format)
     if nargs > 1 and kind == "select":
         sel_computed, sel_final = result_format([t0.tensor_format], t.ndim)
-        kept = _select_with_coordinates(t, traced, elem).convert(tensor_format=sel_computed)
+        kept = _select_with_coordinates(t, traced, elem, sel_computed)
         return _finish(kept, want if want is not None else sel_final, result_package([a]))
     if nargs > 1:
         res = _with_coordinates(t, traced, elem)
@@ -257,24 +315,15 @@ def _with_coordinates(t: Tensor, fn: ScalarFn, elem: str) -> Any:
     return Tensor(t.tensor_format, t.shape, t._pos, t._crd, out, index_type=t.index_type, package="numpy")
 
 
-def _select_with_coordinates(t: Tensor, fn: ScalarFn, elem: str) -> Tensor:
-    """The stored entries of ``t`` (unpadded) on which ``fn(v, i, j, ...)`` is nonzero, as a COO Tensor: the
+def _select_with_coordinates(t: Tensor, fn: ScalarFn, elem: str, fmt: TensorFormat) -> Tensor:
+    """The stored entries of ``t`` (unpadded) on which ``fn(v, i, j, ...)`` is nonzero, in ``fmt``: the
     predicate runs as the coordinate kernel of :func:`_with_coordinates`, the kept entries are gathered."""
     if row_major(t.tensor_format):
         t = Tensor.from_dense(np.asarray(t.to_dense()), default_sparse_format(t.tensor_format, t.ndim))
     flags = _with_coordinates(t, fn, elem)
     keep = np.asarray(flags.val) != 0
     dims, _ = coordinates(t)
-    kept = [d[keep] for d in dims]
-    order = np.lexsort(kept[::-1])  # COO order: lexicographic by coordinates
-    vals = np.ascontiguousarray(np.asarray(t.val)[keep][order])
-    n = int(keep.sum())
-    rank = t.ndim
-    coo = NamedFormats.COO if rank == 2 else TensorFormat.parse(
-        f"({', '.join('ijklmn'[:rank])}) -> ({'i : compressed(nonunique), ' if rank > 1 else 'i : compressed'}"
-        + ", ".join(f"{c} : singleton" for c in "jklmn"[:rank - 1]) + ")")
-    crd = [np.ascontiguousarray(d[order]) for d in kept]
-    return Tensor.from_buffers(coo, t.shape, pos=[np.array([0, n])] + [None] * (rank - 1), crd=crd, values=vals)
+    return entries_tensor(fmt, t.shape, [d[keep] for d in dims], np.asarray(t.val)[keep])
 
 
 def apply(a: Any, fn: Callable, *, out_format: Any = None) -> Any:
@@ -342,45 +391,203 @@ def _reduction(a: Any, axis: Any) -> tuple[Tensor, tuple[int, ...], tuple[int, .
     return t, axes, tuple(d for d in range(t.ndim) if d not in axes), elem_of([t], ["a"])
 
 
-def _scipy_reduction(name: str, a: Any, axis: Any) -> Any:
-    """``sum``/``max``/``min``/``prod`` with implicit zeros taking part (scipy's semantics)."""
-    t, axes, keep, elem = _reduction(a, axis)
-    if name == "sum":
-        return _reduced(_reduce_stored(t, keep, "add", 0, elem), a)
-    n = int(np.prod([t.shape[d] for d in axes]))
-    if n == 0:
-        raise ValueError(f"{name} of an empty axis (shape {t.shape}, axis {axis})")
-    fn, ident = _MONOIDS[{"max": "max", "min": "min", "prod": "times"}[name]]
-    dtype = np.dtype(t.dtype)
-    stored = _reduce_stored(t, keep, trace(fn, 2, elem), ident(dtype), elem)
-    count = _reduce_stored(t, keep, "count", 0, elem)
-    full = count.real >= n
-    if name == "prod":
-        res = np.where(full, stored, np.zeros_like(stored))
+def _reduces_in_order(t: Tensor, keep: tuple[int, ...]) -> bool:
+    """Whether the sparsifier reduces ``t`` (sparse) over the dimensions not in ``keep`` with a custom monoid
+    correctly: in level order the kept dimensions all come before the reduced ones or all after them (a
+    kept dimension between reduced ones restarts the accumulator of ``sparse_tensor.reduce``)."""
+    if t.ndim <= 2 or row_major(t.tensor_format):
+        return True
+    dims = _level_dims(t.tensor_format)
+    if dims is None:
+        return False
+    kept = [d in keep for d in dims]
+    changes = builtins.sum(1 for x, y in zip(kept, kept[1:]) if x != y)
+    return changes <= 1
+
+
+def _kept_by_reduced(t: Tensor, keep: tuple[int, ...], axes: tuple[int, ...]) -> Tensor:
+    """``t``'s stored entries as a CSR matrix of (kept coordinates flattened) x (reduced ones flattened): a
+    reduction along its rows is ``t``'s reduction over ``axes`` (a copy of the entries)."""
+    dims, vals = coordinates(t)
+    rows = int(np.prod([t.shape[d] for d in keep]))
+    cols = int(np.prod([t.shape[d] for d in axes]))
+    r = np.ravel_multi_index(tuple(dims[d] for d in keep), [t.shape[d] for d in keep]) if keep else \
+        np.zeros(len(vals), np.int64)
+    c = np.ravel_multi_index(tuple(dims[d] for d in axes), [t.shape[d] for d in axes])
+    order = np.lexsort((c, r))
+    pos = np.zeros(rows + 1, np.int64)
+    np.cumsum(np.bincount(r, minlength=rows), out=pos[1:])
+    return Tensor.from_buffers(NamedFormats.CSR, (rows, cols), pos=[None, pos],
+                               crd=[None, np.ascontiguousarray(c[order])],
+                               values=np.ascontiguousarray(np.asarray(vals)[order]))
+
+
+#: dtypes NumPy's ``sum``/``prod`` accumulate small integers and booleans in (the platform integers)
+_SIGNED, _UNSIGNED = np.dtype(np.int_), np.dtype(np.uint)
+_NAMES = {"max": "maximum", "min": "minimum"}
+
+
+def _result_dtype(name: str, dtype: np.dtype, given: Any) -> np.dtype:
+    """NumPy's result dtype of reduction ``name`` of ``dtype`` values (``given``: the ``dtype=`` keyword):
+    ``sum``/``prod`` of booleans and signed integers narrower than the platform integer give int64,
+    of narrower unsigned ones uint64; ``mean`` of integers float64; ``max``/``min`` keep the dtype."""
+    if given is not None:
+        return np.dtype(given)
+    if name in ("sum", "prod"):
+        if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < _SIGNED.itemsize):
+            return _SIGNED
+        if dtype.kind == "u" and dtype.itemsize < _UNSIGNED.itemsize:
+            return _UNSIGNED
+    if name == "mean" and dtype.kind in "biu":
+        return np.dtype(np.float64)
+    return dtype
+
+
+def _compute_dtype(name: str, dtype: np.dtype) -> np.dtype:
+    """The kernel dtype reduction ``name`` of ``dtype`` values runs in (result bits identical after a cast):
+    int64 for every integer and boolean (two's complement sums and products wrap as uint64 does; narrower
+    values compare the same widened; uint64 compares after its sign bit is flipped), float32 for half
+    floats, the dtype itself for the kernels' types."""
+    if dtype in ELEMS:
+        return dtype
+    if dtype.kind in "biu":
+        return np.dtype(np.int64)
+    if dtype.kind == "f" and dtype.itemsize < 4:
+        return np.dtype(np.float32)
+    raise TypeError(f"{name} of {dtype} values is not supported (supported: booleans, integers, "
+                    f"{', '.join(str(d) for d in ELEMS)})")
+
+
+_SIGN = np.uint64(1 << 63)
+
+
+def _astype(t: Tensor, dtype: np.dtype) -> Tensor:
+    """``t`` with its values cast to ``dtype`` (a copy over the same index buffers; ``t`` when they are)."""
+    if np.dtype(t.dtype) == dtype:
+        return t
+    vals = np.asarray(to_host(t.val)).astype(dtype)
+    return dense_tensor(vals) if row_major(t.tensor_format) else _with_values(t, vals)
+
+
+def _in_dtype(t: Tensor, name: str, dtype: np.dtype) -> tuple[Tensor, np.dtype]:
+    """``t`` with values of the dtype ``name`` computes in, from values cast to ``dtype`` (a copy unless they
+    already are), and that compute dtype."""
+    have = np.dtype(t.dtype)
+    compute = _compute_dtype(name, dtype)
+    if have == dtype == compute:
+        return t, compute
+    vals = np.asarray(to_host(t.val))
+    if have != dtype:
+        vals = vals.astype(dtype)
+    if name in ("max", "min") and dtype == np.uint64:
+        vals = (vals ^ _SIGN).view(np.int64)  # order-preserving: unsigned order as signed order
     else:
-        res = np.where(full, stored, (np.maximum if name == "max" else np.minimum)(stored, np.zeros_like(stored)))
-    return _reduced(np.asarray(res, dtype=dtype), a)
+        vals = vals.astype(compute)
+    return (dense_tensor(vals) if row_major(t.tensor_format) else _with_values(t, vals)), compute
 
 
-def sum(a: Any, axis: Any = None) -> Any:  # noqa: A001 - numpy/scipy's name
-    """The sum along ``axis`` (None: all; an int or a tuple), as scipy's ``A.sum(axis)``: a dense array."""
-    fast = fast_rowsum(a, axis)
-    return fast if fast is not None else _scipy_reduction("sum", a, axis)
+def _from_compute(res: np.ndarray, name: str, dtype: np.dtype) -> np.ndarray:
+    """A reduction's result computed by :func:`_in_dtype` back in ``dtype``."""
+    if name in ("max", "min") and dtype == np.uint64:
+        return res.view(np.uint64) ^ _SIGN
+    return res.astype(dtype, copy=False)
 
 
-def max(a: Any, axis: Any = None) -> Any:  # noqa: A001 - numpy/scipy's name
-    """The maximum along ``axis``; implicit zeros take part (scipy's ``A.max(axis)``)."""
-    return _scipy_reduction("max", a, axis)
+def _empty_reduction(name: str, shape: tuple[int, ...], n: int, dtype: np.dtype) -> np.ndarray:
+    """The result of reduction ``name`` over a tensor without elements (one extent 0) into ``shape``."""
+    if n == 0 and name in _NAMES:
+        raise ValueError(f"zero-size array to reduction operation {_NAMES[name]} which has no identity")
+    fill = {"sum": 0, "prod": 1, "mean": np.nan}.get(name, 0)
+    return np.full(shape, fill, dtype=dtype)
 
 
-def min(a: Any, axis: Any = None) -> Any:  # noqa: A001 - numpy/scipy's name
-    """The minimum along ``axis``; implicit zeros take part (scipy's ``A.min(axis)``)."""
-    return _scipy_reduction("min", a, axis)
+def _numpy_reduction(name: str, a: Any, axis: Any, keepdims: bool, dtype: Any) -> Any:
+    """``sum``/``prod``/``max``/``min``/``mean`` with NumPy's semantics: implicit zeros take part, any axes,
+    ``keepdims``, NumPy's accumulator and result dtypes (``dtype=``: both)."""
+    t0 = _tensor(a, "a")
+    axes = _axes(axis, t0.ndim)
+    keep = tuple(d for d in range(t0.ndim) if d not in axes)
+    src = np.dtype(t0.dtype)
+    out_dtype = _result_dtype(name, src, dtype)
+    acc = out_dtype if name != "mean" or dtype is not None or src.kind not in "biu" else np.dtype(np.float64)
+    n = int(np.prod([t0.shape[d] for d in axes]))
+    out_shape = tuple(t0.shape[d] for d in keep)
+    if n == 0 or 0 in out_shape:
+        res = _empty_reduction(name, out_shape, n, out_dtype)
+    else:
+        res = _reduce_values(name, t0, axes, keep, n, acc, out_dtype)
+    if keepdims:
+        res = res.reshape(tuple(1 if d in axes else e for d, e in enumerate(t0.shape)))
+    return _reduced(res, a)
 
 
-def prod(a: Any, axis: Any = None) -> Any:
-    """The product along ``axis``; implicit zeros take part (0 unless every entry is stored)."""
-    return _scipy_reduction("prod", a, axis)
+def _reduce_values(name: str, t0: Tensor, axes: tuple[int, ...], keep: tuple[int, ...], n: int,
+                   acc: np.dtype, out_dtype: np.dtype) -> np.ndarray:
+    """Reduction ``name`` of a non-empty ``t0`` over ``axes`` in the accumulator dtype ``acc``, as ``out_dtype``."""
+    op = "sum" if name == "mean" else name
+    tc, compute = _in_dtype(t0, op, acc)
+    t = readable(tc)
+    if name in ("max", "min", "prod") and not _reduces_in_order(t, keep):
+        t, keep = _kept_by_reduced(t, keep, axes), (0,)
+        shape = tuple(t0.shape[d] for d in keep_dims(t0.ndim, axes))
+    else:
+        shape = None
+    elem = elem_of([t], ["a"])
+    if op == "sum":
+        res = _reduce_stored(t, keep, "add", 0, elem)
+    else:
+        fn, ident = _MONOIDS[{"max": "max", "min": "min", "prod": "times"}[op]]
+        stored = _reduce_stored(t, keep, trace(fn, 2, elem), ident(compute), elem)
+        count = _reduce_stored(t, keep, "count", 0, elem)
+        full = count.real >= n
+        zero = np.zeros_like(stored)
+        if op in ("max", "min") and acc == np.uint64:
+            zero[...] = np.iinfo(np.int64).min  # the implicit zero with the sign bit flipped (see _in_dtype)
+        if op == "prod":
+            res = np.where(full, stored, zero)
+        else:
+            res = np.where(full, stored, (np.maximum if op == "max" else np.minimum)(stored, zero))
+    if shape is not None:
+        res = res.reshape(shape)
+    res = _from_compute(np.asarray(res, dtype=compute), op, acc)
+    if name == "mean":
+        res = np.asarray(res / n if acc.kind in "fc" else res / np.float64(n)).astype(out_dtype, copy=False)
+    return np.asarray(res).astype(out_dtype, copy=False)
+
+
+def keep_dims(ndim: int, axes: tuple[int, ...]) -> tuple[int, ...]:
+    """The dimensions of an ``ndim``-dimensional tensor a reduction over ``axes`` keeps."""
+    return tuple(d for d in range(ndim) if d not in axes)
+
+
+def sum(a: Any, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:  # noqa: A001 - numpy's
+    """The sum along ``axis`` (None: all; an int or a tuple) as ``np.sum``: a dense array (a NumPy scalar for
+    a full reduction of a Tensor), integers and booleans accumulated in NumPy's types (int32 -> int64)."""
+    fast = fast_rowsum(a, axis) if not keepdims and dtype is None else None
+    return fast if fast is not None else _numpy_reduction("sum", a, axis, keepdims, dtype)
+
+
+def max(a: Any, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:  # noqa: A001 - numpy's
+    """The maximum along ``axis``; implicit zeros take part (``np.max`` of the dense array). ValueError for an
+    empty reduction (no identity), as NumPy. ``dtype=``: the values cast to it first."""
+    return _numpy_reduction("max", a, axis, keepdims, dtype)
+
+
+def min(a: Any, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:  # noqa: A001 - numpy's
+    """The minimum along ``axis``; implicit zeros take part (``np.min`` of the dense array)."""
+    return _numpy_reduction("min", a, axis, keepdims, dtype)
+
+
+def prod(a: Any, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:
+    """The product along ``axis``; implicit zeros take part (0 unless every entry is stored; 1 over no
+    elements), with ``np.prod``'s dtypes."""
+    return _numpy_reduction("prod", a, axis, keepdims, dtype)
+
+
+def mean(a: Any, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:
+    """The mean along ``axis``; implicit zeros take part (``np.mean``: integers and booleans give float64,
+    NaN over no elements)."""
+    return _numpy_reduction("mean", a, axis, keepdims, dtype)
 
 
 def reduce(a: Any, axis: Any, op: str | Callable[[Any, Any], Any], identity: Any = None) -> Any:
@@ -492,8 +699,9 @@ def kernels_of(op: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Elemen
     return got
 
 
-__all__ = ["add", "apply", "log_softmax", "max", "min", "multiply", "prod", "reduce",
+__all__ = ["add", "apply", "log_softmax", "max", "mean", "min", "multiply", "prod", "reduce",
            "select", "softmax", "subtract", "sum"]
 
 #: The public elementwise operations (``print_mlir(op, *operands, **options)`` takes any of them).
-OPERATIONS = frozenset({add, apply, log_softmax, max, min, multiply, prod, reduce, select, softmax, subtract, sum})
+OPERATIONS = frozenset({add, apply, log_softmax, max, mean, min, multiply, prod, reduce, select, softmax, subtract,
+                        sum})

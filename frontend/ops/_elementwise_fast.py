@@ -57,6 +57,9 @@ PREPARED_MAX = 1 << 16
 _ELEMS = {np.dtype(np.float32): ("f32", "float"), np.dtype(np.float64): ("f64", "float"),
           np.dtype(np.int32): ("i32", "int"), np.dtype(np.int64): ("i64", "int")}
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+#: the type row sums of each value type are accumulated and returned in (NumPy sums int32 in int64)
+_SUMMED = {d: ("i64", np.dtype(np.int64)) if d == np.int32 else (e, d) for d, (e, _) in _ELEMS.items()}
+_SUMMED_INT32 = _SUMMED[np.dtype(np.int32)]
 _COMPRESSED = (NamedFormats.CSR, NamedFormats.CSC)
 _SCIPY_TYPES = frozenset({"csr_array", "csr_matrix", "csc_array", "csc_matrix"})
 
@@ -93,11 +96,12 @@ def run_rows(key: tuple, build: Callable[[], str], name: str, holder: Tensor | N
     calls[slot] = (inputs, bound, rows, kernel)
 
 
-def _again(t: Tensor, slot: Any, pos: np.ndarray, val: np.ndarray, out_size: int) -> np.ndarray | None:
+def _again(t: Tensor, slot: Any, pos: np.ndarray, val: np.ndarray, out_size: int, dtype: Any = None
+           ) -> np.ndarray | None:
     """The output of the prepared call a lean one-operand op kept on ``t`` under ``slot`` (:func:`run_rows`),
     run again on a fresh output of ``out_size`` values: the repeat call skips the format, type and kernel
     checks, which passed when the call was prepared. None when ``t`` has none for the buffers ``pos``/``val``
-    (then the checks run)."""
+    (then the checks run). ``dtype``: the output's (default: the values')."""
     calls = t.__dict__.get("_prepared_calls")
     if calls is None:
         return None
@@ -107,7 +111,7 @@ def _again(t: Tensor, slot: Any, pos: np.ndarray, val: np.ndarray, out_size: int
     inputs = entry[0]
     if inputs[0] is not pos or inputs[1] is not val:
         return None  # other buffers now: dropped, prepared again
-    out = np.empty(out_size, val.dtype)
+    out = np.empty(out_size, val.dtype if dtype is None else dtype)
     note_kernel(entry[3])
     entry[1].run_fresh(2, out)
     calls[slot] = entry
@@ -282,7 +286,8 @@ def fast_rowsum(a: Any, axis: Any) -> Any:
         return None
     slot = ("rowsum", axis)
     pos, val = t._pos[1], t.val
-    out = _again(t, slot, pos, val, len(pos) - 1) if type(pos) is np.ndarray else None
+    out = _again(t, slot, pos, val, len(pos) - 1, _SUMMED_INT32[1] if val.dtype == np.int32 else None
+                 ) if type(pos) is np.ndarray else None
     if out is not None:
         return out if type(a) is not Tensor else to_caller_package(out, None)
     want = NamedFormats.CSR if axis in (1, -1) else NamedFormats.CSC if axis in (0, -2) else None
@@ -291,11 +296,12 @@ def fast_rowsum(a: Any, axis: Any) -> Any:
         return None
     pos, _, val = bufs
     elem, kind = _ELEMS[val.dtype]
+    acc, out_dtype = _SUMMED[val.dtype]
     p = index_type(pos)
-    key = ("rowsum", elem, p)
-    build = lambda: row_sum.build(elem, kind, p)  # noqa: E731 - built once per key
+    key = ("rowsum", elem, p, acc)
+    build = lambda: row_sum.build(elem, kind, p, acc)  # noqa: E731 - built once per key
     rows = len(pos) - 1
-    out = np.empty(rows, val.dtype)
+    out = np.empty(rows, out_dtype)
     if val.size < rowsum_parallel_min(val.size, rows) or rows <= 1 or cpu_count() == 1:
         run_rows(key, build, "rowsum", t if val.size <= PREPARED_MAX else None, (pos, val), (out,), rows, slot)
     else:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import index_width
+from frontend.storage._convert import from_coordinates
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
@@ -238,6 +239,13 @@ def dense_tensor(arr: np.ndarray) -> Tensor:
     """A row-major dense Tensor over a C-contiguous numpy array (no copy, no validation needed)."""
     n = arr.ndim
     return Tensor._trusted(dense_format(n), arr.shape, [None] * n, [None] * n, arr, _INT64, arr)
+
+
+def entries_tensor(fmt: Any, shape: Sequence[int], dims: Sequence[np.ndarray], values: np.ndarray) -> Tensor:
+    """A Tensor of ``fmt`` (new buffers, int64 indices) holding ``values`` at the distinct coordinates ``dims``
+    (one array per dimension, any order)."""
+    pos, crd, val = from_coordinates(fmt, shape, dims, np.asarray(values))
+    return Tensor(fmt, tuple(shape), pos, crd, val, index_type=_INT64, package="numpy")
 
 
 _ROW_MAJOR: dict[Any, bool] = {}  # format -> whether row-major dense; one per format seen

@@ -2,7 +2,7 @@
 kernel: ``out[r] = sum(val[pos[r]:pos[r + 1]])``, one pass over each row's stored values.
 
 - ``@rowsum(pos, val, out, row_begin, row_end)`` writes ``out[r]`` for the rows ``[row_begin, row_end)``; an
-  empty row gives 0. It reads no coordinates and allocates nothing (``sum(A, axis=1)`` is SpMV with ones
+  empty row gives 0. i32 values are summed in i64 (NumPy's accumulator for int32), each vector widened. It reads no coordinates and allocates nothing (``sum(A, axis=1)`` is SpMV with ones
   without the ones).
 - A row of at least :func:`lanes` entries is summed a vector of ``lanes`` values at a time (1024 bits: 32
   f32/i32, 16 f64/i64, i.e. four independent AVX2 accumulators), the vector reduced once (reassociated, as
@@ -24,24 +24,32 @@ def lanes(elem: str) -> int:
     return 1024 // _BITS[elem]
 
 
-def build(elem: str, kind: str, ap: str) -> str:
+def build(elem: str, kind: str, ap: str, acc: str | None = None) -> str:
     """The module (``@rowsum``) for values of MLIR type ``elem`` (``kind`` ``"float"`` or ``"int"``) and
-    positions of type ``ap``."""
-    if kind not in _ADD or elem not in _BITS:
-        raise ValueError(f"row sum kernel: no sum of {kind} {elem} values")
+    positions of type ``ap``; ``acc``: a wider integer type the sums are accumulated and written in (``i64``
+    for ``i32`` values, as NumPy sums int32), each loaded vector sign-extended to it."""
+    acc = acc or elem
+    if kind not in _ADD or elem not in _BITS or acc not in _BITS or (acc != elem and kind != "int"):
+        raise ValueError(f"row sum kernel: no sum of {kind} {elem} values into {acc}")
     zero = "0.0" if kind == "float" else "0"
     w = lanes(elem)
-    vec = f"vector<{w}x{elem}>"
+    vec = f"vector<{w}x{acc}>"
+    lvec = f"vector<{w}x{elem}>"
     mvec = f"vector<{w}xi1>"
     fm = " fastmath<reassoc>" if kind == "float" else ""
     add = _ADD[kind]
+    same = acc == elem
+    widen = "" if same else f"\n        %vw = arith.extsi %v : {lvec} to {vec}"
+    twiden = "" if same else f"\n    %tvw = arith.extsi %tv : {lvec} to {vec}"
+    vuse, tuse = ("%v", "%tv") if same else ("%vw", "%tvw")
     return f"""\
-func.func @rowsum(%pos: memref<?x{ap}>, %val: memref<?x{elem}>, %out: memref<?x{elem}>, %row_begin: index,
+func.func @rowsum(%pos: memref<?x{ap}>, %val: memref<?x{elem}>, %out: memref<?x{acc}>, %row_begin: index,
                   %row_end: index) attributes {{llvm.emit_c_interface}} {{
   %c1 = arith.constant 1 : index
   %cw = arith.constant {w} : index
-  %zero = arith.constant {zero} : {elem}
+  %zero = arith.constant {zero} : {acc}
   %vzero = arith.constant dense<{zero}> : {vec}
+  %lzero = arith.constant dense<{zero}> : {lvec}
   scf.for %r = %row_begin to %row_end step %c1 {{
     %r1 = arith.addi %r, %c1 : index
     %lo_p = memref.load %pos[%r] : memref<?x{ap}>
@@ -50,24 +58,24 @@ func.func @rowsum(%pos: memref<?x{ap}>, %val: memref<?x{elem}>, %out: memref<?x{
     %hi = arith.index_cast %hi_p : {ap} to index
     %len = arith.subi %hi, %lo : index
     %long = arith.cmpi uge, %len, %cw : index
-    %head:2 = scf.if %long -> ({elem}, index) {{
+    %head:2 = scf.if %long -> ({acc}, index) {{
       %rest = arith.remui %len, %cw : index
       %vend = arith.subi %hi, %rest : index
       %vacc = scf.for %k = %lo to %vend step %cw iter_args(%acc = %vzero) -> ({vec}) {{
-        %v = vector.load %val[%k] : memref<?x{elem}>, {vec}
-        %a = {add} %acc, %v : {vec}
+        %v = vector.load %val[%k] : memref<?x{elem}>, {lvec}{widen}
+        %a = {add} %acc, {vuse} : {vec}
         scf.yield %a : {vec}
       }}
-      %vs = vector.reduction <add>, %vacc : {vec} into {elem}
-      scf.yield %vs, %vend : {elem}, index
+      %vs = vector.reduction <add>, %vacc : {vec} into {acc}
+      scf.yield %vs, %vend : {acc}, index
     }} else {{
-      scf.yield %zero, %lo : {elem}, index
+      scf.yield %zero, %lo : {acc}, index
     }}
     %tlen = arith.subi %hi, %head#1 : index
     %mask = vector.create_mask %tlen : {mvec}
-    %tv = vector.maskedload %val[%head#1], %mask, %vzero : memref<?x{elem}>, {mvec}, {vec} into {vec}
-    %s = vector.reduction <add>, %tv, %head#0{fm} : {vec} into {elem}
-    memref.store %s, %out[%r] : memref<?x{elem}>
+    %tv = vector.maskedload %val[%head#1], %mask, %lzero : memref<?x{elem}>, {mvec}, {lvec} into {lvec}{twiden}
+    %s = vector.reduction <add>, {tuse}, %head#0{fm} : {vec} into {acc}
+    memref.store %s, %out[%r] : memref<?x{acc}>
   }}
   return
 }}
