@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, as_format
-from frontend.ops._elementwise import result_format
+from frontend.ops._elementwise import broadcast_entries, result_format
 from frontend.ops._kernel_cache import dense_tensor
 from frontend.ops._prepared import default_sparse_format
 from frontend.storage._convert import coordinates
@@ -28,12 +28,26 @@ def is_sparse(x: Any) -> bool:
     return isinstance(x, Tensor) and x.is_sparse
 
 
+def check_device(device: Any) -> None:
+    """The namespace computes on the CPU: ``device`` must be None or ``"cpu"``."""
+    if device is not None and str(device) != "cpu":
+        raise ValueError(f"device {device!r} is not supported: the array API namespace computes on 'cpu'")
+
+
+def is_host_array(x: Any) -> bool:
+    """Whether NumPy reads ``x`` itself (an array, a list, a scalar, a buffer): a dense-format Tensor."""
+    return isinstance(x, (np.ndarray, np.generic, list, tuple, *SCALARS)) or hasattr(x, "__array_interface__")
+
+
 def as_tensor(x: Any) -> Tensor:
-    """``x`` as a Tensor: a Tensor as it is, anything else through :func:`frontend.array_api.asarray`."""
+    """``x`` as a Tensor: a Tensor as it is, NumPy arrays, lists and scalars as dense-format Tensors (a view
+    of a C-contiguous array), package objects (SciPy, torch, pydata/sparse, CuPy) through
+    ``Tensor.from_package`` (their buffers shared)."""
     if isinstance(x, Tensor):
         return x
-    from ._creation import asarray
-    return asarray(x)
+    if is_host_array(x):
+        return wrap(np.asarray(x))
+    return Tensor.from_package(x)
 
 
 def numpy_of(x: Any) -> Any:
@@ -147,8 +161,8 @@ def build_keys(shape: Sequence[int], keys: np.ndarray, values: np.ndarray, fmt: 
 
 
 def broadcast_sparse(t: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """A sparse ``t`` broadcast to ``shape`` (NumPy's rules): its entries repeated along the new and size-1
-    axes; no zeros are stored for the broadcast."""
+    """A sparse ``t`` broadcast to ``shape`` (NumPy's rules): its stored entries repeated along the new and
+    size-1 axes (:func:`frontend.ops._elementwise.broadcast_entries`); no zeros are stored for the broadcast."""
     shape = tuple(int(s) for s in shape)
     if t.shape == shape:
         return t
@@ -157,18 +171,7 @@ def broadcast_sparse(t: Tensor, shape: tuple[int, ...]) -> Tensor:
             raise ValueError
     except ValueError:
         raise ValueError(f"shape {t.shape} does not broadcast to {shape}") from None
-    crd, val = entries(t)
-    off = len(shape) - t.ndim
-    crd = np.concatenate([np.zeros((off, crd.shape[1]), np.int64), crd]) if off else crd
-    src = (1,) * off + t.shape
-    for d, (have, want) in enumerate(zip(src, shape)):
-        if have == 1 and want != 1:
-            n = crd.shape[1]
-            crd = np.repeat(crd, want, axis=1)
-            crd[d] = np.tile(np.arange(want), n)
-            val = np.repeat(val, want)
-    fmt = sparse_result_format([t.tensor_format], len(shape))
-    return build(shape, crd, val, fmt)
+    return broadcast_entries(t, shape)
 
 
 def gathered(x: Any, keys: np.ndarray, shape: tuple[int, ...]) -> Any:

@@ -13,8 +13,19 @@ import numpy as np
 
 from frontend.tensor._tensor import Tensor
 
-from ._arrays import SCALARS, as_tensor, build, entries, fill_error, format_of, numpy_of, wrap
-from ._info import check_device
+from ._arrays import (
+    as_tensor,
+    build,
+    check_device,
+    dense_of,
+    entries,
+    fill_error,
+    format_of,
+    is_host_array,
+    numpy_of,
+    wrap,
+)
+from ._dtypes import astype
 
 _DEFAULT_FLOAT = np.dtype(np.float64)
 
@@ -32,7 +43,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
     check_device(device)
     if isinstance(obj, Tensor):
         t = obj
-    elif isinstance(obj, (np.ndarray, np.generic, list, tuple, *SCALARS)) or hasattr(obj, "__array_interface__"):
+    elif is_host_array(obj):
         if copy is False and not isinstance(obj, np.ndarray):
             raise ValueError("asarray(copy=False): a Python list or scalar always needs a copy")
         arr = np.array(obj, dtype=dtype, copy=True if copy else None)
@@ -40,11 +51,10 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
             raise ValueError("asarray(copy=False): this array needs a copy (dtype or memory order)")
         t = wrap(arr)
     else:
-        t = Tensor.from_package(obj)
+        t = as_tensor(obj)
     if dtype is not None and np.dtype(dtype) != np.dtype(t.dtype):
         if copy is False:
             raise ValueError(f"asarray(copy=False): a cast from {t.dtype} to {np.dtype(dtype)} needs a copy")
-        from ._dtypes import astype
         t = astype(t, dtype)
     elif copy and t is obj:
         t = t.clone()
@@ -183,7 +193,6 @@ def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: A
 
 def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Tensor]:
     """Coordinate grids of 1-D arrays (dense-format arrays; sparse inputs are read densely)."""
-    from ._arrays import dense_of
     dense: list[Any] = [dense_of(as_tensor(a)) for a in arrays]
     how: Any = indexing
     return [wrap(g) for g in np.meshgrid(*dense, indexing=how)]

@@ -10,7 +10,7 @@ import numpy as np
 
 from frontend.tensor._tensor import Tensor
 
-from ._arrays import SCALARS, as_tensor, numpy_of, wrap
+from ._arrays import SCALARS, as_tensor, check_device, numpy_of, wrap
 
 bool = np.dtype(np.bool_)  # noqa: A001 - the standard's name
 int8, int16, int32, int64 = (np.dtype(f"int{b}") for b in (8, 16, 32, 64))
@@ -90,7 +90,6 @@ def can_cast(from_: Any, to: Any, /) -> builtins.bool:
 def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Tensor:
     """``x`` with values of ``dtype``. A sparse Tensor keeps its pattern (zero casts to zero; ``Tensor.astype``).
     ``copy=False`` returns ``x`` itself when it already has ``dtype``."""
-    from ._info import check_device
     check_device(device)
     t = as_tensor(x)
     want = np.dtype(dtype)

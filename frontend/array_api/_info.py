@@ -5,16 +5,11 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import check_device
 from ._dtypes import DTYPES
 
 _KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
           "numeric")
-
-
-def check_device(device: Any) -> None:
-    """The namespace computes on the CPU: ``device`` must be None or ``"cpu"``."""
-    if device is not None and str(device) != "cpu":
-        raise ValueError(f"device {device!r} is not supported: the array API namespace computes on 'cpu'")
 
 
 class Info:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from frontend.ops import _elementwise as ops_elementwise
+from frontend import ops
 from frontend.tensor._tensor import Tensor
 
 from ._arrays import as_tensor, entries, numpy_of, sparse_only_error, wrap
@@ -47,7 +47,7 @@ def _reduction(name: str, x: Any, axis: Any, keepdims: bool, dtype: Any = None) 
         kwargs["keepdims"] = True
     if dtype is not None:
         kwargs["dtype"] = dtype
-    return _tensor(getattr(ops_elementwise, name)(t, axis, **kwargs))
+    return _tensor(getattr(ops, name)(t, axis, **kwargs))
 
 
 def sum(x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
