@@ -116,13 +116,15 @@ def test_asarray_from_every_package():
         xp.asarray(d, device="cuda")
 
 
-@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (3, 5), (7,), (2, 3, 4)])
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (1, 1), (3, 5), (7,), (2, 3, 4)])
 def test_zeros_empty_eye_full_are_sparse(shape):
+    sparse = 0 not in shape  # an array without elements is dense-format
     for fn in (xp.zeros, xp.empty):
         z = fn(shape, dtype=xp.int32)
-        _check(z, np.zeros(shape, np.int32), sparse=True)
-        assert z.nse == 0
-    _check(xp.full(shape, 0.0), np.zeros(shape), sparse=True)
+        _check(z, np.zeros(shape, np.int32), sparse=sparse)
+        assert z.nse == 0 or not sparse
+    _check(xp.zeros(shape, format=NF.COO(len(shape))), np.zeros(shape), sparse=True)
+    _check(xp.full(shape, 0.0), np.zeros(shape), sparse=sparse)
     _check(xp.zeros(shape, format="dense"), np.zeros(shape), sparse=False)
     _check(xp.ones(shape), np.ones(shape), sparse=False)
     _check(xp.full(shape, 5, format="dense"), np.full(shape, 5), sparse=False)
@@ -133,7 +135,7 @@ def test_zeros_empty_eye_full_are_sparse(shape):
 @pytest.mark.parametrize("args", [(0,), (1,), (4,), (3, 5), (5, 3), (4, 4, 1), (4, 4, -2), (3, 5, 7)])
 def test_eye(args):
     n, m, k = args[0], (args[1] if len(args) > 1 else None), (args[2] if len(args) > 2 else 0)
-    _check(xp.eye(n, m, k=k), np.eye(n, m, k=k), sparse=True)
+    _check(xp.eye(n, m, k=k), np.eye(n, m, k=k), sparse=n > 0 and m != 0)
     _check(xp.eye(n, m, k=k, dtype=xp.int64, format=NF.COO), np.eye(n, m, k=k, dtype=np.int64), sparse=True)
 
 

@@ -4,7 +4,8 @@
 
 ``ones``, ``arange``, ``linspace`` store every element: they are dense-format. ``format=`` (an extension
 keyword) chooses the format of a created array: a format, a name or DSL text, or ``"dense"``; the default of
-``zeros``/``empty``/``eye``/``full`` is a sparse vector, CSR or n-D COO (a 0-d array is dense)."""
+``zeros``/``empty``/``eye``/``full`` is a sparse vector, CSR or n-D COO (an array without elements, 0-d or
+with a zero extent, is dense-format: there is nothing to store either way)."""
 from __future__ import annotations
 
 from typing import Any
@@ -66,11 +67,12 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
 
 
 def zeros(shape: Any, *, dtype: Any = None, device: Any = None, format: Any = None) -> Tensor:  # noqa: A002
-    """An array of zeros: sparse and storing nothing (``format="dense"``: a dense-format array of zeros)."""
+    """An array of zeros: sparse and storing nothing (``format="dense"``, or a shape without elements: a
+    dense-format array of zeros)."""
     check_device(device)
     shape = _shape(shape)
     dt = np.dtype(_DEFAULT_FLOAT if dtype is None else dtype)
-    fmt = format_of(format, len(shape))
+    fmt = format_of("dense" if format is None and 0 in shape else format, len(shape))
     if fmt.is_dense:
         t = wrap(np.zeros(shape, dtype=dt))
         return t if fmt == t.tensor_format else t.convert(tensor_format=fmt)
@@ -91,10 +93,10 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
     dt = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
     if dtype is None and isinstance(fill_value, float):
         dt = _DEFAULT_FLOAT
-    if fill_value == 0 or format_of(format, len(shape)).is_dense:
-        if fill_value == 0:
-            return zeros(shape, dtype=dt, format=format)
+    if format_of(format, len(shape)).is_dense:
         return wrap(np.full(shape, fill_value, dtype=dt))
+    if fill_value == 0:
+        return zeros(shape, dtype=dt, format=format)
     raise fill_error("full", f"fill value {fill_value!r}; format='dense' gives a dense-format array")
 
 
@@ -112,7 +114,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     check_device(device)
     n_cols = n_rows if n_cols is None else n_cols
     dt = np.dtype(_DEFAULT_FLOAT if dtype is None else dtype)
-    fmt = format_of(format, 2)
+    fmt = format_of("dense" if format is None and 0 in (n_rows, n_cols) else format, 2)
     if fmt.is_dense:
         return wrap(np.eye(n_rows, n_cols, k=k, dtype=dt))
     rows = np.arange(max(0, -k), min(n_rows, n_cols - k), dtype=np.int64)
@@ -141,11 +143,11 @@ def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None) -> Tensor:
 def full_like(x: Any, /, fill_value: Any, *, dtype: Any = None, device: Any = None) -> Tensor:
     """``fill_value`` in ``x``'s shape: any fill for a dense-format ``x``, zero only for a sparse one."""
     t, dt = _like(x, dtype, device)
+    if not t.is_sparse:
+        return wrap(np.full(t.shape, fill_value, dtype=dt))
     if fill_value == 0:
         return zeros_like(t, dtype=dt)
-    if t.is_sparse:
-        raise fill_error("full_like", f"fill value {fill_value!r}")
-    return wrap(np.full(t.shape, fill_value, dtype=dt))
+    raise fill_error("full_like", f"fill value {fill_value!r}")
 
 
 def ones_like(x: Any, /, *, dtype: Any = None, device: Any = None) -> Tensor:
