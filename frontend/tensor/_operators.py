@@ -1,7 +1,7 @@
 """The operator table of :class:`frontend.tensor.Tensor`: operation name -> the function behind an operator,
 a reduction method or a NumPy protocol.
 
-``Tensor``'s dunders and array methods call :func:`call` with a name (``"matmul"``, ``"add"``, ``"sum"``,
+``Tensor``'s dunders and array methods look a name up in :data:`TABLE` (``"matmul"``, ``"add"``, ``"sum"``,
 ``"array_ufunc"``, ...); :mod:`frontend.ops.operators` fills the table with the operations of
 :mod:`frontend.ops` when ``frontend.ops`` is imported (``frontend.Tensor`` imports it), so this package never
 imports the operations. :func:`auto_densify` reads the densify opt-in ``UST_MLIR_AUTO_DENSIFY``.
@@ -12,7 +12,17 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-_TABLE: dict[str, Callable[..., Any]] = {}
+
+class _Table(dict):
+    """Operation name -> function; a name nothing registered raises ``RuntimeError`` naming the import."""
+
+    def __missing__(self, name: str) -> Callable[..., Any]:
+        raise RuntimeError(f"the Tensor operator {name!r} has no operation behind it: import frontend.ops "
+                           "(`import frontend` and `frontend.Tensor` do) before using Tensor operators")
+
+
+#: The table ``Tensor``'s dunders index directly (``TABLE["matmul"](self, other)``: the leanest call).
+TABLE: dict[str, Callable[..., Any]] = _Table()
 
 #: The environment variable that lets operations densify a sparse tensor where a dense result is the only
 #: right one (``np.asarray(A)``, ``np.exp(A)``, ``A == 0``); read at every call, like pydata/sparse's
@@ -22,16 +32,12 @@ AUTO_DENSIFY = "UST_MLIR_AUTO_DENSIFY"
 
 def register(entries: Mapping[str, Callable[..., Any]]) -> None:
     """Adds (or replaces) the functions behind ``Tensor``'s operators, by operation name."""
-    _TABLE.update(entries)
+    TABLE.update(entries)
 
 
 def call(name: str, *args: Any, **kwargs: Any) -> Any:
     """The registered operation ``name`` on ``args``; ``RuntimeError`` when nothing registered it."""
-    fn = _TABLE.get(name)
-    if fn is None:
-        raise RuntimeError(f"the Tensor operator {name!r} has no operation behind it: import frontend.ops "
-                           "(`import frontend` and `frontend.Tensor` do) before using Tensor operators")
-    return fn(*args, **kwargs)
+    return TABLE[name](*args, **kwargs)
 
 
 def auto_densify() -> bool:

@@ -71,6 +71,7 @@ from frontend.storage._validate import mark_valid, validate
 
 from . import _draw, _fileio, _indexing, _operators
 from ._display import describe
+from ._operators import TABLE as _OPS
 
 
 class Tensor:
@@ -295,79 +296,100 @@ class Tensor:
     __hash__ = object.__hash__  # identity, although == compares values
 
     def __matmul__(self, other: Any) -> Any:
-        return _operators.call("matmul", self, other)
+        return _OPS["matmul"](self, other)
 
     def __rmatmul__(self, other: Any) -> Any:
-        return _operators.call("matmul", other, self)
+        return _OPS["matmul"](other, self)
 
     def __add__(self, other: Any) -> Any:
-        return _operators.call("add", self, other)
+        return _OPS["add"](self, other)
 
     def __radd__(self, other: Any) -> Any:
-        return _operators.call("add", other, self)
+        return _OPS["add"](other, self)
 
     def __sub__(self, other: Any) -> Any:
-        return _operators.call("subtract", self, other)
+        return _OPS["subtract"](self, other)
 
     def __rsub__(self, other: Any) -> Any:
-        return _operators.call("subtract", other, self)
+        return _OPS["subtract"](other, self)
 
     def __mul__(self, other: Any) -> Any:
-        return _operators.call("multiply", self, other)
+        return _OPS["multiply"](self, other)
 
     def __rmul__(self, other: Any) -> Any:
-        return _operators.call("multiply", other, self)
+        return _OPS["multiply"](other, self)
 
     def __truediv__(self, other: Any) -> Any:
-        return _operators.call("divide", self, other)
+        return _OPS["divide"](self, other)
 
     def __rtruediv__(self, other: Any) -> Any:
-        return _operators.call("divide", other, self)
+        return _OPS["divide"](other, self)
 
     def __floordiv__(self, other: Any) -> Any:
-        return _operators.call("floor_divide", self, other)
+        return _OPS["floor_divide"](self, other)
 
     def __rfloordiv__(self, other: Any) -> Any:
-        return _operators.call("floor_divide", other, self)
+        return _OPS["floor_divide"](other, self)
 
     def __mod__(self, other: Any) -> Any:
-        return _operators.call("remainder", self, other)
+        return _OPS["remainder"](self, other)
 
     def __rmod__(self, other: Any) -> Any:
-        return _operators.call("remainder", other, self)
+        return _OPS["remainder"](other, self)
 
     def __pow__(self, other: Any) -> Any:
-        return _operators.call("power", self, other)
+        return _OPS["power"](self, other)
 
     def __rpow__(self, other: Any) -> Any:
-        return _operators.call("power", other, self)
+        return _OPS["power"](other, self)
+
+    def __and__(self, other: Any) -> Any:
+        return _OPS["bitwise_and"](self, other)
+
+    def __rand__(self, other: Any) -> Any:
+        return _OPS["bitwise_and"](other, self)
+
+    def __or__(self, other: Any) -> Any:
+        return _OPS["bitwise_or"](self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        return _OPS["bitwise_or"](other, self)
+
+    def __xor__(self, other: Any) -> Any:
+        return _OPS["bitwise_xor"](self, other)
+
+    def __rxor__(self, other: Any) -> Any:
+        return _OPS["bitwise_xor"](other, self)
+
+    def __invert__(self) -> Any:
+        return _OPS["invert"](self)
 
     def __neg__(self) -> Any:
-        return _operators.call("negative", self)
+        return _OPS["negative"](self)
 
     def __pos__(self) -> Any:
-        return _operators.call("positive", self)
+        return _OPS["positive"](self)
 
     def __abs__(self) -> Any:
-        return _operators.call("absolute", self)
+        return _OPS["absolute"](self)
 
     def __lt__(self, other: Any) -> Any:
-        return _operators.call("less", self, other)
+        return _OPS["less"](self, other)
 
     def __le__(self, other: Any) -> Any:
-        return _operators.call("less_equal", self, other)
+        return _OPS["less_equal"](self, other)
 
     def __gt__(self, other: Any) -> Any:
-        return _operators.call("greater", self, other)
+        return _OPS["greater"](self, other)
 
     def __ge__(self, other: Any) -> Any:
-        return _operators.call("greater_equal", self, other)
+        return _OPS["greater_equal"](self, other)
 
     def __eq__(self, other: Any) -> Any:
-        return _operators.call("equal", self, other)
+        return _OPS["equal"](self, other)
 
     def __ne__(self, other: Any) -> Any:
-        return _operators.call("not_equal", self, other)
+        return _OPS["not_equal"](self, other)
 
     def __bool__(self) -> bool:
         if math.prod(self.shape) != 1:
@@ -539,10 +561,10 @@ class Tensor:
         return view if dtype is None else view.astype(dtype, copy=copy is not False)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        return _operators.call("array_ufunc", ufunc, method, inputs, kwargs)
+        return _OPS["array_ufunc"](ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        return _operators.call("array_function", func, types, args, kwargs)
+        return _OPS["array_function"](func, types, args, kwargs)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         """DLPack capsule of a dense-format tensor's values (zero-copy); ``BufferError`` for sparse formats."""

@@ -17,6 +17,8 @@ register({
     "less": ar.comparison(np.less), "less_equal": ar.comparison(np.less_equal),
     "greater": ar.comparison(np.greater), "greater_equal": ar.comparison(np.greater_equal),
     "equal": ar.comparison(np.equal), "not_equal": ar.comparison(np.not_equal),
+    "bitwise_and": ar.comparison(np.bitwise_and), "bitwise_or": ar.comparison(np.bitwise_or),
+    "bitwise_xor": ar.comparison(np.bitwise_xor), "invert": ar.invert,
     "sum": ar.reduction("sum"), "max": ar.reduction("max"), "min": ar.reduction("min"),
     "prod": ar.reduction("prod"), "mean": ar.mean,
     "array_ufunc": array_ufunc, "array_function": array_function,

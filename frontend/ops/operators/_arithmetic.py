@@ -3,7 +3,7 @@
 ``@`` is :func:`frontend.matmul`; ``+ - *`` are :func:`frontend.add`/``subtract``/``multiply`` (a Tensor
 operand is first cast to NumPy's result type with a scalar: ``int Tensor * 2.5`` is float64); unary ``-``,
 ``abs`` and ``**`` with a positive integer are :func:`frontend.apply` with a traced function; ``/``, ``//``,
-``%``, other powers and comparisons are NumPy on the stored values (:mod:`._values`), with their pattern.
+``%``, other powers, comparisons and ``& | ^ ~`` are NumPy on the stored values (:mod:`._values`), with their pattern.
 """
 from __future__ import annotations
 
@@ -19,15 +19,17 @@ from .. import _elementwise as elementwise
 from .._api import matmul as _matmul
 from ._values import binary, is_scalar, unary
 
+matmul = _matmul  # frontend.matmul itself: a scalar operand gets its TypeError
 
-def matmul(a: Any, b: Any) -> Any:
-    if is_scalar(a) or is_scalar(b):
-        raise ValueError("matmul: a scalar operand has no dimensions to contract; use * to scale")
-    return _matmul(a, b)
+_SAME_KIND = {float: "fc", int: "iufc", complex: "c"}  # Python scalars that keep these value kinds (NumPy 2)
 
 
 def _promoted(a: Any, b: Any) -> tuple[Any, Any]:
     """A Tensor operand cast to NumPy's result type with a scalar operand (NumPy's weak Python scalars)."""
+    if type(a) is Tensor and a.dtype.kind in _SAME_KIND.get(type(b), ""):  # the common cases, no cast
+        return a, b
+    if type(b) is Tensor and b.dtype.kind in _SAME_KIND.get(type(a), ""):
+        return a, b
     if isinstance(a, Tensor) and is_scalar(b):
         dtype = np.result_type(a.dtype, b)
         return (a if dtype == a.dtype else a.astype(dtype)), b
@@ -98,7 +100,12 @@ def absolute(a: Tensor) -> Any:
     return unary(np.absolute, a)  # complex (a real result), unsigned and boolean values
 
 
+def invert(a: Tensor) -> Any:
+    return unary(np.invert, a)  # ~x maps 0 to nonzero: refused unless densified (on the opt-in)
+
+
 def comparison(ufunc: Any) -> Any:
+    """The operator of a two-operand ufunc on stored values (comparisons, ``&``, ``|``, ``^``)."""
     def compare(a: Any, b: Any) -> Any:
         return binary(ufunc, a, b)
     compare.__name__ = ufunc.__name__

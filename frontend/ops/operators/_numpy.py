@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from frontend.storage._convert import coordinates
 from frontend.tensor._indexing import family_format, sparse_format
 from frontend.tensor._operators import AUTO_DENSIFY, auto_densify
 from frontend.tensor._tensor import Tensor
@@ -147,7 +148,6 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if x is None and y is None:
         d = c.convert(drop_zeros=True) if c.is_sparse else Tensor.from_dense(c.to_dense(), "COO" if c.ndim == 2
                                                                             else sparse_format(max(c.ndim, 1)))
-        from frontend.storage._convert import coordinates
         dims, _ = coordinates(d)
         order = np.lexsort(dims[::-1]) if len(dims) else np.zeros(0, np.int64)
         return tuple(np.asarray(r[order]) for r in dims)
@@ -178,7 +178,6 @@ def _joined(arrays: Sequence[Any], axis: int, stack: bool) -> Any:
                          f"{[t.shape for t in ts]}")
     dims_all: list[list[np.ndarray]] = [[] for _ in range(nd)]
     vals, offset = [], 0
-    from frontend.storage._convert import coordinates
     for t in ts:
         dims, v = coordinates(t)
         d = list(dims)
