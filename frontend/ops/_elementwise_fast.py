@@ -58,7 +58,8 @@ _ELEMS = {np.dtype(np.float32): ("f32", "float"), np.dtype(np.float64): ("f64", 
           np.dtype(np.int32): ("i32", "int"), np.dtype(np.int64): ("i64", "int")}
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 #: the type row sums of each value type are accumulated and returned in (NumPy sums int32 in int64)
-_SUMMED = {d: ("i64", np.dtype(np.int64)) if d == np.int32 else (e, d) for d, (e, _) in _ELEMS.items()}
+_SUMMED: dict[Any, tuple[str, Any]] = {
+    d: ("i64", np.dtype(np.int64)) if d == np.int32 else (e, d) for d, (e, _) in _ELEMS.items()}
 _SUMMED_INT32 = _SUMMED[np.dtype(np.int32)]
 _COMPRESSED = (NamedFormats.CSR, NamedFormats.CSC)
 _SCIPY_TYPES = frozenset({"csr_array", "csr_matrix", "csc_array", "csc_matrix"})

@@ -2,8 +2,8 @@
 kernel: ``out[r] = sum(val[pos[r]:pos[r + 1]])``, one pass over each row's stored values.
 
 - ``@rowsum(pos, val, out, row_begin, row_end)`` writes ``out[r]`` for the rows ``[row_begin, row_end)``; an
-  empty row gives 0. i32 values are summed in i64 (NumPy's accumulator for int32), each vector widened. It reads no coordinates and allocates nothing (``sum(A, axis=1)`` is SpMV with ones
-  without the ones).
+  empty row gives 0. It reads no coordinates and allocates nothing (``sum(A, axis=1)`` is SpMV with ones
+  without the ones). i32 values are summed into i64 (NumPy's accumulator for int32), each vector widened.
 - A row of at least :func:`lanes` entries is summed a vector of ``lanes`` values at a time (1024 bits: 32
   f32/i32, 16 f64/i64, i.e. four independent AVX2 accumulators), the vector reduced once (reassociated, as
   the pipeline's ``reassociate-fp-reductions``). A plain scalar loop is one dependent ``addf`` chain per row:
