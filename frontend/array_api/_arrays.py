@@ -76,17 +76,25 @@ def dense_of(x: Any) -> np.ndarray:
     return np.asarray(numpy_of(x))
 
 
-def fill_error(name: str, detail: str) -> ValueError:
-    """The error of an operation that would give a value other than zero where a sparse array stores nothing."""
-    return ValueError(f"{name} of a sparse array would change its fill value ({detail}), so the result would "
-                      "not be sparse: densify first (frontend.array_api.asarray(x.to_dense()) is a dense-format "
-                      f"Tensor on which {name} computes)")
+def fill_error(name: str, fill_value: Any) -> ValueError:
+    """The error of creating a sparse array whose every element is a nonzero ``fill_value``."""
+    return ValueError(f"{name}: a sparse array stores nothing for its fill value, which is 0, not "
+                      f"{fill_value!r}; pass format='dense' (or start from a dense-format array) for an array "
+                      "that stores every element")
 
 
 def sparse_only_error(name: str, why: str) -> TypeError:
     """The error of a function that has no meaning for sparse arrays."""
     return TypeError(f"{name} of a sparse array is not supported: {why}; densify first "
-                     "(frontend.array_api.asarray(x.to_dense()) is a dense-format Tensor)")
+                     "(frontend.array_api.asarray(x.todense()) is a dense-format Tensor)")
+
+
+def dense_only(name: str, x: Any, why: str) -> np.ndarray:
+    """``x`` as NumPy for a function with no sparse meaning (``sparse_only_error`` for a sparse ``x``)."""
+    t = as_tensor(x)
+    if t.is_sparse:
+        raise sparse_only_error(name, why)
+    return np.asarray(numpy_of(t))
 
 
 # ----- formats ---------------------------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
         return wrap(np.full(shape, fill_value, dtype=dt))
     if fill_value == 0:
         return zeros(shape, dtype=dt, format=format)
-    raise fill_error("full", f"fill value {fill_value!r}; format='dense' gives a dense-format array")
+    raise fill_error("full", fill_value)
 
 
 def ones(shape: Any, *, dtype: Any = None, device: Any = None, format: Any = None) -> Tensor:  # noqa: A002
@@ -147,7 +147,7 @@ def full_like(x: Any, /, fill_value: Any, *, dtype: Any = None, device: Any = No
         return wrap(np.full(t.shape, fill_value, dtype=dt))
     if fill_value == 0:
         return zeros_like(t, dtype=dt)
-    raise fill_error("full_like", f"fill value {fill_value!r}")
+    raise fill_error("full_like", fill_value)
 
 
 def ones_like(x: Any, /, *, dtype: Any = None, device: Any = None) -> Tensor:

@@ -18,11 +18,11 @@ from ._arrays import (
     build_keys,
     canonical,
     dense_of,
+    dense_only,
     entries,
     gathered,
     is_sparse,
     numpy_of,
-    sparse_only_error,
     sparse_result_format,
     wrap,
 )
@@ -102,33 +102,27 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
     return build(shape, crd, val, sparse_result_format([t.tensor_format], t.ndim))
 
 
-def _dense_only(name: str, x: Any, why: str) -> np.ndarray:
-    t = as_tensor(x)
-    if t.is_sparse:
-        raise sparse_only_error(name, why)
-    return np.asarray(numpy_of(t))
-
 
 def argmax(x: Any, /, *, axis: int | None = None, keepdims: bool = False) -> Tensor:
     """The index of the first maximum along ``axis`` (dense-format arrays)."""
-    arr = _dense_only("argmax", x, "the position of an implicit zero is not a stored entry")
+    arr = dense_only("argmax", x, "the position of an implicit zero is not a stored entry")
     return wrap(np.argmax(arr, axis=axis, keepdims=keepdims).astype(np.int64))
 
 
 def argmin(x: Any, /, *, axis: int | None = None, keepdims: bool = False) -> Tensor:
     """The index of the first minimum along ``axis`` (dense-format arrays)."""
-    arr = _dense_only("argmin", x, "the position of an implicit zero is not a stored entry")
+    arr = dense_only("argmin", x, "the position of an implicit zero is not a stored entry")
     return wrap(np.argmin(arr, axis=axis, keepdims=keepdims).astype(np.int64))
 
 
 def searchsorted(x1: Any, x2: Any, /, *, side: Any = "left", sorter: Any = None) -> Tensor:
     """Where ``x2``'s elements go in the sorted 1-D ``x1`` (dense-format arrays)."""
-    arr = _dense_only("searchsorted", x1, "a sorted array is dense")
+    arr = dense_only("searchsorted", x1, "a sorted array is dense")
     s: Any = None if sorter is None else np.asarray(dense_of(as_tensor(sorter)))
     return wrap(np.searchsorted(arr, dense_of(as_tensor(x2)), side=side, sorter=s).astype(np.int64))
 
 
 def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Tensor:
     """The elements at ``indices`` along ``axis``, an index per output element (dense-format arrays)."""
-    arr = _dense_only("take_along_axis", x, "an index per output element gives a dense result")
+    arr = dense_only("take_along_axis", x, "an index per output element gives a dense result")
     return wrap(np.take_along_axis(arr, np.asarray(dense_of(as_tensor(indices))), axis=axis))

@@ -9,7 +9,7 @@ import numpy as np
 
 from frontend.tensor._tensor import Tensor
 
-from ._arrays import as_tensor, canonical, numpy_of, sparse_only_error, wrap
+from ._arrays import as_tensor, canonical, dense_only, numpy_of, wrap
 
 
 class UniqueAll(NamedTuple):
@@ -29,23 +29,17 @@ class UniqueInverse(NamedTuple):
     inverse_indices: Tensor
 
 
-def _dense(name: str, x: Any, why: str) -> np.ndarray:
-    t = as_tensor(x)
-    if t.is_sparse:
-        raise sparse_only_error(name, why)
-    return np.asarray(numpy_of(t))
-
 
 def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     """``x`` sorted along ``axis`` (dense-format arrays)."""
-    arr = _dense("sort", x, "sorting moves the implicit zeros among the stored values")
+    arr = dense_only("sort", x, "sorting moves the implicit zeros among the stored values")
     out = np.sort(arr, axis=axis, kind="stable")
     return wrap(np.flip(out, axis=axis) if descending else out)
 
 
 def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     """The indices that sort ``x`` along ``axis``, stable (dense-format arrays)."""
-    arr = _dense("argsort", x, "the sorting indices of every element are dense")
+    arr = dense_only("argsort", x, "the sorting indices of every element are dense")
     if not descending:
         return wrap(np.argsort(arr, axis=axis, kind="stable").astype(np.int64))
     n = arr.shape[axis] if arr.ndim else 1
@@ -90,12 +84,12 @@ def unique_counts(x: Any, /) -> UniqueCounts:
 
 def unique_inverse(x: Any, /) -> UniqueInverse:
     """The distinct values and each element's index among them (dense-format arrays)."""
-    got = np.unique_inverse(_dense("unique_inverse", x, "an index per element is a dense array"))
+    got = np.unique_inverse(dense_only("unique_inverse", x, "an index per element is a dense array"))
     return UniqueInverse(wrap(got.values), wrap(got.inverse_indices.astype(np.int64)))
 
 
 def unique_all(x: Any, /) -> UniqueAll:
     """Distinct values, first indices, inverse indices and counts (dense-format arrays)."""
-    got = np.unique_all(_dense("unique_all", x, "an index per element is a dense array"))
+    got = np.unique_all(dense_only("unique_all", x, "an index per element is a dense array"))
     return UniqueAll(wrap(got.values), wrap(got.indices.astype(np.int64)),
                      wrap(got.inverse_indices.astype(np.int64)), wrap(got.counts.astype(np.int64)))

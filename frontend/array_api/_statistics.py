@@ -12,7 +12,7 @@ import numpy as np
 from frontend import ops
 from frontend.tensor._tensor import Tensor
 
-from ._arrays import as_tensor, entries, numpy_of, sparse_only_error, wrap
+from ._arrays import as_tensor, dense_only, entries, numpy_of, wrap
 
 
 def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
@@ -138,30 +138,24 @@ def all(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Tensor:  # no
     return wrap(np.asarray(numpy_of(count_nonzero(t, axis=axis, keepdims=keepdims))) == n)
 
 
-def _dense_only(name: str, x: Any, why: str) -> np.ndarray:
-    t = as_tensor(x)
-    if t.is_sparse:
-        raise sparse_only_error(name, why)
-    return np.asarray(numpy_of(t))
-
 
 def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
                    include_initial: bool = False) -> Tensor:
     """Running sums along ``axis`` (dense-format arrays: a running sum fills in every entry after a nonzero)."""
-    arr = _dense_only("cumulative_sum", x, "a running sum stores every entry after the first nonzero")
+    arr = dense_only("cumulative_sum", x, "a running sum stores every entry after the first nonzero")
     return wrap(np.cumulative_sum(arr, axis=axis, dtype=dtype, include_initial=include_initial))
 
 
 def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
                     include_initial: bool = False) -> Tensor:
     """Running products along ``axis`` (dense-format arrays)."""
-    arr = _dense_only("cumulative_prod", x, "a running product is not a sparse pattern of the input")
+    arr = dense_only("cumulative_prod", x, "a running product is not a sparse pattern of the input")
     return wrap(np.cumulative_prod(arr, axis=axis, dtype=dtype, include_initial=include_initial))
 
 
 def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None, append: Any = None) -> Tensor:
     """The ``n``-th forward difference along ``axis`` (dense-format arrays)."""
-    arr = _dense_only("diff", x, "differences of neighbours are nonzero around every stored entry")
+    arr = dense_only("diff", x, "differences of neighbours are nonzero around every stored entry")
     kw = {k: np.asarray(numpy_of(as_tensor(v))) for k, v in (("prepend", prepend), ("append", append))
           if v is not None}
     return wrap(np.diff(arr, n=n, axis=axis, **kw))
