@@ -33,6 +33,8 @@ def test_reductions_over_non_adjacent_axes(fmt):
             got = dense(getattr(F, name)(t, axes))
             np.testing.assert_allclose(got, ref, err_msg=f"{name} over {axes}")
     assert np.array_equal(dense(F.max(t, (0, 2))), [5.0, 2.0])  # the values once computed as [0, 2]
+    stored = np.where(d != 0, d, -np.inf).max(axis=(0, 2))
+    np.testing.assert_array_equal(dense(F.reduce(t, (0, 2), "max")), stored)  # over stored entries only
     perm = Tensor.from_dense(d, "(i, j, k) -> (k : dense, i : compressed, j : compressed)")
     np.testing.assert_array_equal(dense(F.max(perm, (1, 2))), d.max((1, 2)))  # levels k, i, j: j and k apart
 
@@ -139,6 +141,8 @@ def test_broadcasting_scipy_and_pydata():
     assert isinstance(got, sparse.COO) and np.array_equal(got.todense(), a + b)
     got = F.add(sp.csr_array(a.T[:3]), sp.csr_array(b))
     np.testing.assert_array_equal(dense(got), a.T[:3] + b)
+    cube = _cube()[:2, :2, :2]
+    np.testing.assert_array_equal(F.add(_sparse(cube), np.full((1, 1, 1), 0.5)).to_dense(), cube + 0.5)
     got = F.subtract(sp.csr_array(b), a.T[:3])  # sparse - dense column: a dense result
     assert isinstance(got, np.ndarray) and np.array_equal(got, b - a.T[:3])
 

@@ -1,8 +1,9 @@
 """Elementwise operations and reductions on any formats, compiled by MLIR's sparsifier.
 
-``add``/``subtract``/``multiply`` (numpy broadcasting of scalars and vectors), ``apply`` (a traced function of
-the stored values), ``select`` (keep stored entries by a traced predicate), ``sum``/``max``/``min``/``prod``
-(scipy semantics: implicit zeros take part), ``reduce`` (over stored entries only) and
+``add``/``subtract``/``multiply`` (NumPy's broadcasting between any operands, NumPy's dtype promotion),
+``apply`` (a traced function of the stored values), ``select`` (keep stored entries by a traced predicate),
+``sum``/``max``/``min``/``prod``/``mean`` (NumPy's semantics: implicit zeros take part, any axes, ``keepdims``,
+``dtype``, NumPy's accumulator and result dtypes), ``reduce`` (over stored entries only) and
 ``softmax``/``log_softmax`` (over stored entries; absent entries count as minus infinity). Each is one or a
 few ``linalg.generic`` modules (:mod:`lowering.sparsifier.elementwise`) compiled once per structure
 (:mod:`frontend.ops._elementwise_kernels`). Formats the sparsifier cannot read or whose storage has padding
@@ -465,25 +466,21 @@ def _astype(t: Tensor, dtype: np.dtype) -> Tensor:
     """``t`` with its values cast to ``dtype`` (a copy over the same index buffers; ``t`` when they are)."""
     if np.dtype(t.dtype) == dtype:
         return t
-    vals = np.asarray(to_host(t.val)).astype(dtype)
+    return _with(t, np.asarray(to_host(t.val)).astype(dtype))
+
+
+def _with(t: Tensor, vals: np.ndarray) -> Tensor:
+    """``t``'s index buffers (a row-major dense ``t``: its shape) with the values ``vals``."""
     return dense_tensor(vals) if row_major(t.tensor_format) else _with_values(t, vals)
 
 
 def _in_dtype(t: Tensor, name: str, dtype: np.dtype) -> tuple[Tensor, np.dtype]:
     """``t`` with values of the dtype ``name`` computes in, from values cast to ``dtype`` (a copy unless they
     already are), and that compute dtype."""
-    have = np.dtype(t.dtype)
     compute = _compute_dtype(name, dtype)
-    if have == dtype == compute:
-        return t, compute
-    vals = np.asarray(to_host(t.val))
-    if have != dtype:
-        vals = vals.astype(dtype)
-    if name in ("max", "min") and dtype == np.uint64:
-        vals = (vals ^ _SIGN).view(np.int64)  # order-preserving: unsigned order as signed order
-    else:
-        vals = vals.astype(compute)
-    return (dense_tensor(vals) if row_major(t.tensor_format) else _with_values(t, vals)), compute
+    if name in ("max", "min") and dtype == np.uint64:  # order-preserving: unsigned order as signed order
+        return _with(t, (np.asarray(to_host(t.val)).astype(dtype) ^ _SIGN).view(np.int64)), compute
+    return _astype(_astype(t, dtype), compute), compute
 
 
 def _from_compute(res: np.ndarray, name: str, dtype: np.dtype) -> np.ndarray:
@@ -527,11 +524,9 @@ def _reduce_values(name: str, t0: Tensor, axes: tuple[int, ...], keep: tuple[int
     op = "sum" if name == "mean" else name
     tc, compute = _in_dtype(t0, op, acc)
     t = readable(tc)
+    shape = tuple(t0.shape[d] for d in keep)
     if name in ("max", "min", "prod") and not _reduces_in_order(t, keep):
-        t, keep = _kept_by_reduced(t, keep, axes), (0,)
-        shape = tuple(t0.shape[d] for d in keep_dims(t0.ndim, axes))
-    else:
-        shape = None
+        t, keep = _kept_by_reduced(t, keep, axes), (0,)  # reduced along the rows of a (kept, reduced) matrix
     elem = elem_of([t], ["a"])
     if op == "sum":
         res = _reduce_stored(t, keep, "add", 0, elem)
@@ -547,17 +542,11 @@ def _reduce_values(name: str, t0: Tensor, axes: tuple[int, ...], keep: tuple[int
             res = np.where(full, stored, zero)
         else:
             res = np.where(full, stored, (np.maximum if op == "max" else np.minimum)(stored, zero))
-    if shape is not None:
-        res = res.reshape(shape)
+    res = np.asarray(res).reshape(shape)
     res = _from_compute(np.asarray(res, dtype=compute), op, acc)
     if name == "mean":
         res = np.asarray(res / n if acc.kind in "fc" else res / np.float64(n)).astype(out_dtype, copy=False)
     return np.asarray(res).astype(out_dtype, copy=False)
-
-
-def keep_dims(ndim: int, axes: tuple[int, ...]) -> tuple[int, ...]:
-    """The dimensions of an ``ndim``-dimensional tensor a reduction over ``axes`` keeps."""
-    return tuple(d for d in range(ndim) if d not in axes)
 
 
 def sum(a: Any, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:  # noqa: A001 - numpy's
@@ -594,7 +583,10 @@ def reduce(a: Any, axis: Any, op: str | Callable[[Any, Any], Any], identity: Any
     """The stored entries reduced along ``axis`` with ``op``: ``"plus"``, ``"times"``, ``"min"``, ``"max"``,
     ``"any"`` or a traced function of two values (with ``identity``). Positions without stored entries
     hold the identity."""
-    t, _, keep, elem = _reduction(a, axis)
+    t, axes, keep, elem = _reduction(a, axis)
+    shape = tuple(t.shape[d] for d in keep)
+    if op != "plus" and not _reduces_in_order(t, keep):
+        t, keep = _kept_by_reduced(t, keep, axes), (0,)
     if isinstance(op, str):
         if op not in _MONOIDS:
             raise ValueError(f"unknown monoid {op!r} (named: {', '.join(_MONOIDS)})")
@@ -605,7 +597,7 @@ def reduce(a: Any, axis: Any, op: str | Callable[[Any, Any], Any], identity: Any
             raise TypeError("reduce with a function needs its identity")
         fn = op
     monoid: ScalarFn | str = "add" if op == "plus" else trace(fn, 2, elem)
-    return _reduced(_reduce_stored(t, keep, monoid, identity, elem), a)
+    return _reduced(_reduce_stored(t, keep, monoid, identity, elem).reshape(shape), a)
 
 
 # ----- softmax ------------------------------------------------------------------------------------------------

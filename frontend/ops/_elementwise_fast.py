@@ -60,7 +60,7 @@ _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 #: the type row sums of each value type are accumulated and returned in (NumPy sums int32 in int64)
 _SUMMED: dict[Any, tuple[str, Any]] = {
     d: ("i64", np.dtype(np.int64)) if d == np.int32 else (e, d) for d, (e, _) in _ELEMS.items()}
-_SUMMED_INT32 = _SUMMED[np.dtype(np.int32)]
+_INT32, _INT64 = np.dtype(np.int32), np.dtype(np.int64)
 _COMPRESSED = (NamedFormats.CSR, NamedFormats.CSC)
 _SCIPY_TYPES = frozenset({"csr_array", "csr_matrix", "csc_array", "csc_matrix"})
 
@@ -287,7 +287,7 @@ def fast_rowsum(a: Any, axis: Any) -> Any:
         return None
     slot = ("rowsum", axis)
     pos, val = t._pos[1], t.val
-    out = _again(t, slot, pos, val, len(pos) - 1, _SUMMED_INT32[1] if val.dtype == np.int32 else None
+    out = _again(t, slot, pos, val, len(pos) - 1, _INT64 if val.dtype is _INT32 else None
                  ) if type(pos) is np.ndarray else None
     if out is not None:
         return out if type(a) is not Tensor else to_caller_package(out, None)
