@@ -30,6 +30,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'frontend' has no attribute {name!r}")
     if module == ".tensor":
         import_module(".ops", __name__)  # the operations behind Tensor's operators (frontend.ops.operators)
+        import_module(".array_api", __name__)  # and Tensor.__array_namespace__ (frontend.array_api)
     value = getattr(import_module(module, __name__), name)
     globals()[name] = value
     return value

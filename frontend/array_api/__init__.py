@@ -177,3 +177,16 @@ __all__ = [
     "argsort", "sort", "unique_all", "unique_counts", "unique_inverse", "unique_values",
     "all", "any", "cumulative_prod", "cumulative_sum", "diff", "max", "mean", "min", "prod", "std", "sum", "var",
 ]
+
+
+def _register_namespace() -> None:
+    """``Tensor.__array_namespace__()`` returns this module (through the operator table: no import ring)."""
+    import sys
+
+    from frontend.tensor._operators import register
+
+    module = sys.modules[__name__]
+    register({"array_namespace": lambda: module})
+
+
+_register_namespace()

@@ -66,7 +66,7 @@ def numpy_of(x: Any) -> Any:
 def wrap(result: Any) -> Tensor:
     """A NumPy result (array or scalar) as a dense-format Tensor (C order; the array itself when it is)."""
     arr = np.asarray(result)
-    return dense_tensor(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
+    return dense_tensor(arr if arr.flags.c_contiguous else np.asarray(arr, order="C"))
 
 
 def dense_of(x: Any) -> np.ndarray:

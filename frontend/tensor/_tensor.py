@@ -364,6 +364,18 @@ class Tensor:
     def __invert__(self) -> Any:
         return _OPS["invert"](self)
 
+    def __lshift__(self, other: Any) -> Any:
+        return _OPS["left_shift"](self, other)
+
+    def __rlshift__(self, other: Any) -> Any:
+        return _OPS["left_shift"](other, self)
+
+    def __rshift__(self, other: Any) -> Any:
+        return _OPS["right_shift"](self, other)
+
+    def __rrshift__(self, other: Any) -> Any:
+        return _OPS["right_shift"](other, self)
+
     def __neg__(self) -> Any:
         return _OPS["negative"](self)
 
@@ -390,6 +402,41 @@ class Tensor:
 
     def __ne__(self, other: Any) -> Any:
         return _OPS["not_equal"](self, other)
+
+    def _element(self, what: str) -> Any:
+        """The one element of a one-element Tensor (Python's ``float(A)``, ``int(A)``, ...)."""
+        if math.prod(self.shape) != 1:
+            raise TypeError(f"only a Tensor of one element converts to {what}; this one has shape {self.shape}")
+        return self.to_dense().reshape(-1)[0]
+
+    def __float__(self) -> float:
+        return float(self._element("float"))
+
+    def __int__(self) -> int:
+        return int(self._element("int"))
+
+    def __complex__(self) -> complex:
+        return complex(self._element("complex"))
+
+    def __index__(self) -> int:
+        if np.dtype(self.dtype).kind not in "iub":
+            raise TypeError(f"only an integer Tensor is an index; this one is {self.dtype}")
+        return int(self._element("an index"))
+
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The Array API namespace of Tensors, :mod:`frontend.array_api` (standard 2024.12)."""
+        if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
+            raise ValueError(f"api_version {api_version!r} is not one frontend.array_api implements (2024.12 and "
+                             "earlier)")
+        return _OPS["array_namespace"]()
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
+        """This tensor on ``device``: itself when it is already there (Array API); moving between devices goes
+        through the package objects (``to_package("torch").to(device)``)."""
+        if str(device) == str(self.device):
+            return self
+        raise ValueError(f"to_device: the tensor is on {self.device!r}, not {device!r}; move its package object "
+                         "(e.g. Tensor.from_package(A.to_package('torch').to(device)))")
 
     def __bool__(self) -> bool:
         if math.prod(self.shape) != 1:

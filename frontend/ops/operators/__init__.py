@@ -19,6 +19,7 @@ register({
     "equal": ar.comparison(np.equal), "not_equal": ar.comparison(np.not_equal),
     "bitwise_and": ar.comparison(np.bitwise_and), "bitwise_or": ar.comparison(np.bitwise_or),
     "bitwise_xor": ar.comparison(np.bitwise_xor), "invert": ar.invert,
+    "left_shift": ar.comparison(np.left_shift), "right_shift": ar.comparison(np.right_shift),
     "sum": ar.reduction("sum"), "max": ar.reduction("max"), "min": ar.reduction("min"),
     "prod": ar.reduction("prod"), "mean": ar.mean,
     "array_ufunc": array_ufunc, "array_function": array_function,

@@ -87,7 +87,9 @@ def power(a: Any, b: Any) -> Any:
 def negative(a: Tensor) -> Any:
     if np.dtype(a.dtype).kind == "b":
         raise TypeError("the - operator is not supported on a boolean Tensor; use ~ (np.logical_not) instead")
-    return elementwise.apply(a, lambda v: -v)
+    if np.dtype(a.dtype) in (np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128):
+        return elementwise.apply(a, lambda v: -v)  # a compiled kernel
+    return unary(np.negative, a)  # other integer widths: NumPy on the stored values (wrapping as NumPy's)
 
 
 def positive(a: Tensor) -> Any:
@@ -95,7 +97,7 @@ def positive(a: Tensor) -> Any:
 
 
 def absolute(a: Tensor) -> Any:
-    if np.dtype(a.dtype).kind in "fi":
+    if np.dtype(a.dtype) in (np.float32, np.float64, np.int32, np.int64):
         return elementwise.apply(a, lambda v: where(v < 0, -v, v))
     return unary(np.absolute, a)  # complex (a real result), unsigned and boolean values
 

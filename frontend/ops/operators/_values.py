@@ -79,7 +79,7 @@ def binary(ufunc: Any, a: Any, b: Any, **kwargs: Any) -> Any:
     """``ufunc(a, b)`` with at least one sparse operand (see the module docstring)."""
     (ka, va), (kb, vb) = classify(a), classify(b)
     if ka != "sparse" and kb != "sparse":
-        return dense_tensor(np.ascontiguousarray(ufunc(va, vb, **kwargs)))
+        return dense_tensor(np.asarray(ufunc(va, vb, **kwargs), order="C"))  # keeps 0-d arrays 0-d
     first = ka == "sparse"
     t, (ko, other) = (va, (kb, vb)) if first else (vb, (ka, va))
     name = _name(ufunc)
