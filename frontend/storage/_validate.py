@@ -34,7 +34,8 @@ from ._layout import (
 from ._protocol import StoredTensor, TensorT
 from ._read import delta_coordinates, ranges
 
-_VALIDATED: dict[tuple, Guard] = {}  # buffer_key -> the guard of its index buffers
+#: buffer_key -> the guard of its index buffers, held weakly (:func:`_weak`): the memo never keeps a buffer alive
+_VALIDATED: dict[tuple, tuple] = {}
 _LOCK = threading.RLock()  # reentrant: a weakref finalizer (_forget) may run while it is held
 
 
@@ -43,15 +44,33 @@ def _forget(key: tuple) -> None:
         _VALIDATED.pop(key, None)
 
 
+def _weak(guard: Guard) -> tuple:
+    """``guard`` with weak references in place of its buffers (what :data:`_VALIDATED` stores)."""
+    frozen, versions = guard
+    return tuple(map(weakref.ref, frozen)), tuple((weakref.ref(b), v) for b, v in versions)
+
+
+def _strong(weak: tuple | None) -> Guard | None:
+    """The guard :func:`_weak` stored, or None when one of its buffers was freed."""
+    if weak is None:
+        return None
+    frozen = tuple(r() for r in weak[0])
+    versions = tuple((r(), v) for r, v in weak[1])
+    if any(a is None for a in frozen) or any(b is None for b, _ in versions):
+        return None
+    return frozen, versions  # type: ignore[return-value]
+
+
 def _remember(key: tuple, buffers: list[Any], guard: Guard) -> None:
     """Caches ``key`` until any of its buffers is garbage collected (ids can then be reused)."""
     try:
+        weak = _weak(guard)
         for b in buffers:
             weakref.finalize(b, _forget, key)
     except TypeError:  # a buffer type without weak references: keep only the per-tensor flag
         return
     with _LOCK:
-        _VALIDATED[key] = guard
+        _VALIDATED[key] = weak
 
 
 def _index_buffers(t: StoredTensor) -> list[Any]:
@@ -60,7 +79,7 @@ def _index_buffers(t: StoredTensor) -> list[Any]:
 
 def _known_guard(t: StoredTensor, key: tuple) -> Guard | None:
     """The guard of ``key``'s last validation if its index buffers are unchanged since, else None."""
-    guard = t._guard if t._validated == key else _VALIDATED.get(key)
+    guard = t._guard if t._validated == key else _strong(_VALIDATED.get(key))
     return guard if guard is not None and intact(guard) else None
 
 
