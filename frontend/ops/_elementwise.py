@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, as_format
+from frontend.storage._compact import huge, run_compacted
 from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded
 from frontend.tensor._tensor import Tensor
@@ -52,6 +53,27 @@ def _tensor(x: Any, what: str) -> Tensor:
     t = operand(x, what)
     check_cpu(t, what)
     return t
+
+
+def _compacted(fn: Callable[..., Any], objs: Sequence[Any], axes: Sequence[int] | None, out_format: Any,
+               name: str) -> Any:
+    """``fn`` on hypersparse operands of one shape, run on a compacted problem (:mod:`frontend.storage._compact`:
+    memory and time follow the stored entries), in the callers' package; None when no operand is hypersparse.
+    ``axes``: the reduced axes (None: an elementwise result of the operands' shape)."""
+    if not huge(objs):
+        return None
+    tensors = [_tensor(x, "ab"[k]) for k, x in enumerate(objs)]
+    if len({t.shape for t in tensors}) != 1:
+        return None
+    letters = "abcdefghijklmnop"[:tensors[0].ndim]
+    out = "".join(c for d, c in enumerate(letters) if axes is None or d not in axes)
+    want = as_format(out_format) if out_format is not None else tensors[0].tensor_format
+    got = run_compacted(fn, [(t, letters) for t in tensors], out, want, name, entry_format)
+    if got is None:
+        return None
+    if isinstance(got, Tensor):
+        return to_caller_package(got, result_package(objs))
+    return _reduced(np.asarray(got), objs[0])
 
 
 def readable(t: Tensor) -> Tensor:
@@ -114,6 +136,10 @@ def _broadcast(t: Tensor, shape: tuple[int, ...]) -> tuple[Tensor, tuple[int, ..
 
 def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
     objs = [x for x in (a, b) if not isinstance(x, _SCALARS)]
+    if len(objs) == 2 and huge(objs):
+        routed = _compacted(lambda x, y: _binary(op, name, x, y, out_format), objs, None, out_format, name)
+        if routed is not None:
+            return routed
     if not objs:
         raise TypeError(f"{name} needs at least one array, sparse matrix or Tensor")
     first = _tensor(objs[0], "a" if objs[0] is a else "b")
@@ -344,6 +370,10 @@ def _reduction(a: Any, axis: Any) -> tuple[Tensor, tuple[int, ...], tuple[int, .
 
 def _scipy_reduction(name: str, a: Any, axis: Any) -> Any:
     """``sum``/``max``/``min``/``prod`` with implicit zeros taking part (scipy's semantics)."""
+    if huge((a,)):
+        routed = _compacted(lambda x: _scipy_reduction(name, x, axis), (a,), _axes(axis, len(a.shape)), None, name)
+        if routed is not None:
+            return routed
     t, axes, keep, elem = _reduction(a, axis)
     if name == "sum":
         return _reduced(_reduce_stored(t, keep, "add", 0, elem), a)
@@ -433,6 +463,11 @@ def _row_softmax(t: Tensor, axis: int, logarithm: bool, elem: str, threads: Any)
 
 
 def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any, threads: Any = None) -> Any:
+    if huge((a,)):
+        routed = _compacted(lambda x: _softmax(x, axis, logarithm, out_format, threads), (a,), None, out_format,
+                            "log_softmax" if logarithm else "softmax")
+        if routed is not None:
+            return routed
     t0 = _tensor(a, "a")
     t = readable(t0)
     axes = _axes(axis, t.ndim)

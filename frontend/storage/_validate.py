@@ -130,12 +130,24 @@ def _where(k: int, lv: Level) -> str:
     return f"level {k} ({lv.render()})"
 
 
+def _check_extents(shape: tuple[int, ...], index_type: np.dtype | None) -> None:
+    """Extents must fit int64 (the index type of generated code) and the index buffers' type."""
+    for d, e in enumerate(shape):
+        if e > np.iinfo(np.int64).max:
+            raise ValueError(f"dimension {d} has extent {e}, more than 2**63 - 1 (int64, the largest index "
+                             "type); use smaller extents")
+        if index_type is not None and e > np.iinfo(index_type).max:
+            raise ValueError(f"dimension {d} has extent {e}, more than {index_type} index buffers hold "
+                             f"({np.iinfo(index_type).max}); use int64 index buffers (index_type=np.int64)")
+
+
 def _check_types(t: StoredTensor, nb: int) -> None:
     """Buffer presence, dtypes, contiguity and batch axes."""
     fmt = t.tensor_format
     if any(s < 0 for s in t.shape):
         raise ValueError(f"negative extent in shape {t.shape}")
     it = np.dtype(t.index_type)
+    _check_extents(t.shape, it if not fmt.is_dense else None)
     vdt = numpy_dtype(t.val)
     if vdt.kind not in VALUE_KINDS and str(vdt) != "bfloat16":
         raise TypeError(f"values must be numeric, got dtype {vdt}")
