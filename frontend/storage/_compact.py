@@ -4,8 +4,8 @@ A kernel's work and memory follow the extents of dense loops and of the result (
 dense workspace per row), so an operation on such operands computes on a compacted problem instead:
 
 1. per index letter whose extent is hypersparse (over :data:`HYPERSPARSE_EXTENT` and above the stored
-   entries), the sorted coordinates the stored operands use (:func:`used_coordinates`), plus one *spare*
-   coordinate standing for every unused one when some are unused (it holds no entry: a reduction or a
+   entries), the sorted coordinates the stored operands use (:func:`used_coordinates`), plus *spare*
+   coordinates standing for every unused one when some are unused (they hold no entry: a reduction or a
    dense result reads there what an unused coordinate of the original holds, e.g. an implicit zero);
 2. each operand rebuilt over those compact coordinates (:func:`compacted`): a small tensor;
 3. the ordinary operation runs on the small operands, and its result is mapped back to the original
@@ -55,8 +55,11 @@ def used_coordinates(operands: Sequence[tuple[Any, str]]) -> Used | None:
 
 
 def compact_extent(used: np.ndarray, extent: int) -> int:
-    """The used coordinates, plus the spare one when some coordinate is unused."""
-    return len(used) + (1 if len(used) < extent else 0)
+    """The used coordinates, plus spare ones when some coordinate is unused: a power of two of at least 8 (so
+    that compacted problems of similar sizes share their compiled kernels), at most ``extent``."""
+    if len(used) >= extent:
+        return extent
+    return min(extent, 1 << max(3, len(used).bit_length()))
 
 
 def compacted(t: StoredTensor, letters: str, used: Used, fmt: TensorFormat) -> Any:

@@ -34,14 +34,18 @@ from ._layout import (
 from ._protocol import StoredTensor, TensorT
 from ._read import delta_coordinates, ranges
 
-#: buffer_key -> the guard of its index buffers, held weakly (:func:`_weak`): the memo never keeps a buffer alive
+#: buffer_key -> the guard of its index buffers, held weakly (:func:`_weak`), and the finalizers that drop the entry
+#: when one of its buffers dies (the others are detached then): the memo never keeps a buffer or a key alive
 _VALIDATED: dict[tuple, tuple] = {}
 _LOCK = threading.RLock()  # reentrant: a weakref finalizer (_forget) may run while it is held
 
 
 def _forget(key: tuple) -> None:
     with _LOCK:
-        _VALIDATED.pop(key, None)
+        got = _VALIDATED.pop(key, None)
+    if got is not None:  # the finalizers still waiting on the other buffers would keep the key: detached
+        for f in got[2]:
+            f.detach()
 
 
 def _weak(guard: Guard) -> tuple:
@@ -63,14 +67,17 @@ def _strong(weak: tuple | None) -> Guard | None:
 
 def _remember(key: tuple, buffers: list[Any], guard: Guard) -> None:
     """Caches ``key`` until any of its buffers is garbage collected (ids can then be reused)."""
+    finalizers: list[weakref.finalize] = []
     try:
         weak = _weak(guard)
         for b in buffers:
-            weakref.finalize(b, _forget, key)
+            finalizers.append(weakref.finalize(b, _forget, key))
     except TypeError:  # a buffer type without weak references: keep only the per-tensor flag
+        for f in finalizers:
+            f.detach()
         return
     with _LOCK:
-        _VALIDATED[key] = weak
+        _VALIDATED[key] = (*weak, finalizers)
 
 
 def _index_buffers(t: StoredTensor) -> list[Any]:
