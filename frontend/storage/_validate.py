@@ -62,7 +62,7 @@ def _strong(weak: tuple | None) -> Guard | None:
     versions = tuple((r(), v) for r, v in weak[1])
     if any(a is None for a in frozen) or any(b is None for b, _ in versions):
         return None
-    return frozen, versions  # type: ignore[return-value]
+    return frozen, versions
 
 
 def _remember(key: tuple, buffers: list[Any], guard: Guard) -> None:
