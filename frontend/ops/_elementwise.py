@@ -371,7 +371,10 @@ def _reduction(a: Any, axis: Any) -> tuple[Tensor, tuple[int, ...], tuple[int, .
 def _scipy_reduction(name: str, a: Any, axis: Any) -> Any:
     """``sum``/``max``/``min``/``prod`` with implicit zeros taking part (scipy's semantics)."""
     if huge((a,)):
-        routed = _compacted(lambda x: _scipy_reduction(name, x, axis), (a,), _axes(axis, len(a.shape)), None, name)
+        axes = _axes(axis, len(a.shape))
+        if name != "sum" and not all(a.shape[d] for d in axes):
+            raise ValueError(f"{name} of an empty axis (shape {tuple(a.shape)}, axis {axis})")
+        routed = _compacted(lambda x: _scipy_reduction(name, x, axis), (a,), axes, None, name)
         if routed is not None:
             return routed
     t, axes, keep, elem = _reduction(a, axis)
