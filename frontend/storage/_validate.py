@@ -154,7 +154,7 @@ def _check_types(t: StoredTensor, nb: int) -> None:
     if any(s < 0 for s in t.shape):
         raise ValueError(f"negative extent in shape {t.shape}")
     it = np.dtype(t.index_type)
-    _check_extents(t.shape, it if not fmt.is_dense else None)
+    _check_extents(t.shape, it if not fmt.is_dense and it in INDEX_TYPES else None)
     vdt = numpy_dtype(t.val)
     if vdt.kind not in VALUE_KINDS and str(vdt) != "bfloat16":
         raise TypeError(f"values must be numeric, got dtype {vdt}")
