@@ -103,7 +103,8 @@ def cached_view(x: Any, source_buffers: list[Any], build: Callable[[], TensorT],
     view._pos, view._crd = list(t._pos), list(t._crd)
     try:
         ref = weakref.ref(x)
-        weakref.finalize(x, _forget, id(x))
+        if entry is None or entry.ref() is not x:  # one finalizer per source object, however often re-viewed
+            weakref.finalize(x, _forget, id(x))
     except TypeError:  # no weak references to this type: don't cache
         return t
     held = [getattr(x, a) for a in attrs] if attrs is not None else []

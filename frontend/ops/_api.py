@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from frontend.format import TensorFormat
+from frontend.format import TensorFormat, as_format
+from frontend.storage._compact import huge, run_compacted
 from frontend.storage._format_choice import FormatChoice
 from frontend.tensor._optimize import optimize
 from frontend.tensor._tensor import Tensor
@@ -26,9 +27,10 @@ from . import _elementwise, _sddmm
 from ._cpu import MISS, CpuMatmul, forget_templates, run_cached
 from ._elementwise_kernels import clear_elementwise_kernels
 from ._kernel_cache import clear_kernels, kernel_count
-from ._operands import delegate
+from ._operands import delegate, operand, result_package, to_caller_package
 from ._options import DEFAULT_GPU_OPTIONS, GpuOptions, MatmulOptions, has_complex32, qualified_matmul
 from ._plan import MatmulInfo, MatmulPlan, print_stages
+from ._reroute import entry_format
 from .gpu._route import wants_gpu
 
 
@@ -90,6 +92,12 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
             alpha=alpha, beta=beta, transpose_a=transpose_a, transpose_b=transpose_b, semiring=semiring,
             out_format=out_format, prolog=prolog, epilog=epilog, target=target, pipeline=pipeline, device=device,
             threads=threads, out=out))
+    if c is None and out is None and huge((a, b)):
+        routed = _compacted_matmul(a, b, dict(
+            alpha=alpha, transpose_a=transpose_a, transpose_b=transpose_b, semiring=semiring, out_format=out_format,
+            prolog=prolog, epilog=epilog, target=target, pipeline=pipeline, device=device, threads=threads))
+        if routed is not None:
+            return routed
     options = MatmulOptions(alpha, beta, transpose_a, transpose_b, semiring, out_format, prolog, epilog, target,
                             pipeline, device, threads)
     backend = _backend_for((a, b, c), options)
@@ -104,6 +112,38 @@ def matmul(a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None, t
     return CpuMatmul.for_matmul(a, b, c, options, rows=True).execute_once(out)
 
 
+
+
+def _compacted_matmul(a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
+    """``matmul`` of hypersparse operands (rank 1 or 2) on a compacted problem (:mod:`frontend.storage._compact`:
+    memory and time follow the stored entries); None when none is hypersparse."""
+    ta, tb = operand(a, "a"), operand(b, "b")
+    if ta.ndim not in (1, 2) or tb.ndim not in (1, 2) or ta.device != "cpu" or tb.device != "cpu":
+        return None
+    la = ("ki" if kwargs["transpose_a"] else "ik") if ta.ndim == 2 else "k"
+    lb = ("jk" if kwargs["transpose_b"] else "kj") if tb.ndim == 2 else "k"
+    out = ("i" if ta.ndim == 2 else "") + ("j" if tb.ndim == 2 else "")
+    want = as_format(kwargs["out_format"]) if kwargs["out_format"] is not None else (
+        ta.tensor_format if ta.is_sparse and ta.ndim == len(out) else None)
+    got = run_compacted(lambda x, y: matmul(x, y, **kwargs), [(ta, la), (tb, lb)], out, want, "matmul",
+                        entry_format)
+    return None if got is None else to_caller_package(got, result_package((a, b)))
+
+
+def _compacted_einsum(subscripts: str, operands: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """``einsum`` with explicit output letters on hypersparse operands, on a compacted problem; None when no
+    operand is hypersparse (or the subscripts use ``...``)."""
+    if "->" not in subscripts or "." in subscripts:
+        return None
+    ins, out = subscripts.replace(" ", "").split("->")
+    letters = ins.split(",")
+    tensors = [operand(x, f"operand {k}") for k, x in enumerate(operands)]
+    if len(letters) != len(tensors) or any(len(s) != t.ndim or t.device != "cpu" for s, t in zip(letters, tensors)):
+        return None
+    want = as_format(kwargs["out_format"]) if kwargs["out_format"] is not None else None
+    got = run_compacted(lambda *xs: einsum(subscripts, *xs, **kwargs), list(zip(tensors, letters)), out, want,
+                        f"einsum {subscripts}", entry_format)
+    return None if got is None else to_caller_package(got, result_package(operands))
 
 
 class Matmul:
@@ -283,6 +323,12 @@ def einsum(subscripts: str, *operands: Any, out_format: TensorFormat | str | Non
     ``"ij,ik,jk->ij"`` with a CSR/CSC/COO first operand and NumPy factors of its value type) runs on its own
     threaded kernel (:mod:`frontend.ops._sddmm`); ``threads`` as for :func:`matmul`.
     """
+    if huge(operands):
+        routed = _compacted_einsum(subscripts, operands, dict(
+            out_format=out_format, semiring=semiring, prolog=prolog, epilog=epilog, target=target, pipeline=pipeline,
+            device=device, threads=threads))
+        if routed is not None:
+            return routed
     if semiring is None and prolog is None and epilog is None and target == "cpu" and pipeline is None \
             and device is None:
         got = _sddmm.run(subscripts, operands, out_format, threads)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, as_format
+from frontend.storage._compact import huge, run_compacted
 from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded, to_host
 from frontend.tensor._tensor import Tensor
@@ -66,6 +68,27 @@ def _level_dims(fmt: TensorFormat) -> list[int] | None:
             return None
         out.append(fmt.dimension_index(lv.expr))
     return out
+
+
+def _compacted(fn: Callable[..., Any], objs: Sequence[Any], axes: Sequence[int] | None, out_format: Any,
+               name: str) -> Any:
+    """``fn`` on hypersparse operands of one shape, run on a compacted problem (:mod:`frontend.storage._compact`:
+    memory and time follow the stored entries), in the callers' package; None when no operand is hypersparse.
+    ``axes``: the reduced axes (None: an elementwise result of the operands' shape)."""
+    if not huge(objs):
+        return None
+    tensors = [_tensor(x, "ab"[k]) for k, x in enumerate(objs)]
+    if len({t.shape for t in tensors}) != 1:
+        return None
+    letters = "abcdefghijklmnop"[:tensors[0].ndim]
+    out = "".join(c for d, c in enumerate(letters) if axes is None or d not in axes)
+    want = as_format(out_format) if out_format is not None else tensors[0].tensor_format
+    got = run_compacted(fn, [(t, letters) for t in tensors], out, want, name, entry_format)
+    if got is None:
+        return None
+    if isinstance(got, Tensor):
+        return to_caller_package(got, result_package(objs))
+    return _reduced(np.asarray(got), objs[0])
 
 
 def readable(t: Tensor) -> Tensor:
@@ -167,6 +190,10 @@ def _broadcast_to(t: Tensor, shape: tuple[int, ...], sparse_result: bool) -> Ten
 
 def _binary(op: str, name: str, a: Any, b: Any, out_format: Any) -> Any:
     objs = [x for x in (a, b) if not isinstance(x, _SCALARS)]
+    if len(objs) == 2 and huge(objs):
+        routed = _compacted(lambda x, y: _binary(op, name, x, y, out_format), objs, None, out_format, name)
+        if routed is not None:
+            return routed
     if not objs:
         raise TypeError(f"{name} needs at least one array, sparse matrix or Tensor")
     first = _tensor(objs[0], "a" if objs[0] is a else "b")
@@ -501,6 +528,10 @@ def _empty_reduction(name: str, shape: tuple[int, ...], n: int, dtype: np.dtype)
 def _numpy_reduction(name: str, a: Any, axis: Any, keepdims: bool, dtype: Any) -> Any:
     """``sum``/``prod``/``max``/``min``/``mean`` with NumPy's semantics: implicit zeros take part, any axes,
     ``keepdims``, NumPy's accumulator and result dtypes (``dtype=``: both)."""
+    if huge((a,)):
+        routed = _hypersparse_reduction(name, a, axis, keepdims, dtype)
+        if routed is not None:
+            return routed
     t0 = _tensor(a, "a")
     axes = _axes(axis, t0.ndim)
     keep = tuple(d for d in range(t0.ndim) if d not in axes)
@@ -515,6 +546,26 @@ def _numpy_reduction(name: str, a: Any, axis: Any, keepdims: bool, dtype: Any) -
         res = _reduce_values(name, t0, axes, keep, n, acc, out_dtype)
     if keepdims:
         res = res.reshape(tuple(1 if d in axes else e for d, e in enumerate(t0.shape)))
+    return _reduced(res, a)
+
+
+def _hypersparse_reduction(name: str, a: Any, axis: Any, keepdims: bool, dtype: Any) -> Any:
+    """:func:`_numpy_reduction` of a hypersparse ``a`` on its compacted problem (memory follows the stored
+    entries); ``mean`` as the sum over the true element count. None when the route does not apply."""
+    shape = tuple(int(e) for e in a.shape)
+    axes = _axes(axis, len(shape))
+    n = math.prod(shape[d] for d in axes)
+    if n == 0 or any(shape[d] == 0 for d in range(len(shape)) if d not in axes):
+        return None
+    op, dt = ("sum", None) if name == "mean" else (name, dtype)
+    got = _compacted(lambda x: _numpy_reduction(op, x, axis, False, dt), (a,), axes, None, name)
+    if got is None:
+        return None
+    res = np.asarray(got)
+    if name == "mean":
+        res = (res / n).astype(dtype if dtype is not None else np.result_type(res.dtype, np.float64))
+    if keepdims:
+        res = res.reshape(tuple(1 if d in axes else e for d, e in enumerate(shape)))
     return _reduced(res, a)
 
 
@@ -632,6 +683,11 @@ def _row_softmax(t: Tensor, axis: int, logarithm: bool, elem: str, threads: Any)
 
 
 def _softmax(a: Any, axis: int, logarithm: bool, out_format: Any, threads: Any = None) -> Any:
+    if huge((a,)):
+        routed = _compacted(lambda x: _softmax(x, axis, logarithm, out_format, threads), (a,), None, out_format,
+                            "log_softmax" if logarithm else "softmax")
+        if routed is not None:
+            return routed
     t0 = _tensor(a, "a")
     t = readable(t0)
     axes = _axes(axis, t.ndim)

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from frontend.storage._budget import require, storage_bytes, workspace_bytes
 from frontend.storage._validate import mark_valid
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
@@ -60,7 +61,9 @@ _kernels: dict[tuple, Any] = {}  # structural key -> kernel; one per structure, 
 def kernel_for(key: tuple, build: Callable[[], str], inputs: Sequence[TensorSpec], out: TensorSpec
                ) -> ElementwiseKernel:
     """The kernel for ``key``, compiled from ``build()`` the first time (the module text is cached on disk
-    by ``mlir_bridge`` too)."""
+    by ``mlir_bridge`` too); ``MemoryError`` when the result cannot be allocated."""
+    need = storage_bytes(out.fmt, out.shape, 0, 16) + workspace_bytes(out.fmt, out.shape, 16)
+    require(f"{key[0]} {key[1] if isinstance(key[1], str) else ''}".strip(), need, [s.shape for s in inputs])
     return _cached(("sparsifier", *key), lambda: ElementwiseKernel(build(), inputs, out))
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat, stores_padding
+from frontend.storage._budget import require, storage_bytes, workspace_bytes
 from frontend.storage._layout import to_host
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
@@ -74,6 +75,7 @@ class PreparedOp:
         self.names = tuple(names)
         self._check_operands(names)
         self.out_format = _checked_out_format(options.out_format, len(out_subs))
+        self._check_memory()
         self.kernel_shape = self.out_shape
         self.restore: Callable[[np.ndarray], np.ndarray] | None = None
         self._out_split: Callable[[np.ndarray], np.ndarray] | None = None
@@ -104,6 +106,13 @@ class PreparedOp:
         self._schedule(rows)
 
     # ----- preparation steps -------------------------------------------------------------------------------------
+    def _check_memory(self) -> None:
+        """``MemoryError`` before compiling when the result and the kernel's workspace cannot be allocated."""
+        itemsize = 16 if self.elem.startswith("c") else 8
+        need = (storage_bytes(self.out_format, self.out_shape, 0, itemsize)
+                + workspace_bytes(self.out_format, self.out_shape, itemsize))
+        require(f"einsum {','.join(self.subscripts)}->{self.out_subs}", need, [t.shape for t in self.tensors])
+
     def _check_operands(self, names: Sequence[str]) -> None:
         """CPU buffers of one supported dtype whose extents agree: the element type and result shape."""
         for t, n in zip(self.tensors, names):

@@ -137,7 +137,8 @@ def _measure(t: Tensor) -> StoredRows:
     stride, fill = _fixed_stride(t, k, rows, entries)
     stats = OperandStats(rows, cols, nnz, row_max, mean, cv, _sampled_bandwidth(t, k, cols), stride, fill,
                          _sampled_runs(t, k))
-    return StoredRows(stats, None if offsets is None else np.ascontiguousarray(offsets))
+    # a copy: the offsets may be the position buffer itself, which the memo must not keep alive
+    return StoredRows(stats, None if offsets is None else np.array(offsets, order="C"))
 
 
 def _fixed_stride(t: Tensor, k: int, rows: int, entries: int) -> tuple[int, float]:

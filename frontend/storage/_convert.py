@@ -16,6 +16,7 @@ import numpy as np
 from frontend.format import TensorFormat, as_format, is_dimension, num_batch_levels, stores_padding
 
 from ._assemble import assemble_levels
+from ._budget import is_hypersparse, require, storage_bytes
 from ._buffers import numpy_dtype
 from ._direct import convert_direct
 from ._layout import index_dtype, level_coordinates_of, to_device, to_host
@@ -253,7 +254,9 @@ def convert(t: TensorT, tensor_format: TensorFormat | str | None = None, index_t
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
     dt = value_dtype(numpy_dtype(t.val), dtype)
     it = index_dtype(t.index_type if index_type is None else index_type)
-    built = convert_direct(t, fmt, it, dt, drop_zeros)
+    require(f"convert to {fmt.name or fmt}", storage_bytes(fmt, t.shape, 0, dt.itemsize), [t.shape])
+    # the direct paths walk rows (work and pointers per row): hypersparse sources take the generic one
+    built = None if is_hypersparse([t]) else convert_direct(t, fmt, it, dt, drop_zeros)
     pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros) if built is None else built
     check_index_type(it, pos, crd)
     pos = [None if p is None else p.astype(it, copy=False) for p in pos]

@@ -73,6 +73,8 @@ def walk_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Sequen
     cur = Positions(1)
     coords: list[np.ndarray] = []
     for k, lv in enumerate(levels):
+        if len(cur) == 0:  # no parents, no entries below (and no temporaries the size of a level's extent)
+            return [c[:0] for c in coords] + [np.zeros(0, np.int64) for _ in levels[k:]], Positions(0)
         e, off, f = int(extents[k]), int(offsets[k]), lv.format
         if lv.is_dense_like or f is LevelFormat.RANGE:
             coords = [np.repeat(c, e) for c in coords]

@@ -34,24 +34,50 @@ from ._layout import (
 from ._protocol import StoredTensor, TensorT
 from ._read import delta_coordinates, ranges
 
-_VALIDATED: dict[tuple, Guard] = {}  # buffer_key -> the guard of its index buffers
+#: buffer_key -> the guard of its index buffers, held weakly (:func:`_weak`), and the finalizers that drop the entry
+#: when one of its buffers dies (the others are detached then): the memo never keeps a buffer or a key alive
+_VALIDATED: dict[tuple, tuple] = {}
 _LOCK = threading.RLock()  # reentrant: a weakref finalizer (_forget) may run while it is held
 
 
 def _forget(key: tuple) -> None:
     with _LOCK:
-        _VALIDATED.pop(key, None)
+        got = _VALIDATED.pop(key, None)
+    if got is not None:  # the finalizers still waiting on the other buffers would keep the key: detached
+        for f in got[2]:
+            f.detach()
+
+
+def _weak(guard: Guard) -> tuple:
+    """``guard`` with weak references in place of its buffers (what :data:`_VALIDATED` stores)."""
+    frozen, versions = guard
+    return tuple(map(weakref.ref, frozen)), tuple((weakref.ref(b), v) for b, v in versions)
+
+
+def _strong(weak: tuple | None) -> Guard | None:
+    """The guard :func:`_weak` stored, or None when one of its buffers was freed."""
+    if weak is None:
+        return None
+    frozen = tuple(r() for r in weak[0])
+    versions = tuple((r(), v) for r, v in weak[1])
+    if any(a is None for a in frozen) or any(b is None for b, _ in versions):
+        return None
+    return frozen, versions
 
 
 def _remember(key: tuple, buffers: list[Any], guard: Guard) -> None:
     """Caches ``key`` until any of its buffers is garbage collected (ids can then be reused)."""
+    finalizers: list[weakref.finalize] = []
     try:
+        weak = _weak(guard)
         for b in buffers:
-            weakref.finalize(b, _forget, key)
+            finalizers.append(weakref.finalize(b, _forget, key))
     except TypeError:  # a buffer type without weak references: keep only the per-tensor flag
+        for f in finalizers:
+            f.detach()
         return
     with _LOCK:
-        _VALIDATED[key] = guard
+        _VALIDATED[key] = (*weak, finalizers)
 
 
 def _index_buffers(t: StoredTensor) -> list[Any]:
@@ -60,7 +86,7 @@ def _index_buffers(t: StoredTensor) -> list[Any]:
 
 def _known_guard(t: StoredTensor, key: tuple) -> Guard | None:
     """The guard of ``key``'s last validation if its index buffers are unchanged since, else None."""
-    guard = t._guard if t._validated == key else _VALIDATED.get(key)
+    guard = t._guard if t._validated == key else _strong(_VALIDATED.get(key))
     return guard if guard is not None and intact(guard) else None
 
 
@@ -111,12 +137,24 @@ def _where(k: int, lv: Level) -> str:
     return f"level {k} ({lv.render()})"
 
 
+def _check_extents(shape: tuple[int, ...], index_type: np.dtype | None) -> None:
+    """Extents must fit int64 (the index type of generated code) and the index buffers' type."""
+    for d, e in enumerate(shape):
+        if e > np.iinfo(np.int64).max:
+            raise ValueError(f"dimension {d} has extent {e}, more than 2**63 - 1 (int64, the largest index "
+                             "type); use smaller extents")
+        if index_type is not None and e > np.iinfo(index_type).max:
+            raise ValueError(f"dimension {d} has extent {e}, more than {index_type} index buffers hold "
+                             f"({np.iinfo(index_type).max}); use int64 index buffers (index_type=np.int64)")
+
+
 def _check_types(t: StoredTensor, nb: int) -> None:
     """Buffer presence, dtypes, contiguity and batch axes."""
     fmt = t.tensor_format
     if any(s < 0 for s in t.shape):
         raise ValueError(f"negative extent in shape {t.shape}")
     it = np.dtype(t.index_type)
+    _check_extents(t.shape, it if not fmt.is_dense and it in INDEX_TYPES else None)
     vdt = numpy_dtype(t.val)
     if vdt.kind not in VALUE_KINDS and str(vdt) != "bfloat16":
         raise TypeError(f"values must be numeric, got dtype {vdt}")
