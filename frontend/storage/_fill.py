@@ -48,7 +48,7 @@ def fill_limit(nnz: int, max_fill: float | None) -> int | None:
 def check_fill(fmt: TensorFormat, slots: int, nnz: int, max_fill: float | None) -> None:
     """ValueError when ``slots`` value slots for ``nnz`` stored entries exceed :func:`fill_limit`."""
     limit = fill_limit(nnz, max_fill)
-    if limit is None or slots <= limit:
+    if limit is None or max_fill is None or slots <= limit:
         return
     ratio = f"{slots / nnz:.1f}x" if nnz else "no entries"
     raise ValueError(
