@@ -18,7 +18,7 @@ from frontend.format import TensorFormat, as_format, is_dimension, num_batch_lev
 from ._assemble import assemble_levels
 from ._buffers import numpy_dtype
 from ._direct import convert_direct
-from ._fill import MAX_FILL, check_fill, fill_limit, level_slots, may_pad
+from ._fill import MAX_FILL, fill_limit, slot_check
 from ._layout import index_dtype, level_coordinates_of, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
@@ -190,12 +190,6 @@ def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.
     dims = [np.asarray(d, dtype=np.int64) for d in dims]
     lvl = [np.broadcast_to(np.asarray(c, dtype=np.int64), (n,)) for c in level_coordinates_of(fmt, dims)]
     lvl, values = sort_entries(lvl, values, ext, off, unique=fmt.is_unique or fmt.is_dense)
-    if may_pad(fmt):
-        slots = level_slots(fmt.levels, ext, off, lvl)
-        check_fill(fmt, slots, len(values), max_fill)
-        if slots > np.iinfo(positions).max:
-            raise ValueError(f"converting to {fmt.name or fmt} would store {slots} value slots (padding "
-                             f"included), more than {np.dtype(positions)} positions address; use index_type=np.int64")
     nl = fmt.num_levels
     if fmt.is_dense:
         out = np.zeros(ext, dtype=values.dtype)
@@ -203,15 +197,16 @@ def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.
         return [None] * nl, [None] * nl, out
     nb = num_batch_levels(fmt)
     keep_dups = not fmt.is_unique
+    check = slot_check(fmt, n, max_fill, positions)
     if nb == 0:
-        return assemble_levels(fmt.levels, ext, off, lvl, values, keep_dups, index_type)
+        return assemble_levels(fmt.levels, ext, off, lvl, values, keep_dups, index_type, check)
     bshape = ext[:nb]
     nbatches = int(np.prod(bshape))
     flat = np.ravel_multi_index(tuple(lvl[:nb]), bshape) if n else np.zeros(0, np.int64)
     bounds = np.searchsorted(flat, np.arange(max(nbatches, 1) + 1))
     per = [assemble_levels(fmt.levels[nb:], ext[nb:], off[nb:],
                            [c[bounds[b]:bounds[b + 1]] for c in lvl[nb:]],
-                           values[bounds[b]:bounds[b + 1]], keep_dups, index_type)
+                           values[bounds[b]:bounds[b + 1]], keep_dups, index_type, check)
            for b in range(max(nbatches, 1))]  # one empty build gives the buffer types of 0 batches
     pos: list = [None] * nl
     crd: list = [None] * nl

@@ -22,7 +22,7 @@ from mlir_bridge.errors import CompileError
 
 from . import _kernels
 from ._assemble import assemble_levels
-from ._fill import check_fill, delta_slots, level_slots, may_pad
+from ._fill import slot_check
 from ._layout import delta_crd_dtype, level_coordinates_of, pack_gaps, to_host
 from ._protocol import StoredTensor
 
@@ -277,9 +277,7 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype, max_fill: float |
     """``(pos, crd, values)`` of ``fmt`` holding ``rows``; None when ``fmt`` has no direct writer.  A padded
     ``fmt`` counts its value slots before allocating them and refuses more than ``max_fill`` allows
     (:func:`frontend.storage._fill.check_fill`)."""
-    def check(slots: int) -> None:
-        if max_fill is not None and may_pad(fmt):
-            check_fill(fmt, slots, len(rows.val), max_fill)
+    check = slot_check(fmt, len(rows.val), max_fill, index)
     if (major := grouped_axis(fmt)) is not None:
         r = rows.oriented(major)
         return [None, r.ptr], [None, r.idx], r.val
@@ -297,17 +295,13 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype, max_fill: float |
         return ([np.array([0, len(rows_held)], dtype=index), starts], [rows_held.astype(index), r.idx], r.val)
     if (delta := delta_axis(fmt)) is not None:
         r = rows.oriented(delta[0])
-        slots = delta_slots(r.ptr, r.idx, delta[1])
-        check(slots)
-        if slots > np.iinfo(index).max:
-            raise ValueError(f"converting to {fmt.name or fmt} would store {slots} entries (padding included), "
-                             f"more than {index} positions address; use index_type=np.int64")
-        optr, gaps, out = _kernels.delta_rows(r.ptr, r.idx, r.val, delta[1], delta_crd_dtype(delta[1]))
+        optr, gaps, out = _kernels.delta_rows(r.ptr, r.idx, r.val, delta[1], delta_crd_dtype(delta[1]), check)
         return [None, optr], [None, pack_gaps(gaps, delta[1])], out
     if (nm := structured_axes(fmt)) is not None:
         r = rows.oriented(nm[0])
         _, n, m = nm
-        check(r.extents[0] * -(-r.extents[1] // m) * n)
+        if check is not None:
+            check(r.extents[0] * -(-r.extents[1] // m) * n)
         got = _kernels.structured_rows(r.ptr, r.idx, r.val, -(-r.extents[1] // m), m, n)
         if got is None:
             return None  # a group over n entries: the generic path says which
@@ -316,14 +310,12 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype, max_fill: float |
         r = rows.oriented(major)
         shape = r.extents if major == 0 else r.extents[::-1]
         lvl = level_coordinates_of(fmt, r.dims())
-        ext, off = fmt.level_extents(shape), fmt.diagonal_offset(shape)
-        if max_fill is not None and may_pad(fmt):
-            check(level_slots(fmt.levels, ext, off, lvl))
-        return assemble_levels(fmt.levels, ext, off, lvl, r.val, not fmt.is_unique, np.int64)
+        return assemble_levels(fmt.levels, fmt.level_extents(shape), fmt.diagonal_offset(shape), lvl, r.val,
+                               not fmt.is_unique, np.int64, check)
     return None
 
 
-def _write_blocks(rows: Rows, r: int, c: int, check: Callable[[int], None]) -> Buffers:
+def _write_blocks(rows: Rows, r: int, c: int, check: Callable[[int], None] | None) -> Buffers:
     """Blocks sorted by block column in every block row (compiled: the block row's rows merged); ``check``
     sees the number of value slots before they are allocated."""
     bptr, bidx, bval = _kernels.to_blocks(*rows.extents, r, c, rows.ptr, rows.idx, rows.val, check)
@@ -331,7 +323,7 @@ def _write_blocks(rows: Rows, r: int, c: int, check: Callable[[int], None]) -> B
 
 
 def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, int], index: np.dtype,
-                     check: Callable[[int], None]) -> Buffers:
+                     check: Callable[[int], None] | None) -> Buffers:
     """Diagonals present counted by ``bincount`` (no sort), values put at (diagonal, range coordinate);
     ``check`` sees the number of value slots before they are allocated."""
     e, z = diagonal
@@ -347,7 +339,8 @@ def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, 
     if len(dims[z]) and int(dims[z].max()) >= ext[1]:
         raise ValueError(f"level {fmt.levels[1].render()} stores {ext[1]} slots per diagonal but an entry "
                          f"lies at coordinate {int(dims[z].max())}; convert to a format without range(n)")
-    check(len(diags) * ext[1])
+    if check is not None:
+        check(len(diags) * ext[1])
     out = np.zeros(len(diags) * ext[1], dtype=rows.val.dtype)
     at = slot[key]
     at *= ext[1]

@@ -3,20 +3,18 @@
 Formats that pad (DELTA's gap entries, DIA's and skew-DIA's diagonal fill, BSR's and BSC's block fill, ELL's
 row padding, n:m's empty slots) may store far more slots than the entries they hold: a DELTA(8) row whose
 first entry lies at column 200000 stores ~780 padding entries, DIA of a scattered ``n x n`` matrix up to
-``(2n - 1) n`` slots.  A conversion counts the slots first (:func:`level_slots` from sorted level coordinates,
-:func:`delta_slots` from sorted rows, or a kernel's counting pass) and :func:`check_fill` refuses it when they
-exceed :func:`fill_limit`.
+``(2n - 1) n`` slots.  Every builder counts the slots before it allocates them (the level builder from the
+sorted level coordinates, the conversion kernels in their counting pass, DIA from the diagonals present) and
+calls :func:`slot_check`, which refuses them past :func:`fill_limit` or past what the index type addresses.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from frontend.format import Level, LevelFormat as F, TensorFormat, stores_padding
-
-from ._assemble import _changes
-from ._layout import structured_groups
+from frontend.format import LevelFormat as F, TensorFormat, stores_padding
 
 #: Default ``max_fill``: at most 16 value slots per stored entry (BSR((4, 4)) of scattered entries still fits;
 #: DELTA(8) of a 2-D Poisson matrix, ~390 slots per entry, does not) ...
@@ -63,58 +61,17 @@ def _named(fmt: TensorFormat) -> str:
     return f"{fmt.name} {fmt}" if getattr(fmt, "name", None) else str(fmt)
 
 
-def level_slots(levels: Sequence[Level], extents: Sequence[int], offsets: Sequence[int],
-                coords: Sequence[np.ndarray]) -> int:
-    """Value slots :func:`frontend.storage._assemble.assemble_levels` stores for entries given as level
-    coordinates sorted lexicographically (without duplicates for unique formats); only small arrays
-    are allocated."""
-    n = len(coords[0]) if len(coords) else 0
-    nparents = 1
-    new = np.zeros(n, dtype=bool)  # entry starts a new position at the current level
-    new[:1] = True
-    par = np.zeros(n, dtype=np.int64)  # position among the dense levels above (while only dense levels seen)
-    dense_above = True
-    for k, lv in enumerate(levels):
-        e, off, f, c = int(extents[k]), int(offsets[k]), lv.format, coords[k]
-        starts = new | _changes(c)
-        if lv.is_dense_like or f is F.RANGE:
-            if dense_above:
-                par = par * e + (c - off)
-            nparents *= e
-        elif f is F.LOOSE_COMPRESSED and k and dense_above:  # ELL: the longest row's length in every row
-            cnt = np.bincount(par[starts], minlength=nparents) if n else np.zeros(1, dtype=np.int64)
-            nparents *= int(cnt.max()) if len(cnt) else 0
-        elif f in (F.COMPRESSED, F.LOOSE_COMPRESSED):
-            nparents = int(np.count_nonzero(starts)) if lv.unique else n
-        elif f is F.DELTA:
-            assert lv.bits is not None  # a delta level always has a width
-            sc = c[starts]
-            prev = np.empty_like(sc)
-            prev[:1] = -1
-            prev[1:] = sc[:-1]
-            prev[new[starts]] = -1  # the first entry of a parent: its gap is its coordinate
-            nparents = len(sc) + int(((sc - prev - 1) >> lv.bits).sum())
-        elif f is F.STRUCTURED:
-            nparents *= structured_groups(lv, e) * lv.structure[0]  # type: ignore[index]
-        dense_above = dense_above and (lv.is_dense_like or f is F.RANGE)
-        new = starts
-    return nparents
+def slot_check(fmt: TensorFormat, nnz: int, max_fill: float | None, index: Any = None
+               ) -> Callable[[int], None] | None:
+    """What a builder calls with the number of value slots it is about to allocate for ``nnz`` entries in
+    ``fmt``: :func:`check_fill`, and a ValueError when positions of the integer type ``index`` cannot address
+    them; None when ``fmt`` never pads."""
+    if not may_pad(fmt):
+        return None
 
-
-def delta_slots(ptr: np.ndarray, idx: np.ndarray, bits: int) -> int:
-    """Slots of a ``bits``-bit delta level holding sorted rows ``ptr``/``idx``: one per entry plus one
-    padding entry per ``2**bits`` columns of every gap (the first gap of a row is its first column)."""
-    nnz = int(ptr[-1]) - int(ptr[0]) if len(ptr) else 0
-    if nnz == 0:
-        return 0
-    c = np.asarray(idx[int(ptr[0]):int(ptr[-1])], dtype=np.int64)
-    prev = np.empty_like(c)
-    prev[0] = -1
-    prev[1:] = c[:-1]
-    firsts = np.asarray(ptr[:-1], dtype=np.int64)
-    firsts = firsts[np.asarray(ptr[1:]) > np.asarray(ptr[:-1])] - int(ptr[0])
-    prev[firsts] = -1
-    gap = c - prev  # a new array: ``c`` may be the caller's buffer
-    gap -= 1
-    gap >>= bits
-    return nnz + int(gap.sum())
+    def check(slots: int) -> None:
+        check_fill(fmt, slots, nnz, max_fill)
+        if index is not None and slots > np.iinfo(index).max:
+            raise ValueError(f"converting to {_named(fmt)} would store {slots} value slots (padding included), "
+                             f"more than {np.dtype(index)} positions address; use index_type=np.int64")
+    return check

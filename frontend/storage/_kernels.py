@@ -491,10 +491,11 @@ def _delta8_one_pass(fns: Any, lay: Layout, ptr: np.ndarray, idx: np.ndarray, va
     return ptr.copy(), gaps, out
 
 
-def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap_dtype: np.dtype
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap_dtype: np.dtype,
+               check: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(pos, gaps, values)`` of sorted rows in a ``bits``-bit delta level: each column as the gap to the
-    previous one minus one (the first: its column), zero entries where a gap exceeds ``2**bits - 1``."""
+    previous one minus one (the first: its column), zero entries where a gap exceeds ``2**bits - 1``;
+    ``check`` sees the number of entries once counted, before they are allocated (it may raise)."""
     lay = layout(val.dtype, ptr.dtype)
     assert lay is not None and idx.dtype == ptr.dtype and 1 <= bits <= 32
     gap_dtype = np.dtype(gap_dtype)
@@ -508,6 +509,8 @@ def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap
     count = fns.function("delta_count")
     _run([partial(count, ptr, idx, optr, lo, hi, bits) for lo, hi in ranges])
     total = int(optr[1:].sum(dtype=np.int64))  # the positions' prefix sums must not wrap around
+    if check is not None:
+        check(total)
     if total > np.iinfo(optr.dtype).max:
         raise ValueError(f"a {bits}-bit delta level of these rows stores {total} entries (padding included), "
                          f"more than {optr.dtype} positions address; use index_type=np.int64")
