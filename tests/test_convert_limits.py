@@ -153,9 +153,11 @@ def test_delta_positions_never_wrap() -> None:
 
 
 def test_random_rows_to_delta8_are_refused_not_overflowed() -> None:
-    """Uniform random rows over a million columns: DELTA(8) would store ~4000 padding entries per row."""
+    """Uniform random 1M x 1M, 10 per row: DELTA(8) would store ~3.6e9 entries (~3500 padding entries per row),
+    which wrapped int32 positions around (NumPy's 'negative dimensions'); now refused by the fill limit, and
+    with no limit by the index type, before anything that large is allocated."""
     rng = np.random.default_rng(0)
-    rows, cols, per = 100_000, 1_000_000, 10
+    rows, cols, per = 1_000_000, 1_000_000, 10
     idx = np.sort(rng.integers(0, cols, (rows, per)), axis=1)
     a = sp.csr_array((np.ones(rows * per), idx.ravel(), np.arange(0, rows * per + 1, per)), shape=(rows, cols))
     a.sum_duplicates()
@@ -163,6 +165,8 @@ def test_random_rows_to_delta8_are_refused_not_overflowed() -> None:
         t = Tensor.from_package(a).convert(index_type=it)
         with pytest.raises(ValueError, match=f"converting to DELTA8 .* for {a.nnz} stored entries"):
             t.convert(N.DELTA(8))
+    with pytest.raises(ValueError, match="more than int32 positions address; use index_type=np.int64"):
+        t.convert(N.DELTA(8), index_type=np.int32, max_fill=None)
 
 
 def test_within_the_limit_equals_scipy() -> None:
