@@ -7,7 +7,7 @@ positions no entry lands on: the values buffer starts as zeros.  Batch levels ar
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,8 +41,10 @@ def _singleton_run(levels: Sequence[Level], k: int) -> range:
 
 def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Sequence[int],
                     coords: Sequence[np.ndarray], values: np.ndarray, keep_duplicates: bool,
-                    index_type: Any) -> tuple[list[np.ndarray | None], list[np.ndarray | None], np.ndarray]:
-    """``(pos, crd, values)`` of the levels holding the given entries (sorted by level coordinates)."""
+                    index_type: Any, check: Callable[[int], None] | None = None
+                    ) -> tuple[list[np.ndarray | None], list[np.ndarray | None], np.ndarray]:
+    """``(pos, crd, values)`` of the levels holding the given entries (sorted by level coordinates);
+    ``check`` (it may raise) sees every padded level's number of positions before they are allocated."""
     n = len(values)
     idx_t = np.dtype(index_type)
     par = np.zeros(n, dtype=np.int64)  # position of each entry at the current level
@@ -78,7 +80,7 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
                     starts = starts | diffs[s]
                 starts = starts | dup
             if f is LevelFormat.LOOSE_COMPRESSED and k and all(levels[q].is_dense_like for q in range(k)):
-                par, nparents, pos[k], crd[k] = _fixed_stride(par, nparents, c, starts)
+                par, nparents, pos[k], crd[k] = _fixed_stride(par, nparents, c, starts, check)
                 new = starts
                 continue
             every = bool(starts.all())  # one position per entry (COO): no selections needed
@@ -102,16 +104,18 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
             out[par[starts]] = c[starts]
             crd[k] = out
         elif f is LevelFormat.DELTA:
-            par, nparents, pos[k], crd[k] = _delta(lv, par, nparents, c, starts)
+            par, nparents, pos[k], crd[k] = _delta(lv, par, nparents, c, starts, check)
             new = starts
         elif f is LevelFormat.STRUCTURED:
-            par, nparents, crd[k] = _structured(k, lv, e, par, nparents, c, starts)
+            par, nparents, crd[k] = _structured(k, lv, e, par, nparents, c, starts, check)
             new = starts
         else:  # pragma: no cover - every LevelFormat is handled above
             raise ValueError(f"level {k}: unknown level format {f}")
     if nparents == n and new.all():  # every position holds an entry, in order
         out_values = np.array(values, copy=True)
     else:
+        if check is not None:
+            check(nparents)
         out_values = np.zeros(nparents, dtype=values.dtype)
         np.put(out_values, par, values)  # much faster than fancy assignment into fresh pages
     pos = [None if p is None else p.astype(idx_t, copy=False) for p in pos]
@@ -120,14 +124,16 @@ def assemble_levels(levels: Sequence[Level], extents: Sequence[int], offsets: Se
     return pos, crd, out_values
 
 
-def _fixed_stride(par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndarray
-                  ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+def _fixed_stride(par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndarray,
+                  check: Callable[[int], None] | None = None) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """A loose_compressed level under dense levels only (ELLPACK): every parent gets the same number of
     slots ``K`` (the most children of any parent), ``lo_p = p * K`` and ``hi_p = lo_p + children``.
     Unused slots are padding: coordinate 0, value 0 (a kernel may read all ``K`` slots of a row)."""
     sp = par[starts]
     cnt = np.bincount(sp, minlength=nparents).astype(np.int64) if nparents else np.zeros(0, np.int64)
     stride = int(cnt.max()) if len(cnt) else 0
+    if check is not None:
+        check(nparents * stride)
     first = np.concatenate(([0], np.cumsum(cnt)))[:-1]       # the first child of each parent, packed
     rank = np.arange(len(sp), dtype=np.int64) - first[sp]     # the child's rank within its parent
     slot = sp * stride + rank
@@ -140,8 +146,8 @@ def _fixed_stride(par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndar
     return seg, nparents * stride, pairs, crd
 
 
-def _delta(lv: Level, par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndarray
-           ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+def _delta(lv: Level, par: np.ndarray, nparents: int, c: np.ndarray, starts: np.ndarray,
+           check: Callable[[int], None] | None = None) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """A delta level: gaps to the previous stored coordinate of the parent (minus one), with zero
     padding entries inserted where a gap exceeds ``2**bits - 1`` (bit-packed: ``pack_gaps``)."""
     bits = lv.bits
@@ -157,6 +163,8 @@ def _delta(lv: Level, par: np.ndarray, nparents: int, c: np.ndarray, starts: np.
     width = npad + 1
     real = np.cumsum(width) - 1
     total = int(real[-1]) + 1 if len(real) else 0
+    if check is not None:
+        check(total)
     gaps = np.full(total, (1 << bits) - 1, dtype=delta_crd_dtype(bits))
     gaps[real] = gap - (npad << bits)
     p = _counts(sp, nparents, weights=width)
@@ -164,7 +172,7 @@ def _delta(lv: Level, par: np.ndarray, nparents: int, c: np.ndarray, starts: np.
 
 
 def _structured(k: int, lv: Level, e: int, par: np.ndarray, nparents: int, c: np.ndarray,
-                starts: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+                starts: np.ndarray, check: Callable[[int], None] | None = None) -> tuple[np.ndarray, int, np.ndarray]:
     """A structured n:m level: exactly n slots per group of m coordinates, empty slots padded with the
     smallest free in-group coordinates (so coordinates stay increasing in every group)."""
     n, m = lv.structure  # type: ignore[misc]
@@ -172,6 +180,8 @@ def _structured(k: int, lv: Level, e: int, par: np.ndarray, nparents: int, c: np
     sp, sc = par[starts], c[starts]
     grp, within = sp * groups + sc // m, sc % m
     ngroups = nparents * groups
+    if check is not None:
+        check(ngroups * n)
     cnt = np.bincount(grp, minlength=ngroups)
     if len(cnt) and int(cnt.max()) > n:
         g = int(np.argmax(cnt > n))

@@ -19,6 +19,7 @@ from ._assemble import assemble_levels
 from ._budget import is_hypersparse, require, storage_bytes
 from ._buffers import numpy_dtype
 from ._direct import convert_direct
+from ._fill import MAX_FILL, fill_limit, slot_check
 from ._layout import index_dtype, level_coordinates_of, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
@@ -178,9 +179,12 @@ def _stack(rows: Sequence[Any], batch_shape: Sequence[int], edge: bool) -> np.nd
 
 
 def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.ndarray], values: np.ndarray,
-                     index_type: Any = np.int64) -> tuple[list, list, np.ndarray]:
+                     index_type: Any = np.int64, max_fill: float | None = None, positions: Any = np.int64
+                     ) -> tuple[list, list, np.ndarray]:
     """``(pos, crd, values)`` buffers of ``fmt`` holding the given entries (any order, duplicates summed
-    unless the format is nonunique)."""
+    unless the format is nonunique); ValueError before allocating when a padded ``fmt`` would store more
+    value slots than ``max_fill`` allows (:func:`frontend.storage._fill.check_fill`; None: no limit) or
+    than the integer type ``positions`` addresses."""
     ext = fmt.level_extents(shape)
     off = fmt.diagonal_offset(shape)
     n = len(values)
@@ -194,15 +198,16 @@ def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.
         return [None] * nl, [None] * nl, out
     nb = num_batch_levels(fmt)
     keep_dups = not fmt.is_unique
+    check = slot_check(fmt, n, max_fill, positions)
     if nb == 0:
-        return assemble_levels(fmt.levels, ext, off, lvl, values, keep_dups, index_type)
+        return assemble_levels(fmt.levels, ext, off, lvl, values, keep_dups, index_type, check)
     bshape = ext[:nb]
     nbatches = int(np.prod(bshape))
     flat = np.ravel_multi_index(tuple(lvl[:nb]), bshape) if n else np.zeros(0, np.int64)
     bounds = np.searchsorted(flat, np.arange(max(nbatches, 1) + 1))
     per = [assemble_levels(fmt.levels[nb:], ext[nb:], off[nb:],
                            [c[bounds[b]:bounds[b + 1]] for c in lvl[nb:]],
-                           values[bounds[b]:bounds[b + 1]], keep_dups, index_type)
+                           values[bounds[b]:bounds[b + 1]], keep_dups, index_type, check)
            for b in range(max(nbatches, 1))]  # one empty build gives the buffer types of 0 batches
     pos: list = [None] * nl
     crd: list = [None] * nl
@@ -238,26 +243,32 @@ def value_dtype(source: np.dtype, dtype: Any) -> np.dtype:
     return dt
 
 
-def generic_buffers(t: StoredTensor, fmt: TensorFormat, dtype: np.dtype, drop_zeros: bool = False
-                    ) -> tuple[list, list, np.ndarray]:
-    """``(pos, crd, values)`` of ``t`` in ``fmt`` by the generic path (any formats; int64 index buffers)."""
+def generic_buffers(t: StoredTensor, fmt: TensorFormat, dtype: np.dtype, drop_zeros: bool = False,
+                    max_fill: float | None = None, positions: Any = np.int64) -> tuple[list, list, np.ndarray]:
+    """``(pos, crd, values)`` of ``t`` in ``fmt`` by the generic path (any formats; int64 index buffers;
+    refused before allocating when over ``max_fill`` or the slots ``positions`` addresses)."""
     dims, vals = entries(t, drop_zeros=drop_zeros)
-    return from_coordinates(fmt, t.shape, dims, vals.astype(dtype, copy=False), np.int64)
+    return from_coordinates(fmt, t.shape, dims, vals.astype(dtype, copy=False), np.int64, max_fill, positions)
 
 
 def convert(t: TensorT, tensor_format: TensorFormat | str | None = None, index_type: Any = None,
-            dtype: Any = None, drop_zeros: bool = False) -> TensorT:
+            dtype: Any = None, drop_zeros: bool = False, max_fill: float | None = MAX_FILL) -> TensorT:
     """``t`` in another format, index type and/or value type: a new tensor of the same package and device
-    (computed on the host; GPU results are copied back to the device), of ``t``'s class."""
+    (computed on the host; GPU results are copied back to the device), of ``t``'s class.
+
+    A target that pads (DELTA gaps, DIA diagonals, BSR blocks, ELL rows, n:m slots) may store at most
+    ``max(max_fill * entries, entries + 2**20)`` value slots: more raises a ValueError before anything is
+    allocated; ``max_fill=None`` lifts the limit."""
     fmt = t.tensor_format if tensor_format is None else as_format(tensor_format)
     if fmt.num_dimensions != t.ndim:
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
     dt = value_dtype(numpy_dtype(t.val), dtype)
     it = index_dtype(t.index_type if index_type is None else index_type)
+    fill_limit(0, max_fill)  # a bad max_fill is refused whatever the target
     require(f"convert to {fmt.name or fmt}", storage_bytes(fmt, t.shape, 0, dt.itemsize), [t.shape])
     # the direct paths walk rows (work and pointers per row): hypersparse sources take the generic one
-    built = None if is_hypersparse([t]) else convert_direct(t, fmt, it, dt, drop_zeros)
-    pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros) if built is None else built
+    built = None if is_hypersparse([t]) else convert_direct(t, fmt, it, dt, drop_zeros, max_fill)
+    pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros, max_fill, it) if built is None else built
     check_index_type(it, pos, crd)
     pos = [None if p is None else p.astype(it, copy=False) for p in pos]
     crd = [c if c is None or c.dtype.kind == "u" else c.astype(it, copy=False) for c in crd]

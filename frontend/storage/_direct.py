@@ -11,7 +11,7 @@ direct path", and the caller takes the generic one.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from mlir_bridge.errors import CompileError
 
 from . import _kernels
 from ._assemble import assemble_levels
+from ._fill import slot_check
 from ._layout import delta_crd_dtype, level_coordinates_of, pack_gaps, to_host
 from ._protocol import StoredTensor
 
@@ -272,8 +273,11 @@ def _diagonals(fmt: TensorFormat, diagonal: tuple[BinaryExpr, int], shape: tuple
 
 
 # ----- writing a target ---------------------------------------------------------------------------------
-def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None:
-    """``(pos, crd, values)`` of ``fmt`` holding ``rows``; None when ``fmt`` has no direct writer."""
+def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype, max_fill: float | None = None) -> Buffers | None:
+    """``(pos, crd, values)`` of ``fmt`` holding ``rows``; None when ``fmt`` has no direct writer.  A padded
+    ``fmt`` counts its value slots before allocating them and refuses more than ``max_fill`` allows
+    (:func:`frontend.storage._fill.check_fill`)."""
+    check = slot_check(fmt, len(rows.val), max_fill, index)
     if (major := grouped_axis(fmt)) is not None:
         r = rows.oriented(major)
         return [None, r.ptr], [None, r.idx], r.val
@@ -281,9 +285,9 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None
         r = rows.oriented(major)
         return [np.array([0, len(r.idx)], dtype=index), None], [_kernels.expand(r.ptr), r.idx], r.val
     if (blocks := block_axes(fmt)) is not None:
-        return _write_blocks(rows.oriented(blocks[0]), blocks[1], blocks[2])
+        return _write_blocks(rows.oriented(blocks[0]), blocks[1], blocks[2], check)
     if (diagonal := diagonal_axes(fmt)) is not None:
-        return _write_diagonals(rows, fmt, diagonal, index)
+        return _write_diagonals(rows, fmt, diagonal, index, check)
     if (major := doubly_compressed_axis(fmt)) is not None:
         r = rows.oriented(major)
         rows_held = np.flatnonzero(r.ptr[1:] != r.ptr[:-1])
@@ -291,11 +295,13 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None
         return ([np.array([0, len(rows_held)], dtype=index), starts], [rows_held.astype(index), r.idx], r.val)
     if (delta := delta_axis(fmt)) is not None:
         r = rows.oriented(delta[0])
-        optr, gaps, out = _kernels.delta_rows(r.ptr, r.idx, r.val, delta[1], delta_crd_dtype(delta[1]))
+        optr, gaps, out = _kernels.delta_rows(r.ptr, r.idx, r.val, delta[1], delta_crd_dtype(delta[1]), check)
         return [None, optr], [None, pack_gaps(gaps, delta[1])], out
     if (nm := structured_axes(fmt)) is not None:
         r = rows.oriented(nm[0])
         _, n, m = nm
+        if check is not None:
+            check(r.extents[0] * -(-r.extents[1] // m) * n)
         got = _kernels.structured_rows(r.ptr, r.idx, r.val, -(-r.extents[1] // m), m, n)
         if got is None:
             return None  # a group over n entries: the generic path says which
@@ -305,18 +311,21 @@ def write_rows(rows: Rows, fmt: TensorFormat, index: np.dtype) -> Buffers | None
         shape = r.extents if major == 0 else r.extents[::-1]
         lvl = level_coordinates_of(fmt, r.dims())
         return assemble_levels(fmt.levels, fmt.level_extents(shape), fmt.diagonal_offset(shape), lvl, r.val,
-                               not fmt.is_unique, np.int64)
+                               not fmt.is_unique, np.int64, check)
     return None
 
 
-def _write_blocks(rows: Rows, r: int, c: int) -> Buffers:
-    """Blocks sorted by block column in every block row (compiled: the block row's rows merged)."""
-    bptr, bidx, bval = _kernels.to_blocks(*rows.extents, r, c, rows.ptr, rows.idx, rows.val)
+def _write_blocks(rows: Rows, r: int, c: int, check: Callable[[int], None] | None) -> Buffers:
+    """Blocks sorted by block column in every block row (compiled: the block row's rows merged); ``check``
+    sees the number of value slots before they are allocated."""
+    bptr, bidx, bval = _kernels.to_blocks(*rows.extents, r, c, rows.ptr, rows.idx, rows.val, check)
     return [None, bptr, None, None], [None, bidx, None, None], bval
 
 
-def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, int], index: np.dtype) -> Buffers:
-    """Diagonals present counted by ``bincount`` (no sort), values put at (diagonal, range coordinate)."""
+def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, int], index: np.dtype,
+                     check: Callable[[int], None] | None) -> Buffers:
+    """Diagonals present counted by ``bincount`` (no sort), values put at (diagonal, range coordinate);
+    ``check`` sees the number of value slots before they are allocated."""
     e, z = diagonal
     dims = rows.dims()
     shape = rows.extents if rows.major == 0 else rows.extents[::-1]
@@ -330,6 +339,8 @@ def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, 
     if len(dims[z]) and int(dims[z].max()) >= ext[1]:
         raise ValueError(f"level {fmt.levels[1].render()} stores {ext[1]} slots per diagonal but an entry "
                          f"lies at coordinate {int(dims[z].max())}; convert to a format without range(n)")
+    if check is not None:
+        check(len(diags) * ext[1])
     out = np.zeros(len(diags) * ext[1], dtype=rows.val.dtype)
     at = slot[key]
     at *= ext[1]
@@ -339,7 +350,7 @@ def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, 
 
 
 def convert_direct(t: StoredTensor, fmt: TensorFormat, index: np.dtype, dtype: np.dtype,
-                   drop_zeros: bool) -> Buffers | None:
+                   drop_zeros: bool, max_fill: float | None = None) -> Buffers | None:
     """``(pos, crd, values)`` of ``t`` in ``fmt`` by a direct path, or None (then the generic path runs).
     Index buffers come out as ``index`` where they fit (the caller checks and casts as for the generic path)."""
     if t.ndim != 2 or fmt.num_dimensions != 2 or not _kernels.supports(dtype, index):
@@ -348,7 +359,7 @@ def convert_direct(t: StoredTensor, fmt: TensorFormat, index: np.dtype, dtype: n
         return None
     try:
         rows = read_rows(t, dtype, index, drop_zeros)
-        built = None if rows is None else write_rows(rows, fmt, index)
+        built = None if rows is None else write_rows(rows, fmt, index, max_fill)
     except CompileError:  # no working toolchain for the kernels: the generic path needs none
         return None
     return None if built is None else _owned(built, t.buffers())

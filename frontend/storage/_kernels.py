@@ -359,10 +359,11 @@ def dia_rows(n: int, m: int, offsets: np.ndarray, val: np.ndarray, ext_z: int, m
     return ptr, out_idx, out_val
 
 
-def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, val: np.ndarray,
+              check: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(block pointers, block columns, values (nblocks * r * c))`` of the sorted rows ``ptr``/``idx``/
-    ``val`` of an ``n x m`` matrix in ``r x c`` blocks, sorted by block column in every block row."""
+    ``val`` of an ``n x m`` matrix in ``r x c`` blocks, sorted by block column in every block row;
+    ``check`` sees the number of value slots once counted, before they are allocated (it may raise)."""
     lay = layout(val.dtype, ptr.dtype)
     assert lay is not None and idx.dtype == ptr.dtype
     fns = _block_functions(lay, r, c)
@@ -375,6 +376,8 @@ def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, 
     _run([partial(count, ptr, idx, bptr, marks[k], lo, hi, n) for k, (lo, hi) in enumerate(ranges)])
     _prefix_sums(bptr)
     nblocks = int(bptr[-1])
+    if check is not None:
+        check(nblocks * r * c)
     bidx = np.empty(nblocks, dtype=ptr.dtype)
     bval = np.zeros(nblocks * r * c, dtype=val.dtype)  # fresh zero pages: the kernel writes the entries only
     words, out_words = _words(val, lay), _words(bval, lay)
@@ -488,10 +491,11 @@ def _delta8_one_pass(fns: Any, lay: Layout, ptr: np.ndarray, idx: np.ndarray, va
     return ptr.copy(), gaps, out
 
 
-def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap_dtype: np.dtype
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap_dtype: np.dtype,
+               check: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(pos, gaps, values)`` of sorted rows in a ``bits``-bit delta level: each column as the gap to the
-    previous one minus one (the first: its column), zero entries where a gap exceeds ``2**bits - 1``."""
+    previous one minus one (the first: its column), zero entries where a gap exceeds ``2**bits - 1``;
+    ``check`` sees the number of entries once counted, before they are allocated (it may raise)."""
     lay = layout(val.dtype, ptr.dtype)
     assert lay is not None and idx.dtype == ptr.dtype and 1 <= bits <= 32
     gap_dtype = np.dtype(gap_dtype)
@@ -504,8 +508,13 @@ def delta_rows(ptr: np.ndarray, idx: np.ndarray, val: np.ndarray, bits: int, gap
     optr = np.empty(len(ptr), dtype=ptr.dtype)
     count = fns.function("delta_count")
     _run([partial(count, ptr, idx, optr, lo, hi, bits) for lo, hi in ranges])
+    total = int(optr[1:].sum(dtype=np.int64))  # the positions' prefix sums must not wrap around
+    if check is not None:
+        check(total)
+    if total > np.iinfo(optr.dtype).max:
+        raise ValueError(f"a {bits}-bit delta level of these rows stores {total} entries (padding included), "
+                         f"more than {optr.dtype} positions address; use index_type=np.int64")
     _prefix_sums(optr)
-    total = int(optr[-1])
     gaps = np.empty(total, dtype=gap_dtype)
     out = np.empty(total, dtype=val.dtype)
     words, out_words = _words(val, lay), _words(out, lay)

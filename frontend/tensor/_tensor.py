@@ -218,9 +218,11 @@ class Tensor:
 
     # ----- conversion ----------------------------------------------------------------------------------
     def convert(self, tensor_format: TensorFormat | str | None = None, index_type: Any = None, dtype: Any = None,
-                drop_zeros: bool = False) -> Tensor:
-        """This tensor in another format / index type / value type (a new tensor, same package and device)."""
-        return _convert.convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros)
+                drop_zeros: bool = False, max_fill: float | None = _convert.MAX_FILL) -> Tensor:
+        """This tensor in another format / index type / value type (a new tensor, same package and device);
+        a padded target storing over ``max(max_fill * entries, entries + 2**20)`` slots is refused (None: no limit)."""
+        return _convert.convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros,
+                                max_fill=max_fill)
 
     def to_dense(self) -> np.ndarray:
         """A NumPy dense array (C order) of the tensor's contents."""
