@@ -23,6 +23,7 @@ import numpy as np
 from frontend.format import NamedFormats
 from frontend.interop._scipy import canonical_compressed
 from frontend.interop._view_cache import shared_view
+from frontend.storage._validate import validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.kernels import intersect_rows, merge_rows, row_softmax, row_sum
 
@@ -255,6 +256,9 @@ def fast_binary(op: str, a: Any, b: Any) -> Any:
     if ba is None or bb is None or ba[2].dtype != bb[2].dtype or ba[2].dtype not in _ELEMS:
         return None
     elem, kind = _ELEMS[ba[2].dtype]
+    if op == "mul":  # the intersection kernel is not bounds-safe: NumPy index buffers checked on every call
+        validate_now(va)
+        validate_now(vb)
     it = va.index_type or vb.index_type
     width = np.dtype(it).itemsize * 8 if it is not None else 64
     pos, crd, val = merge_buffers(op, ba, bb, elem, kind, width, va)

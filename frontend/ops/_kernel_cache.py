@@ -23,6 +23,10 @@ from mlir_bridge.errors import CompileError
 from ._threads import RowRangeFunction
 from ._two_pass import TwoPassFunction
 
+#: Lowering paths whose generated code clamps every position range and every coordinate it uses as an address
+#: (lowering.emitter.rules), so it reads and writes in bounds whatever the index buffers hold.
+BOUNDS_SAFE_PATHS = frozenset({"emitter", "emitter-rows"})
+
 
 def buffer_parts(fmt: Any) -> tuple[tuple[str, int], ...]:
     """The lowered arguments of an encoded tensor, in order: ``("pos", k)``, ``("crd", k)``, ``("val", -1)``."""
@@ -125,6 +129,11 @@ class Kernel(ArgumentLayout):
             entry = kernel_named(lowered.path[len("kernel:"):])
             if entry.row_ranges is not None:
                 self.function = TwoPassFunction(module, contraction.name, entry.row_ranges(contraction), threads)
+        path = lowered.path
+        #: whether the kernel stays in bounds whatever its operands' index buffers hold (else its NumPy-backed
+        #: operands are validated again before each call: frontend.storage._validate.validate_now)
+        self.bounds_safe = path in BOUNDS_SAFE_PATHS or (
+            path.startswith("kernel:") and kernel_named(path[len("kernel:"):]).bounds_safe)
         ranks = [a.rank for a in self.function.signature.args]
         super().__init__(contraction.inputs, _value_ranks(contraction.inputs, ranks))
         out = contraction.output

@@ -21,7 +21,7 @@ from ._direct import convert_direct
 from ._layout import index_dtype, level_coordinates_of, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
-from ._validate import mark_valid
+from ._validate import mark_valid, validate_now
 
 
 def level_coordinates(t: StoredTensor) -> tuple[list[np.ndarray], np.ndarray]:
@@ -253,6 +253,7 @@ def convert(t: TensorT, tensor_format: TensorFormat | str | None = None, index_t
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
     dt = value_dtype(numpy_dtype(t.val), dtype)
     it = index_dtype(t.index_type if index_type is None else index_type)
+    validate_now(t)  # the conversion kernels are not bounds-safe: NumPy index buffers checked on every call
     built = convert_direct(t, fmt, it, dt, drop_zeros)
     pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros) if built is None else built
     check_index_type(it, pos, crd)

@@ -2,10 +2,11 @@
 
 ``validate(t)`` raises ``TypeError`` (wrong buffer types, layouts) or ``ValueError`` (wrong contents)
 naming the level and the problem; it is O(nnz) and vectorized, and remembered per buffer set: a
-tensor (or another tensor over the very same buffers) is checked once, as long as its index buffers are
-unchanged (:mod:`._guard`: NumPy index buffers are frozen, torch versions recorded; a changed one is
-validated again).  Call it before a kernel reads buffers it did not build; :func:`recheck` before each call
-of a prepared kernel.
+tensor (or another tensor over the very same buffers) is checked once (:mod:`._guard`: torch index buffers
+are validated again when their version moved; NumPy ones cannot be watched). Call it before a kernel reads
+buffers it did not build; :func:`recheck` before each call of a prepared kernel; :func:`validate_now` before
+each call of a kernel that is not bounds-safe (its contents checked again unless torch versions prove them
+unchanged).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 from frontend.format import Level, LevelFormat, num_batch_levels
 
 from ._buffers import is_contiguous, numpy_dtype
-from ._guard import Guard, freeze, intact
+from ._guard import Guard, intact, record
 from ._layout import (
     INDEX_TYPES,
     VALUE_KINDS,
@@ -77,7 +78,7 @@ def validate(t: TensorT) -> TensorT:
         t._validated, t._guard = None, None
         _forget(key)
         _check(t)
-        guard = freeze(_index_buffers(t))
+        guard = record(_index_buffers(t))
         _remember(key, t.buffers(), guard)
     t._validated, t._guard = key, guard
     return t
@@ -88,22 +89,59 @@ def recheck(t: StoredTensor) -> None:
     not; ``ValueError`` naming the level when the new contents are wrong). Dense tensors pass."""
     guard = t._guard
     if guard is not None:  # intact(guard), inlined: this runs on every call of a prepared kernel
-        for a in guard[0]:
-            if a.flags.writeable:
+        for b, version in guard[0]:
+            if b._version != version:
                 break
         else:
-            for b, version in guard[1]:
-                if b._version != version:
-                    break
-            else:
-                return
+            return
     if not t.tensor_format.is_dense:
         validate(t)
 
 
+def watched(t: StoredTensor) -> bool:
+    """Whether every index buffer of validated ``t`` is watched by a version counter (torch) and unchanged."""
+    guard = t._guard
+    return guard is not None and guard[1] and intact(guard)
+
+
+def validate_now(t: TensorT) -> TensorT:
+    """Before a kernel that is not bounds-safe reads ``t``: its contents checked now (O(nnz); ``ValueError``
+    naming the level), unless version counters prove them unchanged since validation. NumPy index buffers may
+    have been written in place since (nothing freezes them), so they are checked on every such call."""
+    if t.tensor_format.is_dense:
+        return t
+    key = t.buffer_key()
+    guard = _known_guard(t, key)
+    if guard is None or not guard[1]:
+        t._validated, t._guard = None, None
+        _check(t)
+        if guard is None:
+            guard = record(_index_buffers(t))
+            _remember(key, t.buffers(), guard)
+    t._validated, t._guard = key, guard
+    return t
+
+
+def index_snapshot(t: StoredTensor) -> tuple[np.ndarray, ...] | None:
+    """Copies of ``t``'s index buffers when some are unwatched (NumPy), for :func:`same_indices`; else None.
+    For state derived from the index buffers and kept across calls (a solver's analysis): O(nnz) to compare,
+    and certain, unlike any sample of the entries."""
+    if t.tensor_format.is_dense or watched(t):
+        return None
+    return tuple(np.array(to_host(b), copy=True) for b in _index_buffers(t))
+
+
+def same_indices(t: StoredTensor, snapshot: tuple[np.ndarray, ...] | None) -> bool:
+    """Whether ``t``'s index buffers hold what :func:`index_snapshot` copied (True without a snapshot)."""
+    if snapshot is None:
+        return True
+    now = _index_buffers(t)
+    return len(now) == len(snapshot) and all(np.array_equal(to_host(b), c) for b, c in zip(now, snapshot))
+
+
 def mark_valid(t: TensorT) -> TensorT:
-    """Records ``t`` (built by the library, valid by construction) as validated: freezes its index buffers."""
-    t._validated, t._guard = t.buffer_key(), freeze(_index_buffers(t))
+    """Records ``t`` (built by the library, valid by construction) as validated."""
+    t._validated, t._guard = t.buffer_key(), record(_index_buffers(t))
     return t
 
 

@@ -33,17 +33,25 @@ _ARITH = {"float": {"add": "arith.addf", "sub": "arith.subf"}, "int": {"add": "a
 
 
 #: The row loop's first lines: ``%r1`` and the row pair's position ranges ``[%alo, %ahi)`` and ``[%blo, %bhi)``
-#: (a format template over ``ap``/``bp``, the operands' position types).
+#: (a format template over ``ap``/``bp`` and ``ac``/``bc``, the operands' position and coordinate types; needs
+#: ``%c0``), clamped into the coordinates' length with ``lo <= hi`` (unsigned: negative positions too), so the
+#: row's reads stay in bounds whatever the positions hold.
 ROW_BOUNDS = """\
     %r1 = arith.addi %r, %c1 : index
     %alo_p = memref.load %a_pos[%r] : memref<?x{ap}>
     %ahi_p = memref.load %a_pos[%r1] : memref<?x{ap}>
     %blo_p = memref.load %b_pos[%r] : memref<?x{bp}>
     %bhi_p = memref.load %b_pos[%r1] : memref<?x{bp}>
-    %alo = arith.index_cast %alo_p : {ap} to index
-    %ahi = arith.index_cast %ahi_p : {ap} to index
-    %blo = arith.index_cast %blo_p : {bp} to index
-    %bhi = arith.index_cast %bhi_p : {bp} to index
+    %alo_u = arith.index_cast %alo_p : {ap} to index
+    %ahi_u = arith.index_cast %ahi_p : {ap} to index
+    %blo_u = arith.index_cast %blo_p : {bp} to index
+    %bhi_u = arith.index_cast %bhi_p : {bp} to index
+    %a_len = memref.dim %a_crd, %c0 : memref<?x{ac}>
+    %b_len = memref.dim %b_crd, %c0 : memref<?x{bc}>
+    %ahi = arith.minui %ahi_u, %a_len : index
+    %alo = arith.minui %alo_u, %ahi : index
+    %bhi = arith.minui %bhi_u, %b_len : index
+    %blo = arith.minui %blo_u, %bhi : index
 """
 
 #: The first and last coordinates ``%ca0``/``%ca1`` and ``%cb0``/``%cb1`` of two non-empty rows (a format template
@@ -101,12 +109,27 @@ def match_step(op: str, e: str, cc: str, indent: str) -> str:
     return "".join(indent + line + "\n" for line in lines)
 
 
+#: A union row writes at most both rows' entries: a row that would not fit in the result's buffers (positions
+#: changed in place after validation, so that the rows overlap) is merged as empty (``%ahi``/``%bhi`` from the
+#: clamped ``%ahi_f``/``%bhi_f``), so no write leaves them.
+ROW_ROOM = ROW_BOUNDS.replace("%ahi =", "%ahi_f =").replace("%bhi =", "%bhi_f =").replace(
+    "%alo_u, %ahi ", "%alo_u, %ahi_f ").replace("%blo_u, %bhi ", "%blo_u, %bhi_f ") + """\
+    %need_a = arith.subi %ahi_f, %alo : index
+    %need_b = arith.subi %bhi_f, %blo : index
+    %need = arith.addi %need_a, %need_b : index
+    %need_end = arith.addi %n0, %need : index
+    %fits = arith.cmpi ule, %need_end, %cap : index
+    %ahi = arith.select %fits, %ahi_f, %alo : index
+    %bhi = arith.select %fits, %bhi_f, %blo : index
+"""
+
 _HEAD = """\
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-{start}  %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
-""" + ROW_BOUNDS + """{skip}{head_res}      %va = memref.load %a_val[%i] : memref<?x{e}>
+{start}  %cap = memref.dim %c_crd, %c0 : memref<?x{cc}>
+  %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
+""" + ROW_ROOM + """{skip}{head_res}      %va = memref.load %a_val[%i] : memref<?x{e}>
       %vb = memref.load %b_val[%j] : memref<?x{e}>
       %a_first = arith.cmpi ult, %ca, %cb : index
       %b_first = arith.cmpi ult, %cb, %ca : index
@@ -366,7 +389,7 @@ def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp:
     body = _UNION_STEP.format(op=_ARITH[kind][op], e=elem, cc=cc, b_alone=b_alone)
     tail = _UNION_TAIL.format(ac=ac, bc=bc, cc=cc, e=elem, b_alone=b_alone)
     skip = _DISJOINT.format(ac=ac, bc=bc) + _UNION_SKIP
-    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, e=elem, start=start, body=body, tail=tail, skip=skip,
+    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, cc=cc, e=elem, start=start, body=body, tail=tail, skip=skip,
                         head_res=merge_head("res", "%istart", "%n0", "%alim", ac, bc, " " * 4))
     text = _b_first(text, ac, bc, cc, elem, _b_alone(op, kind, elem, "        "))
     text = _runs(text, op, kind, ac, bc, cc, elem)
