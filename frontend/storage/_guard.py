@@ -6,11 +6,13 @@ scipy's ``sort_indices()``). What notices that:
 
 - torch buffers, and NumPy views of torch CPU tensors (``.numpy()``): torch's version counter, which every
   in-place torch op bumps on any view of the storage (optimizer steps included), is recorded at validation and
-  compared in O(1): a changed buffer is validated again before the next kernel reads it.
-- NumPy (and CuPy) buffers have no version counter: an in-place write is not seen. They are *unwatched*:
-  kernels that are bounds-safe whatever the index buffers hold (:attr:`Kernel.bounds_safe` of the emitter
-  and the hand-written row kernels: every position range and coordinate clamped in the generated code) read
-  them as they are; every other kernel validates them again before each call (:func:`._validate.validate_now`).
+  compared in O(1): a buffer changed by torch is validated again before the next kernel reads it.
+- NumPy buffers have no version counter, and a write through a NumPy view of a torch CPU tensor (or through
+  raw pointers) does not move torch's: host buffers are *unwatched*, whatever their package. Kernels that are
+  bounds-safe whatever the index buffers hold (``Kernel.bounds_safe``: the emitter and the hand-written row
+  kernels, every position range and coordinate clamped in the generated code) read them as they are; every
+  other kernel validates them again before each call (:func:`._validate.validate_now`). Only CUDA torch
+  buffers count as watched (their version counter is the only way to write them short of raw pointers).
 - Values buffers are not watched: kernels read as many values as the levels say, whatever the values are, so
   changing values in place (``A.data *= 2``, an optimizer step) is free and always seen.
 """
@@ -21,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-#: ((torch tensor, its version at validation), ...), and whether every index buffer is such a tensor
-#: (False: some are unwatched NumPy/CuPy buffers)
+#: ((torch tensor, its version at validation), ...), and whether every index buffer is watched (a CUDA torch
+#: tensor; False: some are host or CuPy buffers, which can change without a version counter seeing it)
 Guard = tuple[tuple[tuple[Any, int], ...], bool]
 EMPTY: Guard = ((), True)
 
@@ -37,7 +39,7 @@ def _torch_root(a: np.ndarray) -> Any:
 
 
 def record(index_buffers: list[Any]) -> Guard:
-    """The guard of ``index_buffers`` as they are now: torch versions, and whether every buffer has one."""
+    """The guard of ``index_buffers`` as they are now: torch versions, and whether every buffer is watched."""
     versions: list[tuple[Any, int]] = []
     watched = True
     torch = sys.modules.get("torch")
@@ -45,6 +47,7 @@ def record(index_buffers: list[Any]) -> Guard:
         root = _torch_root(b) if isinstance(b, np.ndarray) else b
         if torch is not None and isinstance(root, torch.Tensor):
             versions.append((root, root._version))
+            watched = watched and root is b and root.device.type == "cuda"
         else:
             watched = False
     if not versions and watched:
