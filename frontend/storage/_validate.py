@@ -10,6 +10,7 @@ unchanged).
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 import weakref
 from typing import Any
@@ -36,12 +37,41 @@ from ._protocol import StoredTensor, TensorT
 from ._read import delta_coordinates, ranges
 
 _VALIDATED: dict[tuple, Guard] = {}  # buffer_key -> the guard of its index buffers
+#: buffer_key -> copies of its unwatched index buffers as :func:`validate_now` last checked them in full
+_CHECKED: dict[tuple, tuple[np.ndarray, ...]] = {}
 _LOCK = threading.RLock()  # reentrant: a weakref finalizer (_forget) may run while it is held
 
 
 def _forget(key: tuple) -> None:
     with _LOCK:
         _VALIDATED.pop(key, None)
+        _CHECKED.pop(key, None)
+
+
+def _memcmp() -> Any:
+    try:
+        fn = ctypes.CDLL(None).memcmp
+    except (OSError, AttributeError):  # no C library to ask: NumPy compares
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], ctypes.c_int
+    return fn
+
+
+_MEMCMP = _memcmp()
+
+
+def _equal(a: Any, copy: np.ndarray) -> bool:
+    """Whether host buffer ``a`` holds the bytes of ``copy`` (one pass, no temporary: C ``memcmp``)."""
+    a = to_host(a)
+    if a.dtype != copy.dtype or a.shape != copy.shape:
+        return False
+    if _MEMCMP is None or not (a.flags.c_contiguous and copy.flags.c_contiguous):
+        return bool(np.array_equal(a, copy))
+    return a.nbytes == 0 or _MEMCMP(a.ctypes.data, copy.ctypes.data, a.nbytes) == 0
+
+
+def _copies(buffers: list[Any]) -> tuple[np.ndarray, ...]:
+    return tuple(np.array(to_host(b), copy=True, order="C") for b in buffers)
 
 
 def _remember(key: tuple, buffers: list[Any], guard: Guard) -> None:
@@ -105,19 +135,26 @@ def watched(t: StoredTensor) -> bool:
 
 
 def validate_now(t: TensorT) -> TensorT:
-    """Before a kernel that is not bounds-safe reads ``t``: its contents checked now (O(nnz); ``ValueError``
-    naming the level), unless version counters prove them unchanged since validation. NumPy index buffers may
-    have been written in place since (nothing freezes them), so they are checked on every such call."""
+    """Before a kernel that is not bounds-safe reads ``t``: its contents checked now (``ValueError`` naming the
+    level), unless version counters prove them unchanged since validation. NumPy index buffers may have been
+    written in place since (nothing freezes them): they are compared with a copy taken at their last full
+    check (one ``memcmp`` pass, certain), and checked in full again only when they differ."""
     if t.tensor_format.is_dense:
         return t
     key = t.buffer_key()
     guard = _known_guard(t, key)
     if guard is None or not guard[1]:
-        t._validated, t._guard = None, None
-        _check(t)
-        if guard is None:
-            guard = record(_index_buffers(t))
-            _remember(key, t.buffers(), guard)
+        buffers = _index_buffers(t)
+        copies = None if guard is None else _CHECKED.get(key)
+        if copies is None or len(copies) != len(buffers) or not all(map(_equal, buffers, copies)):
+            t._validated, t._guard = None, None
+            _check(t)
+            if guard is None:
+                guard = record(buffers)
+                _remember(key, t.buffers(), guard)
+            with _LOCK:
+                if key in _VALIDATED:  # dropped with the buffers, like the memo
+                    _CHECKED[key] = _copies(buffers)
     t._validated, t._guard = key, guard
     return t
 
@@ -128,7 +165,7 @@ def index_snapshot(t: StoredTensor) -> tuple[np.ndarray, ...] | None:
     and certain, unlike any sample of the entries."""
     if t.tensor_format.is_dense or watched(t):
         return None
-    return tuple(np.array(to_host(b), copy=True) for b in _index_buffers(t))
+    return _copies(_index_buffers(t))
 
 
 def same_indices(t: StoredTensor, snapshot: tuple[np.ndarray, ...] | None) -> bool:
@@ -136,7 +173,7 @@ def same_indices(t: StoredTensor, snapshot: tuple[np.ndarray, ...] | None) -> bo
     if snapshot is None:
         return True
     now = _index_buffers(t)
-    return len(now) == len(snapshot) and all(np.array_equal(to_host(b), c) for b, c in zip(now, snapshot))
+    return len(now) == len(snapshot) and all(map(_equal, now, snapshot))
 
 
 def mark_valid(t: TensorT) -> TensorT:
