@@ -73,7 +73,7 @@ def entries(t: StoredTensor, drop_zeros: bool = False) -> tuple[list[np.ndarray]
     the zeros rules (padding outside the shape is always dropped). Index buffers are checked first (unless
     version counters prove them unchanged): they may have been written in place since validation."""
     fmt = t.tensor_format
-    validate_now(t)  # type: ignore[type-var]
+    validate_now(t)
     lvl, vals = level_coordinates(t)
     n = len(vals)
     dims = [np.broadcast_to(np.asarray(d, dtype=np.int64), (n,)) for d in fmt.lvl2dim(lvl)]

@@ -38,7 +38,9 @@ from ._read import delta_coordinates, ranges
 
 _VALIDATED: dict[tuple, Guard] = {}  # buffer_key -> the guard of its index buffers
 #: buffer_key -> copies of its unwatched index buffers as :func:`validate_now` last checked them in full
-_CHECKED: dict[tuple, tuple[np.ndarray, ...]] = {}
+#: (:data:`_ONCE` after the first full check: no copy is kept for a buffer set checked only once)
+_CHECKED: dict[tuple, Any] = {}
+_ONCE = object()
 _LOCK = threading.RLock()  # reentrant: a weakref finalizer (_forget) may run while it is held
 
 
@@ -137,8 +139,8 @@ def watched(t: StoredTensor) -> bool:
 def validate_now(t: TensorT) -> TensorT:
     """Before a kernel that is not bounds-safe reads ``t``: its contents checked now (``ValueError`` naming the
     level), unless version counters prove them unchanged since validation. NumPy index buffers may have been
-    written in place since (nothing freezes them): they are compared with a copy taken at their last full
-    check (one ``memcmp`` pass, certain), and checked in full again only when they differ."""
+    written in place since (nothing freezes them): from the second call on they are compared with a copy taken
+    at their last full check (one ``memcmp`` pass, certain) and checked in full again only when they differ."""
     if t.tensor_format.is_dense:
         return t
     key = t.buffer_key()
@@ -146,15 +148,16 @@ def validate_now(t: TensorT) -> TensorT:
     if guard is None or not guard[1]:
         buffers = _index_buffers(t)
         copies = None if guard is None else _CHECKED.get(key)
-        if copies is None or len(copies) != len(buffers) or not all(map(_equal, buffers, copies)):
+        if copies is None or copies is _ONCE or len(copies) != len(buffers) or \
+                not all(map(_equal, buffers, copies)):
             t._validated, t._guard = None, None
             _check(t)
             if guard is None:
                 guard = record(buffers)
                 _remember(key, t.buffers(), guard)
-            with _LOCK:
+            with _LOCK:  # the copy from the second full check on: a one-off conversion keeps no copy
                 if key in _VALIDATED:  # dropped with the buffers, like the memo
-                    _CHECKED[key] = _copies(buffers)
+                    _CHECKED[key] = _ONCE if copies is None else _copies(buffers)
     t._validated, t._guard = key, guard
     return t
 
