@@ -113,6 +113,14 @@ def sparse_result(out: TensorSpec, parts: Sequence[tuple[str, int]], result: Seq
                   package="numpy")
 
 
+def _safe_kernel(path: str) -> bool:
+    """Whether the registered kernel of ``path`` (``"kernel:<name>"``) says it is bounds-safe."""
+    try:
+        return kernel_named(path[len("kernel:"):]).bounds_safe
+    except KeyError:  # unregistered since it was compiled: checked like any other
+        return False
+
+
 class Kernel(ArgumentLayout):
     """A compiled contraction: ``flatten`` operands into arguments, ``decode`` the results."""
 
@@ -132,8 +140,7 @@ class Kernel(ArgumentLayout):
         path = lowered.path
         #: whether the kernel stays in bounds whatever its operands' index buffers hold (else its NumPy-backed
         #: operands are validated again before each call: frontend.storage._validate.validate_now)
-        self.bounds_safe = path in BOUNDS_SAFE_PATHS or (
-            path.startswith("kernel:") and kernel_named(path[len("kernel:"):]).bounds_safe)
+        self.bounds_safe = path in BOUNDS_SAFE_PATHS or (path.startswith("kernel:") and _safe_kernel(path))
         ranks = [a.rank for a in self.function.signature.args]
         super().__init__(contraction.inputs, _value_ranks(contraction.inputs, ranks))
         out = contraction.output
