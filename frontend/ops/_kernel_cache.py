@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from frontend.format import index_width
+from frontend.storage._validate import mark_valid
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
@@ -171,7 +172,8 @@ class Kernel(ArgumentLayout):
         in ``fmt``: the caller's format object, structurally equal to the compiled one)."""
         if self._out_parts is None:
             return result
-        return sparse_result(self.contraction.output, self._out_parts, result, fmt, self._out_index)
+        # built by the kernel: valid by construction (buffers may have spare capacity: later re-checks allow it)
+        return mark_valid(sparse_result(self.contraction.output, self._out_parts, result, fmt, self._out_index))
 
 
 _lock = threading.Lock()

@@ -151,7 +151,7 @@ def validate_now(t: TensorT) -> TensorT:
         if copies is None or copies is _ONCE or len(copies) != len(buffers) or \
                 not all(map(_equal, buffers, copies)):
             t._validated, t._guard = None, None
-            _check(t)
+            _check(t, exact=guard is None)
             if guard is None:
                 guard = record(buffers)
                 _remember(key, t.buffers(), guard)
@@ -230,7 +230,9 @@ def _check_types(t: StoredTensor, nb: int) -> None:
         raise ValueError(f"values must have shape (*{list(bshape)}, n, ...), got {tuple(t.val.shape)}")
 
 
-def _check(t: StoredTensor) -> None:
+def _check(t: StoredTensor, exact: bool = True) -> None:
+    """Checks ``t``'s buffers; ``exact=False``: buffers may be longer than the levels use (the re-check of a
+    buffer set validated before or built by a kernel with spare capacity: what memory safety needs)."""
     fmt = t.tensor_format
     nb = num_batch_levels(fmt)
     _check_types(t, nb)
@@ -243,9 +245,9 @@ def _check(t: StoredTensor) -> None:
     for b in np.ndindex(*ext[:nb]):
         where = f" in batch {b}" if nb else ""
         count = _check_levels(fmt.levels, ext, off, nb, [None if p is None else p[b] for p in pos],
-                              [None if c is None else c[b] for c in crd], exact=nb == 0, where=where)
+                              [None if c is None else c[b] for c in crd], exact=exact and nb == 0, where=where)
         have = value_count(val[b], 0) if nb else value_count(val, 0)
-        if have != count if nb == 0 else have < count:
+        if have != count if exact and nb == 0 else have < count:
             raise ValueError(f"values{where}: the levels store {count} entries, the values buffer holds {have}")
 
 

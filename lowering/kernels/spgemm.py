@@ -145,7 +145,9 @@ class _Kernel:
         if transposed:
             a, b, m, n = b, a, n, m
         self.name, self.transposed, self.m, self.n = c.name, transposed, m, n
-        self.k = int(a.shape[1])  # a's columns, b's rows: a's coordinates are clamped below it, b's below n
+        # the inner extent (a's columns, b's rows, in either orientation): a's coordinates are clamped below it,
+        # b's below n
+        self.k = int(c.inputs[0].shape[1])
         self.elem = out.elem
         ops = arith_ops(self.elem)
         self.mul, self.add = ops["mul"], ops["add"]
