@@ -31,9 +31,9 @@ def register_all() -> None:
     dispatch.register_path("emitter", lower_emitter)
     dispatch.register_path("emitter-rows", lower_emitter_rows)
     register_kernel("matmul", (NamedFormats.CSR, NamedFormats.CSR), spgemm.build, name="spgemm-csr",
-                    when=spgemm.applies, row_ranges=spgemm.row_operand)
+                    when=spgemm.applies, row_ranges=spgemm.row_operand, bounds_safe=True)
     register_kernel("matmul", (NamedFormats.CSC, NamedFormats.CSC), spgemm.build_csc, name="spgemm-csc",
-                    when=spgemm.applies, row_ranges=spgemm.row_operand)
+                    when=spgemm.applies, row_ranges=spgemm.row_operand, bounds_safe=True)
     pipelines.register_pass("after_bufferization", pipelines.WIDEN_I1)
     pipelines.register_stages("gpu", gpu_stages)
     register_gpu_emitter(lower_emitter_gpu)

@@ -77,7 +77,7 @@ def _same(snapshot: list[np.ndarray], coords: Sequence[np.ndarray]) -> bool:
 def canonical_coo(owner: Any, coords: Sequence[np.ndarray], shape: Sequence[int], what: str) -> Canonical:
     """The :class:`Canonical` order of ``coords`` (one array per sparse dimension), remembered for ``owner`` (the
     source object). Coordinates already sorted without repeats are copied as they are (the source's buffers are
-    never validated, so never frozen: its flags stay as they are). ValueError for coordinates outside ``shape``."""
+    never validated: its flags stay as they are). ValueError for coordinates outside ``shape``."""
     coords = [np.asarray(c) for c in coords]
     with _LOCK:
         entry = _ENTRIES.get(id(owner))

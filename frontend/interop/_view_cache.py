@@ -81,7 +81,7 @@ def shared_view(x: Any) -> Any:
     if entry.sig != _identity_signature(x, entry.attrs):
         return None
     view = entry.view
-    recheck(view)  # an index buffer made writable again: validated again (ValueError when now wrong)
+    recheck(view)  # an index buffer changed through torch: validated again (ValueError when now wrong)
     return view
 
 

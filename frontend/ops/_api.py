@@ -161,11 +161,12 @@ class Matmul:
     and ``stream``, ``execute(stream=...)``), else the CPU's (a row-parallel plan with ``threads`` has
     ``path == "emitter-rows"``).
 
-    Memory safety: sparse operands are validated when the Matmul is made, and every ``execute()`` checks in
-    O(1) per index buffer that none changed since (NumPy index buffers are frozen read-only, torch versions
-    recorded: ``frontend.storage._guard``); one that did is validated again (``ValueError`` naming the level
-    if it is now wrong) before the kernel reads it. ``checked=False`` (or :meth:`reset_operands_unchecked`)
-    skips that check: the caller guarantees the index buffers stay valid.
+    Memory safety: sparse operands are validated when the Matmul is made; the caller's index buffers stay
+    writable. Every ``execute()`` validates again an operand whose torch index buffers changed (version
+    counters, O(1)), and, when the kernel is not bounds-safe (sparsifier code, conversions; the emitter, SpGEMM
+    and the row kernels clamp every position range and coordinate), the NumPy index buffers (O(nnz), a
+    ``ValueError`` naming the level if they are now wrong: ``frontend.storage._guard``). ``checked=False`` (or
+    :meth:`reset_operands_unchecked`) skips those checks: the caller guarantees the index buffers stay valid.
     """
 
     def __init__(self, a: Any, b: Any, c: Any = None, *, alpha: Any = 1, beta: Any = None,

@@ -14,7 +14,7 @@ import numpy as np
 
 from frontend.interop._view_cache import shared_view
 from frontend.storage._buffers import data_pointer
-from frontend.storage._validate import recheck
+from frontend.storage._validate import recheck, validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.dispatch import lower, path_of, registry_state
 
@@ -74,6 +74,13 @@ def _fast_operand(x: Any, what: str) -> tuple[tuple, Any] | None:
     return None if view is None else (operand_key(view), view)
 
 
+def _validate_now(tensors: Sequence[Any]) -> None:
+    """The sparse Tensors among ``tensors`` validated now unless version counters prove them unchanged."""
+    for t in tensors:
+        if isinstance(t, Tensor) and t.is_sparse:
+            validate_now(t)
+
+
 def run_cached(a: Any, b: Any, options: MatmulOptions) -> Any:
     """``matmul(a, b)`` with a dense result run at once through this thread's prepared call when the signature
     has a template and the operands need no new Tensor; :data:`MISS` when the full path must run (first
@@ -93,6 +100,8 @@ def run_cached(a: Any, b: Any, options: MatmulOptions) -> Any:
                                                          template._described())
         if schedule.code_key() != (template.lanes, template.stride, template.gather) or rows != template.row_range:
             return MISS
+    if not kernel.bounds_safe:  # NumPy index buffers may have changed in place: checked before this kernel reads
+        _validate_now((fa[1], fb[1]))
     call = _shared_call(signature, bounds, kernel, kernel.flatten((fa[1], fb[1])))
     result = template.finish(call(None) if kernel.row_range else call())
     return to_caller_package(result, result_package((a, b)))
@@ -117,7 +126,7 @@ class CpuMatmul(MatmulPlan):
         self._into: tuple[PreparedOp, Any] | None = None  # row-range op and call for execute(out=); made once
         self._dense_slots: tuple[Any, dict[int, int]] | None = None  # (prepared call, operand -> argument)
         self._checks: tuple[Tensor, ...] = ()  # sparse tensors the prepared call reads: rechecked per execute
-        self._frozen: tuple[Any, ...] = ()  # their frozen NumPy index buffers (flattened guards, see _guard_checks)
+        self._unwatched: tuple[Tensor, ...] = ()  # those validated per execute (kernel not bounds-safe, NumPy buffers)
         self._versions: tuple[tuple[Any, int], ...] = ()  # their torch index buffers and versions
         self._casts: list[Any] = []  # promoted operands' (copy, source) values, refreshed per execute
         self._fast: Any = None  # the prepared call's raw runner when execute() may use it (set by plan)
@@ -182,13 +191,14 @@ class CpuMatmul(MatmulPlan):
         return lambda: to_caller_package(run(), package)  # a dense Tensor (Tensor operands) or a torch tensor
 
     def _guard_checks(self, op: PreparedOp) -> None:
-        """What execute() checks: the sparse operands' guards flattened (validated first), the casts."""
+        """What execute() checks: the sparse operands' torch versions (validated first), the operands whose
+        unwatched index buffers a kernel that is not bounds-safe reads, the casts."""
         self._checks = tuple(t for t in op.tensors if isinstance(t, Tensor) and t.is_sparse)
         for t in self._checks:
             recheck(t)
-        frozen = {id(a): a for t in self._checks for a in t._guard[0]}
-        self._frozen = tuple(frozen.values())
-        self._versions = tuple(p for t in self._checks for p in t._guard[1])
+        kernel = op.kernel if op.kernel is not None else self._kernel()
+        self._unwatched = () if kernel.bounds_safe else tuple(t for t in self._checks if not t._guard[1])
+        self._versions = tuple(p for t in self._checks for p in t._guard[0])
         self._casts = op.casts
 
     def _revalidate(self) -> None:
@@ -202,16 +212,13 @@ class CpuMatmul(MatmulPlan):
         bound = self._bound
         if bound is None:
             bound = self.plan()._bound
-        if self.checked:  # O(1) per index buffer (frozen.intact inlined); validated again when one changed
-            for a in self._frozen:
-                if a.flags.writeable:
+        if self.checked:  # O(1) per torch index buffer (intact inlined); validated again when one changed
+            for b, version in self._versions:
+                if b._version != version:
                     self._revalidate()
                     break
-            else:
-                for b, version in self._versions:
-                    if b._version != version:
-                        self._revalidate()
-                        break
+            for t in self._unwatched:  # a kernel that is not bounds-safe reads NumPy index buffers: checked
+                validate_now(t)
         if out is None and self._fast is not None:
             return self._fast()
         if self._casts:  # promoted operands: their current values, cast
@@ -238,6 +245,8 @@ class CpuMatmul(MatmulPlan):
     def execute_once(self, out: np.ndarray | None = None) -> Any:
         op = self._live()
         kernel = op.kernel if op.kernel is not None else self._kernel()
+        if not kernel.bounds_safe:  # NumPy index buffers may have changed in place: checked before it reads them
+            _validate_now(op.tensors)
         args = kernel.flatten(op.tensors, op.extra)
         if out is not None:
             op.check_out(out)

@@ -25,6 +25,7 @@ from frontend.format import NamedFormats, TensorFormat, as_format
 from frontend.storage._compact import huge, run_compacted
 from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded, to_host
+from frontend.storage._validate import validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
 from lowering.miscompiles import unsupported_levels
@@ -252,12 +253,15 @@ def _merged(op: str, ta: Tensor, tb: Tensor, computed: TensorFormat, elem: str) 
             or kind(elem) not in ("float", "int")):
         return None
     validate_sparse([ta, tb])
+    if op == "mul":  # the intersection kernel is not bounds-safe: NumPy index buffers checked on every call
+        validate_now(ta)
+        validate_now(tb)
     a_pos, a_crd, b_pos, b_crd = (np.asarray(x) for x in (ta._pos[1], ta._crd[1], tb._pos[1], tb._crd[1]))
     a_val, b_val = np.asarray(ta.val), np.asarray(tb.val)
     if not (a_val.flags.c_contiguous and b_val.flags.c_contiguous):
         return None
     c_pos, c_crd, c_val = merge_buffers(op, (a_pos, a_crd, a_val), (b_pos, b_crd, b_val), elem, kind(elem),
-                                        out_width([ta, tb]))
+                                        out_width([ta, tb]), ta.shape[1] if fmt == NamedFormats.CSR else ta.shape[0])
     return Tensor(fmt, ta.shape, [None, c_pos], [None, c_crd], c_val, index_type=ta.index_type or tb.index_type,
                   package="numpy")
 

@@ -23,6 +23,7 @@ import numpy as np
 from frontend.format import NamedFormats
 from frontend.interop._scipy import canonical_compressed
 from frontend.interop._view_cache import shared_view
+from frontend.storage._validate import validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.kernels import intersect_rows, merge_rows, row_softmax, row_sum
 
@@ -113,7 +114,7 @@ def _again(t: Tensor, slot: Any, pos: np.ndarray, val: np.ndarray, out_size: int
 
 
 def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray],
-                  elem: str, kind: str, width: int, holder: Tensor | None = None
+                  elem: str, kind: str, width: int, minor: int, holder: Tensor | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(pos, crd, values) of ``a op b`` for two (pos, crd, values) compressed matrices with the same number of
     rows, merged row by row. One chunk below :data:`MERGE_PARALLEL_MIN` entries: the output buffers are views
@@ -122,7 +123,7 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     row chunks on every core above it. A union's chunks start at their exact offsets (the rows before each
     are counted first, :func:`_union_starts`), so they write the result in place; an intersection's chunks
     write from their bound's offset and are moved down after the chunks before (none when no row before it
-    lost entries)."""
+    lost entries). ``minor``: the extent of the merged dimension (a union's coordinates are clamped below it)."""
     a_pos, a_crd, a_val = a
     b_pos, b_crd, b_val = b
     idx = np.dtype(f"int{width}")
@@ -141,7 +142,8 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     crd, val = np.empty(bound, idx), np.empty(bound, a_val.dtype)
     if bound < (INTERSECT_PARALLEL_MIN if op == "mul" else MERGE_PARALLEL_MIN) or outer <= 1 or cpu_count() == 1:
         small = holder if bound <= PREPARED_MAX else None
-        run_rows(key, build, "merge", small, (a_pos, a_crd, a_val, b_pos, b_crd, b_val), (c_pos, crd, val), outer)
+        inputs = (a_pos, a_crd, a_val, b_pos, b_crd, b_val) + (() if op == "mul" else (_top(minor),))
+        run_rows(key, build, "merge", small, inputs, (c_pos, crd, val), outer)
         end = int(c_pos[-1])
         return c_pos, crd[:end], val[:end]
     bounds = summed_bounds(a_pos, b_pos, cpu_count())  # balanced by both operands' entries
@@ -149,9 +151,24 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     union = op != "mul"
     if union:  # count the rows before each chunk: every chunk writes at its exact offset
         _union_starts(kernel, a_pos, a_crd, b_pos, b_crd, c_pos, bounds)
-    kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, crd], val, bounds, "merge")
+    top = [] if op == "mul" else [_top(minor)]
+    kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, *top, c_pos, crd], val, bounds, "merge")
     end = int(c_pos[-1]) if union else _join_chunks(crd, val, c_pos, a_pos, b_pos, bounds)
     return c_pos, crd[:end], val[:end]
+
+
+_TOPS: dict[int, np.ndarray] = {}  # extent -> the union kernel's one-entry ``top`` argument (largest coordinate)
+
+
+def _top(extent: int) -> np.ndarray:
+    """``[extent - 1]`` as a read-only int64 array, one per extent."""
+    got = _TOPS.get(extent)
+    if got is None:
+        if len(_TOPS) > 256:
+            _TOPS.clear()
+        got = _TOPS[extent] = np.array([extent - 1], np.int64)
+        got.flags.writeable = False  # ours, shared by calls: the kernel only reads it
+    return got
 
 
 def _join_chunks(crd: np.ndarray, val: np.ndarray, c_pos: np.ndarray, a_pos: np.ndarray, b_pos: np.ndarray,
@@ -253,9 +270,13 @@ def fast_binary(op: str, a: Any, b: Any) -> Any:
     if ba is None or bb is None or ba[2].dtype != bb[2].dtype or ba[2].dtype not in _ELEMS:
         return None
     elem, kind = _ELEMS[ba[2].dtype]
+    if op == "mul":  # the intersection kernel is not bounds-safe: NumPy index buffers checked on every call
+        validate_now(va)
+        validate_now(vb)
     it = va.index_type or vb.index_type
     width = np.dtype(it).itemsize * 8 if it is not None else 64
-    pos, crd, val = merge_buffers(op, ba, bb, elem, kind, width, va)
+    minor = va.shape[1] if va.tensor_format == NamedFormats.CSR else va.shape[0]
+    pos, crd, val = merge_buffers(op, ba, bb, elem, kind, width, minor, va)
     package = _package(a, b)
     if package == "scipy":  # straight into scipy: sorted and duplicate-free by construction
         kind = "csr_array" if va.tensor_format == NamedFormats.CSR else "csc_array"

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from frontend.storage._budget import require, storage_bytes, workspace_bytes
-from frontend.storage._validate import mark_valid
+from frontend.storage._validate import mark_valid, validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
 from lowering.sparsifier.path import sparsifier_pipeline
@@ -44,6 +44,9 @@ class ElementwiseKernel(ArgumentLayout):
 
     def __call__(self, tensors: Sequence[Tensor], fmt: Any = None) -> Any:
         """Run on ``tensors``: a NumPy array (dense result) or a Tensor in ``fmt`` (default: the compiled one)."""
+        for t in tensors:  # sparsifier code is not bounds-safe: NumPy index buffers checked on every call
+            if isinstance(t, Tensor) and t.is_sparse:
+                validate_now(t)
         result = self.function(*self.flatten(tensors))
         parts = self._out_parts
         if parts is None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from frontend.format import index_width
 from frontend.storage._convert import from_coordinates
+from frontend.storage._validate import mark_valid
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
 from lowering.dispatch import Lowered, lower
@@ -23,6 +24,10 @@ from mlir_bridge.errors import CompileError
 
 from ._threads import RowRangeFunction
 from ._two_pass import TwoPassFunction
+
+#: Lowering paths whose generated code clamps every position range and every coordinate it uses as an address
+#: (lowering.emitter.rules), so it reads and writes in bounds whatever the index buffers hold.
+BOUNDS_SAFE_PATHS = frozenset({"emitter", "emitter-rows"})
 
 
 def buffer_parts(fmt: Any) -> tuple[tuple[str, int], ...]:
@@ -130,6 +135,14 @@ def sparse_result(out: TensorSpec, parts: Sequence[tuple[str, int]], result: Seq
                   package="numpy")
 
 
+def _safe_kernel(path: str) -> bool:
+    """Whether the registered kernel of ``path`` (``"kernel:<name>"``) says it is bounds-safe."""
+    try:
+        return kernel_named(path[len("kernel:"):]).bounds_safe
+    except KeyError:  # unregistered since it was compiled: checked like any other
+        return False
+
+
 class Kernel(ArgumentLayout):
     """A compiled contraction: ``flatten`` operands into arguments, ``decode`` the results."""
 
@@ -146,6 +159,10 @@ class Kernel(ArgumentLayout):
             entry = kernel_named(lowered.path[len("kernel:"):])
             if entry.row_ranges is not None:
                 self.function = TwoPassFunction(module, contraction.name, entry.row_ranges(contraction), threads)
+        path = lowered.path
+        #: whether the kernel stays in bounds whatever its operands' index buffers hold (else its NumPy-backed
+        #: operands are validated again before each call: frontend.storage._validate.validate_now)
+        self.bounds_safe = path in BOUNDS_SAFE_PATHS or (path.startswith("kernel:") and _safe_kernel(path))
         ranks = [a.rank for a in self.function.signature.args]
         _check_arguments(contraction, lowered.path, len(ranks))
         super().__init__(contraction.inputs, _value_ranks(contraction.inputs, ranks))
@@ -177,7 +194,8 @@ class Kernel(ArgumentLayout):
         in ``fmt``: the caller's format object, structurally equal to the compiled one)."""
         if self._out_parts is None:
             return result
-        return sparse_result(self.contraction.output, self._out_parts, result, fmt, self._out_index)
+        # built by the kernel: valid by construction (buffers may have spare capacity: later re-checks allow it)
+        return mark_valid(sparse_result(self.contraction.output, self._out_parts, result, fmt, self._out_index))
 
 
 _lock = threading.Lock()

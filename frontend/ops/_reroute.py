@@ -15,8 +15,8 @@ batch dimension is not outermost in memory, ``torch.rand(4, 6, 5).transpose(0, 1
 A conversion is a :data:`Reroutes` entry (operand index -> target format, None for a row-major copy) that a
 prepared op keeps and replays on other operands of the same structure (one-shot calls through a template).
 The copy itself is remembered per source buffer set (:func:`converted`, in ``_stats.buffer_memo``) with a
-snapshot of the source's values: a call over the same, unchanged buffers reuses it; values changed in place
-make a fresh copy.
+snapshot of the source's values and unwatched (NumPy) index buffers: a call over the same, unchanged buffers
+reuses it; values or index buffers changed in place make a fresh copy.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from frontend.format import Dimension, LevelFormat, NamedFormats, TensorFormat, block_sizes, stores_padding
+from frontend.storage._validate import index_snapshot, same_indices
 from frontend.tensor._tensor import Tensor
 from lowering.miscompiles import unsupported_levels
 
@@ -127,14 +128,14 @@ def converted(t: Tensor, fmt: TensorFormat | None) -> Tensor:
     vals = np.asarray(t.val)
     got = None if memo is None else memo.get(key)
     if got is not None:
-        held, snapshot, copy = got
+        held, snapshot, indices, copy = got
         if len(held) == len(others) and all(x is y for x, y in zip(held, others)) and \
-                snapshot.dtype == vals.dtype and np.array_equal(snapshot, vals):
+                snapshot.dtype == vals.dtype and np.array_equal(snapshot, vals) and same_indices(t, indices):
             return copy
     if fmt is None:
         copy = dense_tensor(np.ascontiguousarray(np.asarray(t.to_dense())))
     else:
         copy = t.convert(fmt)
     if memo is not None:  # the other buffers are held (no id reuse while the entry lives), the values copied
-        memo[key] = (others, vals.copy(), copy)
+        memo[key] = (others, vals.copy(), index_snapshot(t), copy)
     return copy

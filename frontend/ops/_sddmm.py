@@ -23,6 +23,7 @@ import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, as_format
 from frontend.interop._view_cache import shared_view
+from frontend.storage._validate import validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.kernels import sddmm as kernel_text
 
@@ -201,15 +202,16 @@ def transposed(y: np.ndarray, p: Pattern, threads: Any = None) -> np.ndarray:
 
 def _sparse_view(a: Any) -> Tensor | None:
     """The validated Tensor of a sparse operand (a Tensor, or a SciPy CSR/CSC/COO object viewed once per
-    buffer set); None for other operands."""
+    buffer set; the SDDMM kernel is not bounds-safe, so NumPy index buffers are checked on every call);
+    None for other operands."""
     ta = type(a)
     if ta is Tensor:
-        return operand(a, "a") if a.is_sparse else None
+        return validate_now(operand(a, "a")) if a.is_sparse else None
     if ta.__name__ in _SCIPY and ta.__module__.startswith("scipy.sparse"):
         view = shared_view(a)
         if view is None:
             view = operand(a, "a")
-        return view
+        return validate_now(view)
     return None
 
 

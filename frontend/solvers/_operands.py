@@ -33,6 +33,10 @@ def as_matrix(a: Any) -> Tensor:
         raise ValueError(f"a must be square, got shape {t.shape}")
     if t.device != "cpu":
         raise ValueError(f"solve runs on the CPU; a is on {t.device}")
+    if t.is_sparse:  # the solver kernels are not bounds-safe: index buffers checked now unless torch-watched
+        from frontend.storage._validate import validate_now
+
+        validate_now(t)
     kind = np.dtype(t.dtype).kind
     if kind == "c":
         raise TypeError("solve supports real matrices (float32/float64), got a complex one")

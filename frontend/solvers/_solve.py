@@ -39,7 +39,7 @@ from frontend.solvers._operands import (
 )
 from frontend.solvers._threads import check_threads, solver_threads
 from frontend.storage._buffers import is_torch
-from frontend.storage._validate import recheck
+from frontend.storage._validate import index_snapshot, recheck, same_indices, validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.solve import (
     KrylovSpec,
@@ -133,6 +133,7 @@ class Solve:
         self.unit_diagonal, self.on_failure, self.restart = bool(unit_diagonal), on_failure, int(restart)
         self._dtype = None if dtype is None else working_dtype(dtype, dtype)
         self._planned = False
+        self._indices: tuple[np.ndarray, ...] | None = None
         self._structure: Structure | None = None
         self._info: SolveInfo | None = None
         self._kernels: dict[int, Any] = {}
@@ -186,6 +187,7 @@ class Solve:
                                    threads=threads)
         self._planned = True
         self._kernels, self._prepared = {}, {}
+        self._indices = index_snapshot(t)  # unwatched index buffers as planned: compared before each solve
         return self
 
     def _triangle(self) -> tuple[bool, str] | None:
@@ -258,8 +260,9 @@ class Solve:
         if self._planned and self._matrix.is_sparse:  # index buffers changed in place: validate, plan again
             guard = self._matrix._guard
             recheck(self._matrix)
-            if self._matrix._guard is not guard:
-                self._planned = False
+            if self._matrix._guard is not guard or not same_indices(self._matrix, self._indices):
+                self._planned = False  # NumPy index buffers written in place: validated and planned again
+                validate_now(self._matrix)  # ValueError naming the level when now wrong
         self.plan(working_dtype(self._matrix.dtype, arr.dtype))
         dt = self._dt
         if n == 0:

@@ -77,7 +77,7 @@ def as_torch(b: Any, what: str = "buffer") -> Any:
     if isinstance(b, torch.Tensor):
         return b
     if isinstance(b, np.ndarray):
-        if not b.flags.writeable:  # a validated (frozen) index buffer: shared as is, torch warns about it
+        if not b.flags.writeable:  # a read-only buffer of the caller's: shared as is, torch warns about it
             import warnings
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")

@@ -23,7 +23,7 @@ from ._fill import MAX_FILL, fill_limit, slot_check
 from ._layout import index_dtype, level_coordinates_of, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
-from ._validate import mark_valid
+from ._validate import mark_valid, validate_now
 
 
 def level_coordinates(t: StoredTensor) -> tuple[list[np.ndarray], np.ndarray]:
@@ -72,8 +72,10 @@ def inside_shape(fmt: TensorFormat, dims: Sequence[np.ndarray], shape: Sequence[
 
 def entries(t: StoredTensor, drop_zeros: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
     """Dimension coordinates (one int64 array per dimension) and values of the tensor's entries after
-    the zeros rules (padding outside the shape is always dropped)."""
+    the zeros rules (padding outside the shape is always dropped). Index buffers are checked first (unless
+    version counters prove them unchanged): they may have been written in place since validation."""
     fmt = t.tensor_format
+    validate_now(t)
     lvl, vals = level_coordinates(t)
     n = len(vals)
     dims = [np.broadcast_to(np.asarray(d, dtype=np.int64), (n,)) for d in fmt.lvl2dim(lvl)]
@@ -266,6 +268,7 @@ def convert(t: TensorT, tensor_format: TensorFormat | str | None = None, index_t
     it = index_dtype(t.index_type if index_type is None else index_type)
     fill_limit(0, max_fill)  # a bad max_fill is refused whatever the target
     require(f"convert to {fmt.name or fmt}", storage_bytes(fmt, t.shape, 0, dt.itemsize), [t.shape])
+    validate_now(t)  # the conversion kernels are not bounds-safe: NumPy index buffers checked on every call
     # the direct paths walk rows (work and pointers per row): hypersparse sources take the generic one
     built = None if is_hypersparse([t]) else convert_direct(t, fmt, it, dt, drop_zeros, max_fill)
     pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros, max_fill, it) if built is None else built

@@ -1,24 +1,20 @@
-"""How a validated tensor notices that its index buffers were changed in place (the memory-safety guarantee).
+"""What a validated tensor knows about later in-place changes of its index buffers (the memory-safety guarantee).
 
-A kernel trusts a validated tensor's index buffers (positions, coordinates): one coordinate out of range would
-make it read outside another buffer. Validation is O(nnz), so it is remembered per buffer set
-(:mod:`._validate`); this module makes that memo notice in-place changes at O(1) per index buffer per call,
-with certainty for every write that goes through NumPy or torch:
+Validation is O(nnz), so it is remembered per buffer set (:mod:`._validate`). The caller's buffers are never
+frozen or otherwise changed, so an index buffer may be written in place after validation (``A.indices[0] = 5``,
+scipy's ``sort_indices()``). What notices that:
 
-- NumPy index buffers (and the NumPy arrays they are views of) are **frozen** when validated
-  (``flags.writeable = False``): writing into them raises NumPy's "assignment destination is read-only".
-  NumPy refuses a writable view of a read-only base, so only the root of each chain needs checking. A
-  caller who makes one writable again to change it (:func:`thaw`) is seen by the next call, which validates
-  the buffers again (``ValueError`` naming the level when they are now wrong) and
-  freezes them again.
 - torch buffers, and NumPy views of torch CPU tensors (``.numpy()``): torch's version counter, which every
-  in-place torch op bumps on any view of the storage (optimizer steps included), is recorded and compared.
-- Values buffers are not guarded: kernels read as many values as the levels say, whatever the values are, so
+  in-place torch op bumps on any view of the storage (optimizer steps included), is recorded at validation and
+  compared in O(1): a buffer changed by torch is validated again before the next kernel reads it.
+- NumPy buffers have no version counter, and a write through a NumPy view of a torch CPU tensor (or through
+  raw pointers) does not move torch's: host buffers are *unwatched*, whatever their package. Kernels that are
+  bounds-safe whatever the index buffers hold (``Kernel.bounds_safe``: the emitter and the hand-written row
+  kernels, every position range and coordinate clamped in the generated code) read them as they are; every
+  other kernel validates them again before each call (:func:`._validate.validate_now`). Only CUDA torch
+  buffers count as watched (their version counter is the only way to write them short of raw pointers).
+- Values buffers are not watched: kernels read as many values as the levels say, whatever the values are, so
   changing values in place (``A.data *= 2``, an optimizer step) is free and always seen.
-
-Not covered (documented in the README): writes through a NumPy view of the same memory made *before*
-validation (a sibling view of a frozen base), through another ``.numpy()`` view of a torch tensor, through raw
-pointers (ctypes, DLPack consumers), and CuPy buffers (no version counter).
 """
 from __future__ import annotations
 
@@ -27,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-#: (frozen NumPy arrays, ((torch tensor, its version at validation), ...)); None: nothing to guard
-Guard = tuple[tuple[np.ndarray, ...], tuple[tuple[Any, int], ...]]
-EMPTY: Guard = ((), ())
+#: ((torch tensor, its version at validation), ...), and whether every index buffer is watched (a CUDA torch
+#: tensor; False: some are host or CuPy buffers, which can change without a version counter seeing it)
+Guard = tuple[tuple[tuple[Any, int], ...], bool]
+EMPTY: Guard = ((), True)
 
 
 def _torch_root(a: np.ndarray) -> Any:
@@ -41,55 +38,32 @@ def _torch_root(a: np.ndarray) -> Any:
     return b if torch is not None and isinstance(b, torch.Tensor) else None
 
 
-def freeze(index_buffers: list[Any]) -> Guard:
-    """Freezes the NumPy index buffers (and their NumPy bases) and records torch versions; the guard to check."""
-    frozen: list[np.ndarray] = []
+def record(index_buffers: list[Any]) -> Guard:
+    """The guard of ``index_buffers`` as they are now: torch versions, and whether every buffer is watched."""
     versions: list[tuple[Any, int]] = []
+    watched = True
     torch = sys.modules.get("torch")
     for b in index_buffers:
-        if isinstance(b, np.ndarray):
-            root = _torch_root(b)
-            if root is not None:
-                versions.append((root, root._version))
-                continue
-            a: Any = b
-            root = b
-            while isinstance(a, np.ndarray):
-                if a.flags.writeable:
-                    a.flags.writeable = False
-                root, a = a, a.base
-            # NumPy refuses to make a view writable while its base is read-only, so the chain can only be
-            # written after its root is made writable again: checking the root alone is enough
-            if all(r is not root for r in frozen):
-                frozen.append(root)
-        elif torch is not None and isinstance(b, torch.Tensor):
-            versions.append((b, b._version))
-    if not frozen and not versions:
+        root = _torch_root(b) if isinstance(b, np.ndarray) else b
+        if torch is not None and isinstance(root, torch.Tensor):
+            versions.append((root, root._version))
+            watched = watched and root is b and root.device.type == "cuda"
+        else:
+            watched = False
+    if not versions and watched:
         return EMPTY
-    return tuple(frozen), tuple(versions)
+    return tuple(versions), watched
 
 
 def intact(guard: Guard) -> bool:
-    """Whether no guarded buffer can have changed since :func:`freeze` (O(1) per buffer)."""
-    frozen, versions = guard
-    for a in frozen:
-        if a.flags.writeable:
-            return False
-    for t, v in versions:
+    """Whether no torch-watched buffer changed since :func:`record` (O(1) per buffer)."""
+    for t, v in guard[0]:
         if t._version != v:
             return False
     return True
 
 
 def thaw(array: Any) -> Any:
-    """Makes a frozen NumPy index buffer (and the NumPy arrays it is a view of) writable again and returns it,
-    to change it in place; the next operation that reads it validates it again."""
-    chain: list[np.ndarray] = []
-    a: Any = array
-    while isinstance(a, np.ndarray):
-        chain.append(a)
-        a = a.base
-    for a in reversed(chain):  # a base first: NumPy refuses a writable view of a read-only base
-        if not a.flags.writeable:
-            a.flags.writeable = True
+    """Returns ``array`` unchanged. Deprecated no-op kept for one release: validated index buffers are no
+    longer made read-only, so there is nothing to make writable again."""
     return array

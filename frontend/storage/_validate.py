@@ -2,13 +2,15 @@
 
 ``validate(t)`` raises ``TypeError`` (wrong buffer types, layouts) or ``ValueError`` (wrong contents)
 naming the level and the problem; it is O(nnz) and vectorized, and remembered per buffer set: a
-tensor (or another tensor over the very same buffers) is checked once, as long as its index buffers are
-unchanged (:mod:`._guard`: NumPy index buffers are frozen, torch versions recorded; a changed one is
-validated again).  Call it before a kernel reads buffers it did not build; :func:`recheck` before each call
-of a prepared kernel.
+tensor (or another tensor over the very same buffers) is checked once (:mod:`._guard`: torch index buffers
+are validated again when their version moved; NumPy ones cannot be watched). Call it before a kernel reads
+buffers it did not build; :func:`recheck` before each call of a prepared kernel; :func:`validate_now` before
+each call of a kernel that is not bounds-safe (its contents checked again unless torch versions prove them
+unchanged).
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 import weakref
 from typing import Any
@@ -18,7 +20,7 @@ import numpy as np
 from frontend.format import Level, LevelFormat, num_batch_levels
 
 from ._buffers import is_contiguous, numpy_dtype
-from ._guard import Guard, freeze, intact
+from ._guard import Guard, intact, record
 from ._layout import (
     INDEX_TYPES,
     VALUE_KINDS,
@@ -37,32 +39,62 @@ from ._read import delta_coordinates, ranges
 #: buffer_key -> the guard of its index buffers, held weakly (:func:`_weak`), and the finalizers that drop the entry
 #: when one of its buffers dies (the others are detached then): the memo never keeps a buffer or a key alive
 _VALIDATED: dict[tuple, tuple] = {}
+#: buffer_key -> copies of its unwatched index buffers as :func:`validate_now` last checked them in full
+#: (:data:`_ONCE` after the first full check: no copy is kept for a buffer set checked only once)
+_CHECKED: dict[tuple, Any] = {}
+_ONCE = object()
 _LOCK = threading.RLock()  # reentrant: a weakref finalizer (_forget) may run while it is held
 
 
 def _forget(key: tuple) -> None:
     with _LOCK:
         got = _VALIDATED.pop(key, None)
+        _CHECKED.pop(key, None)
     if got is not None:  # the finalizers still waiting on the other buffers would keep the key: detached
         for f in got[2]:
             f.detach()
 
 
 def _weak(guard: Guard) -> tuple:
-    """``guard`` with weak references in place of its buffers (what :data:`_VALIDATED` stores)."""
-    frozen, versions = guard
-    return tuple(map(weakref.ref, frozen)), tuple((weakref.ref(b), v) for b, v in versions)
+    """``guard`` with weak references in place of its torch buffers (what :data:`_VALIDATED` stores)."""
+    versions, watched = guard
+    return tuple((weakref.ref(b), v) for b, v in versions), watched
 
 
 def _strong(weak: tuple | None) -> Guard | None:
     """The guard :func:`_weak` stored, or None when one of its buffers was freed."""
     if weak is None:
         return None
-    frozen = tuple(r() for r in weak[0])
-    versions = tuple((r(), v) for r, v in weak[1])
-    if any(a is None for a in frozen) or any(b is None for b, _ in versions):
+    versions = tuple((r(), v) for r, v in weak[0])
+    if any(b is None for b, _ in versions):
         return None
-    return frozen, versions
+    return versions, weak[1]
+
+
+def _memcmp() -> Any:
+    try:
+        fn = ctypes.CDLL(None).memcmp
+    except (OSError, AttributeError):  # no C library to ask: NumPy compares
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], ctypes.c_int
+    return fn
+
+
+_MEMCMP = _memcmp()
+
+
+def _equal(a: Any, copy: np.ndarray) -> bool:
+    """Whether host buffer ``a`` holds the bytes of ``copy`` (one pass, no temporary: C ``memcmp``)."""
+    a = to_host(a)
+    if a.dtype != copy.dtype or a.shape != copy.shape:
+        return False
+    if _MEMCMP is None or not (a.flags.c_contiguous and copy.flags.c_contiguous):
+        return bool(np.array_equal(a, copy))
+    return a.nbytes == 0 or _MEMCMP(a.ctypes.data, copy.ctypes.data, a.nbytes) == 0
+
+
+def _copies(buffers: list[Any]) -> tuple[np.ndarray, ...]:
+    return tuple(np.array(to_host(b), copy=True, order="C") for b in buffers)
 
 
 def _remember(key: tuple, buffers: list[Any], guard: Guard) -> None:
@@ -103,7 +135,7 @@ def validate(t: TensorT) -> TensorT:
         t._validated, t._guard = None, None
         _forget(key)
         _check(t)
-        guard = freeze(_index_buffers(t))
+        guard = record(_index_buffers(t))
         _remember(key, t.buffers(), guard)
     t._validated, t._guard = key, guard
     return t
@@ -114,22 +146,67 @@ def recheck(t: StoredTensor) -> None:
     not; ``ValueError`` naming the level when the new contents are wrong). Dense tensors pass."""
     guard = t._guard
     if guard is not None:  # intact(guard), inlined: this runs on every call of a prepared kernel
-        for a in guard[0]:
-            if a.flags.writeable:
+        for b, version in guard[0]:
+            if b._version != version:
                 break
         else:
-            for b, version in guard[1]:
-                if b._version != version:
-                    break
-            else:
-                return
+            return
     if not t.tensor_format.is_dense:
         validate(t)
 
 
+def watched(t: StoredTensor) -> bool:
+    """Whether every index buffer of validated ``t`` is watched by a version counter (torch) and unchanged."""
+    guard = t._guard
+    return guard is not None and guard[1] and intact(guard)
+
+
+def validate_now(t: TensorT) -> TensorT:
+    """Before a kernel that is not bounds-safe reads ``t``: its contents checked now (``ValueError`` naming the
+    level), unless version counters prove them unchanged since validation. NumPy index buffers may have been
+    written in place since (nothing freezes them): from the second call on they are compared with a copy taken
+    at their last full check (one ``memcmp`` pass, certain) and checked in full again only when they differ."""
+    if t.tensor_format.is_dense:
+        return t
+    key = t.buffer_key()
+    guard = _known_guard(t, key)
+    if guard is None or not guard[1]:
+        buffers = _index_buffers(t)
+        copies = None if guard is None else _CHECKED.get(key)
+        if copies is None or copies is _ONCE or len(copies) != len(buffers) or \
+                not all(map(_equal, buffers, copies)):
+            t._validated, t._guard = None, None
+            _check(t, exact=guard is None)
+            if guard is None:
+                guard = record(buffers)
+                _remember(key, t.buffers(), guard)
+            with _LOCK:  # the copy from the second full check on: a one-off conversion keeps no copy
+                if key in _VALIDATED:  # dropped with the buffers, like the memo
+                    _CHECKED[key] = _ONCE if copies is None else _copies(buffers)
+    t._validated, t._guard = key, guard
+    return t
+
+
+def index_snapshot(t: StoredTensor) -> tuple[np.ndarray, ...] | None:
+    """Copies of ``t``'s index buffers when some are unwatched (NumPy), for :func:`same_indices`; else None.
+    For state derived from the index buffers and kept across calls (a solver's analysis): O(nnz) to compare,
+    and certain, unlike any sample of the entries."""
+    if t.tensor_format.is_dense or watched(t):
+        return None
+    return _copies(_index_buffers(t))
+
+
+def same_indices(t: StoredTensor, snapshot: tuple[np.ndarray, ...] | None) -> bool:
+    """Whether ``t``'s index buffers hold what :func:`index_snapshot` copied (True without a snapshot)."""
+    if snapshot is None:
+        return True
+    now = _index_buffers(t)
+    return len(now) == len(snapshot) and all(map(_equal, now, snapshot))
+
+
 def mark_valid(t: TensorT) -> TensorT:
-    """Records ``t`` (built by the library, valid by construction) as validated: freezes its index buffers."""
-    t._validated, t._guard = t.buffer_key(), freeze(_index_buffers(t))
+    """Records ``t`` (built by the library, valid by construction) as validated."""
+    t._validated, t._guard = t.buffer_key(), record(_index_buffers(t))
     return t
 
 
@@ -190,7 +267,9 @@ def _check_types(t: StoredTensor, nb: int) -> None:
         raise ValueError(f"values must have shape (*{list(bshape)}, n, ...), got {tuple(t.val.shape)}")
 
 
-def _check(t: StoredTensor) -> None:
+def _check(t: StoredTensor, exact: bool = True) -> None:
+    """Checks ``t``'s buffers; ``exact=False``: buffers may be longer than the levels use (the re-check of a
+    buffer set validated before or built by a kernel with spare capacity: what memory safety needs)."""
     fmt = t.tensor_format
     nb = num_batch_levels(fmt)
     _check_types(t, nb)
@@ -203,9 +282,9 @@ def _check(t: StoredTensor) -> None:
     for b in np.ndindex(*ext[:nb]):
         where = f" in batch {b}" if nb else ""
         count = _check_levels(fmt.levels, ext, off, nb, [None if p is None else p[b] for p in pos],
-                              [None if c is None else c[b] for c in crd], exact=nb == 0, where=where)
+                              [None if c is None else c[b] for c in crd], exact=exact and nb == 0, where=where)
         have = value_count(val[b], 0) if nb else value_count(val, 0)
-        if have != count if nb == 0 else have < count:
+        if have != count if exact and nb == 0 else have < count:
             raise ValueError(f"values{where}: the levels store {count} entries, the values buffer holds {have}")
 
 

@@ -45,10 +45,10 @@ Storage layout (the contract every module relies on):
   viewed through ``.numpy()``, sharing memory) and torch/CuPy arrays on a GPU device; ``from_buffers``
   keeps the arrays it is given (NumPy, torch or CuPy), which readers reach through
   ``storage.to_host``.  ``package`` remembers where the tensor came from.
-- Validation (``frontend.storage._validate.validate``) is remembered per buffer set (``buffer_key``) while the
-  index buffers are unchanged: NumPy index buffers are frozen (read-only) when validated and torch versions
-  recorded (``frontend.storage._guard``); a buffer made writable again or changed through torch is validated
-  again before the next kernel reads it. Values may be changed in place freely.
+- Validation (``frontend.storage._validate.validate``) is remembered per buffer set (``buffer_key``); index
+  buffers are never frozen: one changed through torch (version counter) is validated again before the next
+  kernel reads it, and kernels that are not bounds-safe validate NumPy index buffers on every call
+  (``frontend.storage._guard``). Values may be changed in place freely.
 - Zeros: conversion from a padded format (all-dense, block fill, diagonal fill, delta gaps, structured
   slots) keeps only nonzeros; explicit zeros of unpadded formats (COO, CSR, CSC, DCSR, CSF) are kept;
   ``drop_zeros=True`` drops every zero.  Duplicates are summed when the target format is unique.

@@ -18,7 +18,7 @@ from frontend.format import delta_packed
 
 from . import rules as _rules
 from .builder import Carry, Value
-from .rules import delta_coord, delta_prefetcher, delta_span, rule_for
+from .rules import clamp_coordinate, delta_coord, delta_prefetcher, delta_span, entry_range, rule_for
 
 #: Rows decoded together (independent running coordinates); below 2 (the default) off: it measured slower
 #: through LLVM (docs/performance.md, "Tuning constants").
@@ -87,7 +87,8 @@ def _group(ctx: Any, visitor: Any, entry: Entry, first: Value) -> None:
     b, pos = ctx.b, ctx.args[1].pos
     rows = [b.add(first, b.index(r)) for r in range(ROWS)]
     bounds = [b.load_index(pos, ctx.at(b.add(first, b.index(r)))) for r in range(ROWS + 1)]
-    starts, ends = bounds[:-1], bounds[1:]
+    clamped = [entry_range(ctx, 1, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]  # bounds-safe rows
+    starts, ends = [lo for lo, _ in clamped], [hi for _, hi in clamped]
     dims = []
     for row in rows:
         _at_row(ctx, row)
@@ -119,7 +120,7 @@ def _group(ctx: Any, visitor: Any, entry: Entry, first: Value) -> None:
                     runs[r] = _opaque(b, runs[r])
                 _at_row(ctx, rows[r])
                 a = r * na + k % na
-                accs[a] = entry(1, p, runs[r], [accs[a]], 1)[0]
+                accs[a] = entry(1, p, clamp_coordinate(ctx, 1, runs[r]), [accs[a]], 1)[0]
         return runs + accs
 
     res = b.for_(b.index(0), main, b.index(u), init, step)

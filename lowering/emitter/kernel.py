@@ -495,7 +495,7 @@ def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True, prefetc
     skip = val if skips_padding(c, w) else None  # a semiring or prolog must not see padding zeros
     walk(b, walked, level_args, visitor,  # type: ignore[arg-type]
          rng, c.subscripts[w].index(c.output_subscripts[0]) if rng else 0, 1 if skip is not None else c.lanes, skip,
-         0 if skip is not None else c.stride, val if prefetch else None, fill, c.gather)
+         0 if skip is not None else c.stride, val if prefetch else None, fill, c.gather, value_buffer=val)
     if c.epilog is not None and not fused:
         def epi(idx: list[Value]) -> None:
             at = ", ".join(i.name for i in idx)

@@ -4,8 +4,12 @@ A rule is ``rule(ctx, k, parent, carry, inner) -> carry``: emit the loop (or no 
 of level ``k`` under the parent position ``parent`` and call ``inner(pos, coord, carry, lanes)`` for
 each, where ``pos`` is the entry's position (index into the next level's buffers or the values) and
 ``coord`` its level coordinate. Buffers are read at ``ctx.at(p)`` (which adds the batch index under
-batch levels). A rule in ``GATHER`` also accepts ``lanes > 1`` from ``ctx.loop``: then ``pos`` is the
-first of ``lanes`` consecutive positions and ``coord`` a ``vector<lanes x index>``. Loops go through
+batch levels). The built-in rules are bounds-safe: position ranges read from a buffer are clamped into the
+level's stored entries (:func:`entry_range`) and coordinates read from one into the level's range
+(:func:`clamp_coordinate`), so a kernel never reads or writes out of bounds whatever the index buffers hold
+(they may be written in place after validation); a registered rule should do the same. A rule in
+``GATHER`` also accepts ``lanes > 1`` from ``ctx.loop``: then ``pos`` is the first of ``lanes`` consecutive
+positions and ``coord`` a ``vector<lanes x index>``. Loops go through
 ``ctx.loop`` so the walker can make them parallel or vectorized. ``register_level_rule`` adds or replaces a
 rule (see docs/extending.md).
 """
@@ -46,6 +50,43 @@ def delta_word_bytes(bits: int) -> int:
     return max(1, DELTA_WORD_GAPS * bits // 8)
 
 
+def stored_entries(ctx: Any, k: int) -> Value:
+    """How many entries level ``k`` stores (positions ``0 ..`` this, exclusive): its coordinate buffer's length
+    (a bit-packed delta level: the gaps its bytes hold, and no more than the values for the last level)."""
+    b, crd = ctx.b, ctx.args[k].crd
+    n = b.op(f"memref.dim {crd}, {b.index(ctx.num_batch)} : {crd.type}", "index", "n")
+    level = ctx.level(k)
+    if level.format.value == "delta" and delta_packed(level.bits):
+        n = b.op(f"arith.divui {b.mul(n, b.index(8))}, {b.index(level.bits)} : index", "index", "n")
+        vals = getattr(ctx, "value_buffer", None)
+        if vals is not None and k == len(ctx.fmt.levels) - 1:
+            nv = b.op(f"memref.dim {vals}, {b.index(ctx.num_batch)} : {vals.type}", "index", "n")
+            n = b.op(f"arith.minui {n}, {nv} : index", "index", "n")
+    return n
+
+
+def entry_range(ctx: Any, k: int, lo: Value, hi: Value) -> tuple[Value, Value]:
+    """``[lo, hi)`` read from level ``k``'s positions, clamped into its stored entries with ``lo <= hi``
+    (unsigned minimum: negative positions too), so the walk stays in bounds whatever the positions hold."""
+    b = ctx.b
+    hi = b.op(f"arith.minui {hi}, {stored_entries(ctx, k)} : index", "index", "i")
+    return b.op(f"arith.minui {lo}, {hi} : index", "index", "i"), hi
+
+
+def clamp_coordinate(ctx: Any, k: int, c: Value) -> Value:
+    """Coordinate ``c`` of level ``k`` (an index, or a vector of them) clamped into the level's range
+    ``[offset, offset + extent)`` (unsigned minimum of ``c - offset`` and ``extent - 1``: below the offset
+    too), so it addresses dense operands and the output in bounds whatever the coordinates hold."""
+    b = ctx.b
+    top, off = max(int(ctx.extents[k]) - 1, 0), int(ctx.offsets[k])
+    if c.type == "index":
+        rel = b.sub(c, b.index(off))
+        return b.add(b.op(f"arith.minui {rel}, {b.index(top)} : index", "index", "i"), b.index(off))
+    rel = c if off == 0 else b.op(f"arith.subi {c}, {b.const(f'dense<{off}>', c.type)} : {c.type}", c.type, "i")
+    low = b.op(f"arith.minui {rel}, {b.const(f'dense<{top}>', c.type)} : {c.type}", c.type, "i")
+    return low if off == 0 else b.vadd(low, b.const(f"dense<{off}>", c.type))
+
+
 class LevelRule(Protocol):
     def __call__(self, ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry: ...
 
@@ -67,14 +108,15 @@ def compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> C
     b, args = ctx.b, ctx.args[k]
     lo = b.load_index(args.pos, ctx.at(parent))
     hi = b.load_index(args.pos, ctx.at(b.add(parent, b.index(1))))
+    lo, hi = entry_range(ctx, k, lo, hi)
     return ctx.loop(k, lo, hi, carry, lambda p, c, lanes: inner(p, _coordinates(ctx, k, p, lanes), c, lanes))
 
 
 def _coordinates(ctx: Any, k: int, p: Value, lanes: int) -> Value:
-    """``crd[p]``, or ``crd[p : p + lanes]`` as an index vector when the walker gathers."""
+    """``crd[p]``, or ``crd[p : p + lanes]`` as an index vector when the walker gathers (clamped)."""
     if lanes > 1:
-        return ctx.b.vload_index(ctx.args[k].crd, ctx.at(p), lanes)
-    return ctx.b.load_index(ctx.args[k].crd, ctx.at(p))
+        return clamp_coordinate(ctx, k, ctx.b.vload_index(ctx.args[k].crd, ctx.at(p), lanes))
+    return clamp_coordinate(ctx, k, ctx.b.load_index(ctx.args[k].crd, ctx.at(p)))
 
 
 def loose_compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
@@ -96,12 +138,13 @@ def loose_compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner
     two = b.mul(parent, b.index(2))
     lo = b.load_index(args.pos, ctx.at(two))
     hi = b.load_index(args.pos, ctx.at(b.add(two, b.index(1))))
+    lo, hi = entry_range(ctx, k, lo, hi)
     return ctx.loop(k, lo, hi, carry, lambda p, c, lanes: inner(p, _coordinates(ctx, k, p, lanes), c, lanes))
 
 
 def singleton(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
     """One entry at the parent's own position."""
-    return inner(parent, ctx.b.load_index(ctx.args[k].crd, ctx.at(parent)), carry, 1)
+    return inner(parent, clamp_coordinate(ctx, k, ctx.b.load_index(ctx.args[k].crd, ctx.at(parent))), carry, 1)
 
 
 def structured(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
@@ -115,7 +158,7 @@ def structured(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> C
         p = b.add(base, t)
         group = b.op(f"arith.divui {t}, {b.index(n)} : index", "index", "i")
         coord = b.add(b.mul(group, b.index(m)), b.load_index(args.crd, ctx.at(p)))
-        return inner(p, coord, c, 1)
+        return inner(p, clamp_coordinate(ctx, k, coord), c, 1)
 
     return ctx.loop(k, b.index(0), b.index(groups * n), carry, entry)
 
@@ -136,6 +179,7 @@ def delta(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
     b, args = ctx.b, ctx.args[k]
     lo = b.load_index(args.pos, ctx.at(parent))
     hi = b.load_index(args.pos, ctx.at(b.add(parent, b.index(1))))
+    lo, hi = entry_range(ctx, k, lo, hi)
     return delta_span(ctx, k, lo, hi, b.index(DELTA_START), carry, inner)[1:]
 
 
@@ -179,9 +223,9 @@ def delta_span(ctx: Any, k: int, lo: Value, hi: Value, run: Value, carry: Carry,
             total = b.extract(sums, lanes - 1)
             if it != "index":
                 total = Value(b.index_cast(total.name, it, "index", "i"), "index")
-            return [b.add(run, total)] + inner(p, coords, rest, lanes)
+            return [b.add(run, total)] + inner(p, clamp_coordinate(ctx, k, coords), rest, lanes)
         coord = delta_coord(ctx, k, run, p)
-        return [coord] + inner(p, coord, rest, 1)
+        return [coord] + inner(p, clamp_coordinate(ctx, k, coord), rest, 1)
 
     init = [run] + list(carry)
     if delta_packed(ctx.level(k).bits):
@@ -250,7 +294,7 @@ def _packed_walk(ctx: Any, k: int, lo: Value, hi: Value, init: Carry,
         for u in range(per):
             g = _field(b, _shr(b, w, b.index(u * bits)) if u else w, bits)
             coord = b.add(b.add(cc[0], g), b.index(DELTA_STEP))
-            cc = [coord] + inner(b.add(base, b.index(u)), coord, cc[1:], 1)
+            cc = [coord] + inner(b.add(base, b.index(u)), clamp_coordinate(ctx, k, coord), cc[1:], 1)
         return cc
 
     c = ctx.loop(k, first, last, c, word_entries, own=1, prefetch=delta_prefetcher(ctx, k, per, nbytes))

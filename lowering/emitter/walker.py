@@ -104,6 +104,8 @@ class WalkContext:
         self.dims: dict[int, Value] = {}
         #: the operand's values buffer where rules may prefetch ahead of an unrolled walk (None: never)
         self.values: Value | None = None
+        #: the operand's values buffer, bounding the entries of a bit-packed delta level (None: not known)
+        self.value_buffer: Value | None = None
 
     def level(self, k: int) -> Any:
         return self.fmt.levels[k]
@@ -262,7 +264,8 @@ def row_mode(operand: WalkedOperand, carry_level: int, row_dim: int) -> str | No
 def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Visitor,
          rows: tuple[Value, Value] | None = None, row_dim: int = 0, lanes: int | None = None,
          skip_zeros: Value | None = None, stride: int = 0, values: Value | None = None,
-         fill: Callable[[tuple[Value, Value] | None], None] | None = None, gather: bool = False) -> None:
+         fill: Callable[[tuple[Value, Value] | None], None] | None = None, gather: bool = False,
+         value_buffer: Value | None = None) -> None:
     """Emit the loop nest over ``operand``'s stored entries, calling ``visitor`` (see module doc).
 
     ``rows``: walk only the entries whose dimension ``row_dim`` lies in ``[rows[0], rows[1])`` (needs
@@ -275,9 +278,11 @@ def walk(b: Builder, operand: WalkedOperand, args: list[LevelArgs], visitor: Vis
     before the walk, or, when the walk is tiled by the output rows (DIA-I's range level, ``rows`` given),
     once per tile at its start, so that the tile's output rows are written while they sit in cache.
     ``gather``: a reduction over an innermost ``compressed`` level is walked with gathers (as if the level's
-    format were in :data:`.rules.GATHER`)."""
+    format were in :data:`.rules.GATHER`). ``value_buffer``: the operand's values buffer (bounds the entries of a
+    bit-packed delta level, :func:`.rules.stored_entries`)."""
     ctx = WalkContext(b, operand, args, lanes, stride)
     ctx.values = values
+    ctx.value_buffer = value_buffer
     n = len(ctx.fmt.levels)
     known = known_after(ctx.plan)
     carry_level = visitor.carry_level(known)

@@ -12,10 +12,11 @@ coordinates consecutive: 4x4 blocks, bands) take a run-copying merge instead of 
 row behind copies its whole run of smaller coordinates in a tight loop (a well-predicted branch an entry).
 On the suite's block 4x4 add: 10.4 against 20.0 ms (one thread, CPU time).
 
-- ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, c_crd, c_val, row_begin, row_end)`` writes the
-  rows ``[row_begin, row_end)`` one after another from offset ``c_pos[row_begin]`` (set by the caller) and
-  ``c_pos[r + 1]`` = the end of row ``r``. One chunk (rows from 0, ``c_pos[0] = 0``) gives the final
-  buffers (views of their used part: the untouched tail of a large ``np.empty`` is never paged in).
+- ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, top, c_pos, c_crd, c_val, row_begin, row_end)`` writes
+  the rows ``[row_begin, row_end)`` one after another from offset ``c_pos[row_begin]`` (set by the caller) and
+  ``c_pos[r + 1]`` = the end of row ``r``; ``top[0]`` (int64) is the largest coordinate of the merged
+  dimension. One chunk (rows from 0, ``c_pos[0] = 0``) gives the final buffers (views of their used part:
+  the untouched tail of a large ``np.empty`` is never paged in).
 - ``@union_count(a_pos, a_crd, b_pos, b_crd, c_pos, row_begin, row_end)`` counts each row's
   union (``|A_r| + |B_r|`` minus the coordinates both store, from a branch-free counting merge; none for
   rows whose column ranges do not overlap) and writes ``c_pos[r + 1]`` = the count of rows
@@ -26,24 +27,39 @@ On the suite's block 4x4 add: 10.4 against 20.0 ms (one thread, CPU time).
 
 A union keeps every coordinate of either operand (a sum that cancels stays a stored zero, as in the
 sparsifier's kernel). Both functions run in row chunks on the frontend's thread pool.
+
+Bounds-safe whatever the operands' index buffers hold: each row's position ranges are clamped into the
+coordinates' length (:data:`ROW_BOUNDS`), a row that would not fit in the result's buffers is merged as empty
+(:data:`ROW_ROOM`), and every loaded coordinate is clamped to ``top[0]``: a corrupted operand gives a wrong
+result whose coordinates are in range, never a read or write out of bounds.
 """
 from __future__ import annotations
+
+import re
 
 _ARITH = {"float": {"add": "arith.addf", "sub": "arith.subf"}, "int": {"add": "arith.addi", "sub": "arith.subi"}}
 
 
 #: The row loop's first lines: ``%r1`` and the row pair's position ranges ``[%alo, %ahi)`` and ``[%blo, %bhi)``
-#: (a format template over ``ap``/``bp``, the operands' position types).
+#: (a format template over ``ap``/``bp`` and ``ac``/``bc``, the operands' position and coordinate types; needs
+#: ``%c0``), clamped into the coordinates' length with ``lo <= hi`` (unsigned: negative positions too), so the
+#: row's reads stay in bounds whatever the positions hold.
 ROW_BOUNDS = """\
     %r1 = arith.addi %r, %c1 : index
     %alo_p = memref.load %a_pos[%r] : memref<?x{ap}>
     %ahi_p = memref.load %a_pos[%r1] : memref<?x{ap}>
     %blo_p = memref.load %b_pos[%r] : memref<?x{bp}>
     %bhi_p = memref.load %b_pos[%r1] : memref<?x{bp}>
-    %alo = arith.index_cast %alo_p : {ap} to index
-    %ahi = arith.index_cast %ahi_p : {ap} to index
-    %blo = arith.index_cast %blo_p : {bp} to index
-    %bhi = arith.index_cast %bhi_p : {bp} to index
+    %alo_u = arith.index_cast %alo_p : {ap} to index
+    %ahi_u = arith.index_cast %ahi_p : {ap} to index
+    %blo_u = arith.index_cast %blo_p : {bp} to index
+    %bhi_u = arith.index_cast %bhi_p : {bp} to index
+    %a_len = memref.dim %a_crd, %c0 : memref<?x{ac}>
+    %b_len = memref.dim %b_crd, %c0 : memref<?x{bc}>
+    %ahi = arith.minui %ahi_u, %a_len : index
+    %alo = arith.minui %alo_u, %ahi : index
+    %bhi = arith.minui %bhi_u, %b_len : index
+    %blo = arith.minui %blo_u, %bhi : index
 """
 
 #: The first and last coordinates ``%ca0``/``%ca1`` and ``%cb0``/``%cb1`` of two non-empty rows (a format template
@@ -101,12 +117,27 @@ def match_step(op: str, e: str, cc: str, indent: str) -> str:
     return "".join(indent + line + "\n" for line in lines)
 
 
+#: A union row writes at most both rows' entries: a row that would not fit in the result's buffers (positions
+#: changed in place after validation, so that the rows overlap) is merged as empty (``%ahi``/``%bhi`` from the
+#: clamped ``%ahi_f``/``%bhi_f``), so no write leaves them.
+ROW_ROOM = ROW_BOUNDS.replace("%ahi =", "%ahi_f =").replace("%bhi =", "%bhi_f =").replace(
+    "%alo_u, %ahi ", "%alo_u, %ahi_f ").replace("%blo_u, %bhi ", "%blo_u, %bhi_f ") + """\
+    %need_a = arith.subi %ahi_f, %alo : index
+    %need_b = arith.subi %bhi_f, %blo : index
+    %need = arith.addi %need_a, %need_b : index
+    %need_end = arith.addi %n0, %need : index
+    %fits = arith.cmpi ule, %need_end, %cap : index
+    %ahi = arith.select %fits, %ahi_f, %alo : index
+    %bhi = arith.select %fits, %bhi_f, %blo : index
+"""
+
 _HEAD = """\
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-{start}  %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
-""" + ROW_BOUNDS + """{skip}{head_res}      %va = memref.load %a_val[%i] : memref<?x{e}>
+{start}  %cap = memref.dim %c_crd, %c0 : memref<?x{cc}>
+  %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
+""" + ROW_ROOM + """{skip}{head_res}      %va = memref.load %a_val[%i] : memref<?x{e}>
       %vb = memref.load %b_val[%j] : memref<?x{e}>
       %a_first = arith.cmpi ult, %ca, %cb : index
       %b_first = arith.cmpi ult, %cb, %ca : index
@@ -366,16 +397,35 @@ def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp:
     body = _UNION_STEP.format(op=_ARITH[kind][op], e=elem, cc=cc, b_alone=b_alone)
     tail = _UNION_TAIL.format(ac=ac, bc=bc, cc=cc, e=elem, b_alone=b_alone)
     skip = _DISJOINT.format(ac=ac, bc=bc) + _UNION_SKIP
-    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, e=elem, start=start, body=body, tail=tail, skip=skip,
+    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, cc=cc, e=elem, start=start, body=body, tail=tail, skip=skip,
                         head_res=merge_head("res", "%istart", "%n0", "%alim", ac, bc, " " * 4))
     text = _b_first(text, ac, bc, cc, elem, _b_alone(op, kind, elem, "        "))
     text = _runs(text, op, kind, ac, bc, cc, elem)
     zero = "0.0" if kind == "float" else "0"
     return (f"func.func @merge(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>, "
-            f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %c_pos: memref<?x{cp}>, "
-            f"%c_crd: memref<?x{cc}>, %c_val: memref<?x{elem}>, %row_begin: index, %row_end: index) "
-            "attributes {llvm.emit_c_interface} {\n"
-            f"  %zero = arith.constant {zero} : {elem}\n" + text + "}\n" + _count(ap, ac, bp, bc, cp))
+            f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %top: memref<?xi64>, "
+            f"%c_pos: memref<?x{cp}>, %c_crd: memref<?x{cc}>, %c_val: memref<?x{elem}>, %row_begin: index, "
+            "%row_end: index) attributes {llvm.emit_c_interface} {\n"
+            f"  %zero = arith.constant {zero} : {elem}\n" + _clamped_coordinates(text, ac, bc) + "}\n"
+            + _count(ap, ac, bp, bc, cp))
+
+
+_CRD_LOAD = re.compile(r"^(\s*)(%\w+) = memref\.load %([ab])_crd\[([^\]]*)\] : memref<\?x(i\d+)>$", re.M)
+
+
+def _clamped_coordinates(text: str, ac: str, bc: str) -> str:
+    """``@merge``'s body with every coordinate it loads clamped to ``top[0]`` (the largest coordinate of the
+    merged dimension; unsigned minimum: negative coordinates too), so the result's coordinates stay in range
+    whatever the operands' coordinates hold (the result may be handed to scipy, which indexes with them)."""
+    head = "  %top0 = arith.constant 0 : index\n  %top64 = memref.load %top[%top0] : memref<?xi64>\n"
+    tops = {}
+    for side, t in (("a", ac), ("b", bc)):
+        tops[side] = "%top64" if t == "i64" else f"%top_{side}"
+        if t != "i64":
+            head += f"  %top_{side} = arith.trunci %top64 : i64 to {t}\n"
+    body = _CRD_LOAD.sub(lambda m: f"{m[1]}{m[2]}_raw = memref.load %{m[3]}_crd[{m[4]}] : memref<?x{m[5]}>\n"
+                                   f"{m[1]}{m[2]} = arith.minui {m[2]}_raw, {tops[m[3]]} : {m[5]}", text)
+    return head + body
 
 
 def _count(ap: str, ac: str, bp: str, bc: str, cp: str) -> str:

@@ -17,6 +17,11 @@ convention of the generated kernels (lowering.emitter.operand / sparse-assembler
 ``i``) and ``@{name}_fill(*args, c_pos, c_crd, c_val, row_begin, row_end)`` (writes the rows at the prefix
 sums ``c_pos[i]``), a function ``(contraction) -> k``: input ``k``'s rows make the result's rows. The
 frontend then runs the passes in row chunks on its thread pool (:mod:`lowering.kernels.spgemm`).
+
+``bounds_safe``: the kernel reads and writes in bounds whatever its operands' index buffers hold (position
+ranges clamped to the coordinates' length, coordinates used as addresses clamped to their extent). Operands
+of a kernel that is not (the default) are validated again before every call unless version counters prove
+their index buffers unchanged (NumPy buffers may be written in place at any time).
 """
 from __future__ import annotations
 
@@ -62,6 +67,7 @@ class KernelEntry:
     version: str = "1"
     when: Callable[[Any], bool] | None = None
     row_ranges: Callable[[Any], int] | None = None
+    bounds_safe: bool = False
 
     def matches(self, c: Any) -> bool:
         if self.op != "*" and op_name(c) != self.op:
@@ -135,13 +141,14 @@ _generation = 0
 def register_kernel(op: str, pattern: Sequence[PatternItem], builder: Builder | string.Template, *,
                     name: str | None = None, pipeline: Any = None, dtypes: Sequence[str] | None = None,
                     version: str = "1", when: Callable[[Any], bool] | None = None,
-                    row_ranges: Callable[[Any], int] | None = None) -> KernelEntry:
+                    row_ranges: Callable[[Any], int] | None = None, bounds_safe: bool = False) -> KernelEntry:
     """Use ``builder`` for ``op`` on inputs matching ``pattern`` (see the module docstring).
 
     ``pipeline``: a Pipeline (or pass-pipeline string / Stage list) to compile it with instead of the
     target's default; ``dtypes``: MLIR element types it handles (``("f32", "f64")``; None = any);
     ``version``: bump when the builder's output changes (part of cache keys); ``when``: a predicate on
-    the contraction (``alpha``, ``init``, ``semiring``, ...); ``row_ranges``: see the module docstring.
+    the contraction (``alpha``, ``init``, ``semiring``, ...); ``row_ranges``, ``bounds_safe``: see the module
+    docstring.
     Returns the entry.
     """
     global _generation
@@ -167,7 +174,7 @@ def register_kernel(op: str, pattern: Sequence[PatternItem], builder: Builder | 
         raise TypeError(f"row_ranges must be a function of the contraction, got {row_ranges!r}")
     name = name or (getattr(builder, "__name__", None) if callable(builder) else None) or f"kernel{len(_entries)}"
     entry = KernelEntry(name, op, tuple(pattern), builder, pipeline,
-                        None if dtypes is None else tuple(dtypes), str(version), when, row_ranges)
+                        None if dtypes is None else tuple(dtypes), str(version), when, row_ranges, bool(bounds_safe))
     with _lock:
         if any(e.name == name for e in _entries):
             raise ValueError(f"a kernel named {name!r} is registered; unregister_kernel({name!r}) first")

@@ -8,8 +8,9 @@ input's pattern, so it shares the input's index buffers.
 
     @main(%pos: memref<?xP>, %val: memref<?xE>, %out: memref<?xE>, %row_begin: index, %row_end: index)
 
-writes ``out[k]`` for the entries ``k`` of rows ``[row_begin, row_end)`` (a row-range kernel: the frontend
-runs row chunks on its thread pool). ``logarithm``: ``v - max - log(sum)`` (log-softmax) instead of
+writes ``out[k]`` for the entries ``k`` of rows ``[row_begin, row_end)`` (each row's range clamped into
+``[0, min(len(val), len(out))]`` with ``lo <= hi``: bounds-safe whatever the positions hold; a row-range
+kernel: the frontend runs row chunks on its thread pool). ``logarithm``: ``v - max - log(sum)`` (log-softmax) instead of
 ``exp(v - max) / sum``. An empty row writes nothing.
 
 Each pass runs a vector of :func:`lanes` values at a time over the first ``len - len % lanes`` entries of a
@@ -133,8 +134,12 @@ def build(elem: str, pos_type: str, logarithm: bool) -> str:
     return f"""\
 func.func @main(%pos: memref<?x{p}>, %val: memref<?x{e}>, %out: memref<?x{e}>, %row_begin: index,
                 %row_end: index) attributes {{llvm.emit_c_interface}} {{
+  %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %cw = arith.constant {w} : index
+  %nval = memref.dim %val, %c0 : memref<?x{e}>
+  %nout = memref.dim %out, %c0 : memref<?x{e}>
+  %n = arith.minui %nval, %nout : index
   %ninf = arith.constant {_NEG_INF[e]} : {e}
   %zero = arith.constant 0.0 : {e}
   %one = arith.constant 1.0 : {e}
@@ -144,8 +149,10 @@ func.func @main(%pos: memref<?x{p}>, %val: memref<?x{e}>, %out: memref<?x{e}>, %
     %r1 = arith.addi %r, %c1 : index
     %lo_p = memref.load %pos[%r] : memref<?x{p}>
     %hi_p = memref.load %pos[%r1] : memref<?x{p}>
-    %lo = arith.index_cast %lo_p : {p} to index
-    %hi = arith.index_cast %hi_p : {p} to index
+    %lo_u = arith.index_cast %lo_p : {p} to index
+    %hi_u = arith.index_cast %hi_p : {p} to index
+    %hi = arith.minui %hi_u, %n : index
+    %lo = arith.minui %lo_u, %hi : index
     %len = arith.subi %hi, %lo : index
     %rest = arith.remui %len, %cw : index
     %vend = arith.subi %hi, %rest : index

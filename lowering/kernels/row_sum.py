@@ -4,6 +4,8 @@ kernel: ``out[r] = sum(val[pos[r]:pos[r + 1]])``, one pass over each row's store
 - ``@rowsum(pos, val, out, row_begin, row_end)`` writes ``out[r]`` for the rows ``[row_begin, row_end)``; an
   empty row gives 0. It reads no coordinates and allocates nothing (``sum(A, axis=1)`` is SpMV with ones
   without the ones). i32 values are summed into i64 (NumPy's accumulator for int32), each vector widened.
+  Bounds-safe: each row's range is clamped into ``[0, len(val)]`` with ``lo <= hi`` (unsigned minimum:
+  negative positions too), whatever the positions hold.
 - A row of at least :func:`lanes` entries is summed a vector of ``lanes`` values at a time (1024 bits: 32
   f32/i32, 16 f64/i64, i.e. four independent AVX2 accumulators), the vector reduced once (reassociated, as
   the pipeline's ``reassociate-fp-reductions``). A plain scalar loop is one dependent ``addf`` chain per row:
@@ -45,8 +47,10 @@ def build(elem: str, kind: str, ap: str, acc: str | None = None) -> str:
     return f"""\
 func.func @rowsum(%pos: memref<?x{ap}>, %val: memref<?x{elem}>, %out: memref<?x{acc}>, %row_begin: index,
                   %row_end: index) attributes {{llvm.emit_c_interface}} {{
+  %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %cw = arith.constant {w} : index
+  %nval = memref.dim %val, %c0 : memref<?x{elem}>
   %zero = arith.constant {zero} : {acc}
   %vzero = arith.constant dense<{zero}> : {vec}
   %lzero = arith.constant dense<{zero}> : {lvec}
@@ -54,8 +58,10 @@ func.func @rowsum(%pos: memref<?x{ap}>, %val: memref<?x{elem}>, %out: memref<?x{
     %r1 = arith.addi %r, %c1 : index
     %lo_p = memref.load %pos[%r] : memref<?x{ap}>
     %hi_p = memref.load %pos[%r1] : memref<?x{ap}>
-    %lo = arith.index_cast %lo_p : {ap} to index
-    %hi = arith.index_cast %hi_p : {ap} to index
+    %lo_u = arith.index_cast %lo_p : {ap} to index
+    %hi_u = arith.index_cast %hi_p : {ap} to index
+    %hi = arith.minui %hi_u, %nval : index
+    %lo = arith.minui %lo_u, %hi : index
     %len = arith.subi %hi, %lo : index
     %long = arith.cmpi uge, %len, %cw : index
     %head:2 = scf.if %long -> ({acc}, index) {{

@@ -64,10 +64,17 @@ class _Text(MlirText):
     def store_index(self, value: str, buf: str, idx: str, ty: str) -> None:
         self.store(self.index_cast(value, "index", ty), buf, idx, f"memref<?x{ty}>")
 
-    def row_range(self, pos: str, r: str, ty: str) -> tuple[str, str, str]:
-        """Entries ``pos[r] .. pos[r + 1]`` of row ``r`` of a compressed level, and ``r + 1``."""
+    def row_range(self, pos: str, r: str, ty: str, crd: str, crd_ty: str) -> tuple[str, str, str]:
+        """Entries ``pos[r] .. pos[r + 1]`` of row ``r`` of a compressed level whose coordinates are ``crd``,
+        clamped into ``[0, len(crd)]`` with ``lo <= hi`` (bounds-safe whatever the positions hold), and ``r + 1``."""
         r1 = self.assign(f"arith.addi {r}, %c1 : index")
-        return self.load_index(pos, r, ty), self.load_index(pos, r1, ty), r1
+        lo, hi = self.load_index(pos, r, ty), self.load_index(pos, r1, ty)
+        hi = self.assign(f"arith.minui {hi}, {self.assign(f'memref.dim {crd}, %c0 : memref<?x{crd_ty}>')} : index")
+        return self.assign(f"arith.minui {lo}, {hi} : index"), hi, r1
+
+    def coordinate(self, crd: str, p: str, ty: str, top: str) -> str:
+        """``crd[p]`` as an index clamped to ``top`` (unsigned minimum: negative coordinates too)."""
+        return self.assign(f"arith.minui {self.load_index(crd, p, ty)}, {top} : index")
 
     def bit_of(self, x: str) -> tuple[str, str]:
         """Bit ``x`` of a bitmap of i64 words: (its word's index, the i64 mask of it in that word)."""
@@ -137,6 +144,9 @@ class _Kernel:
         if transposed:
             a, b, m, n = b, a, n, m
         self.name, self.transposed, self.m, self.n = c.name, transposed, m, n
+        # the inner extent (a's columns, b's rows, in either orientation): a's coordinates are clamped below it,
+        # b's below n
+        self.k = int(c.inputs[0].shape[1])
         self.elem = out.elem
         ops = arith_ops(self.elem)
         self.mul, self.add = ops["mul"], ops["add"]
@@ -164,6 +174,7 @@ class _Kernel:
 
     def _constants(self) -> list[str]:
         values = {"c0": 0, "c1": 1, "c6": 6, "c12": 12, "c63": 63, "m": self.m, "m1": self.m + 1, "n": self.n,
+                  "ktop": max(self.k - 1, 0), "ntop": max(self.n - 1, 0),
                   "words": self.words, "groups": self.groups, f"pf{PREFETCH_AHEAD}": PREFETCH_AHEAD,
                   f"pf{2 * PREFETCH_AHEAD}": 2 * PREFETCH_AHEAD}
         lines = [f"  %{k} = arith.constant {v} : index" for k, v in values.items()]
@@ -215,7 +226,9 @@ class _Kernel:
         entries = t.assign("memref.dim %b_crd, %c0 : memref<?x" + self.bc + ">")
         per = _type_bytes(self.bc) + _type_bytes(self.elem)
         least = t.assign(f"arith.constant {max(1, PREFETCH_MIN_BYTES // per)} : index")
-        return t.assign(f"arith.subi {end}, %c1 : index"), t.cmpi("uge", entries, least, "index")
+        a_last = t.assign(f"arith.subi {t.assign('memref.dim %a_crd, %c0 : memref<?x' + self.ac + '>')}, %c1 : index")
+        last = t.assign(f"arith.minui {t.assign(f'arith.subi {end}, %c1 : index')}, {a_last} : index")
+        return last, t.cmpi("uge", entries, least, "index")
 
     def _prefetch(self, t: _Text, p: str, clamp: tuple[str, str], values: bool) -> None:
         """Prefetch ahead of ``a``'s entry ``p`` (``clamp``: from :meth:`_a_end`): the position of the row of ``b`` that
@@ -233,7 +246,7 @@ class _Kernel:
     def _prefetch_ahead(self, t: _Text, p: str, last: str, values: bool) -> None:
         for ahead, what in ((2 * PREFETCH_AHEAD, "pos"), (PREFETCH_AHEAD, "row")):
             q = t.assign(f"arith.minui {t.assign(f'arith.addi {p}, %pf{ahead} : index')}, {last} : index")
-            k = t.load_index("%a_crd", q, self.ac)
+            k = t.coordinate("%a_crd", q, self.ac, "%ktop")
             if what == "pos":
                 t.emit(f"memref.prefetch %b_pos[{k}], read, locality<3>, data : memref<?x{self.bp}>")
                 continue
@@ -254,18 +267,18 @@ class _Kernel:
         t.emit(f"scf.for {i} = {lo} to {hi} step %c1 {{")
         with t.nested():
             im = t.index_cast(i, "index", mk)
-            alo, ahi, i1 = t.row_range("%a_pos", i, ap)
+            alo, ahi, i1 = t.row_range("%a_pos", i, ap, "%a_crd", ac)
             p, u0 = t.fresh("p"), t.fresh("u")
             total = t.fresh("rc")
             t.emit(f"{total} = scf.for {p} = {alo} to {ahi} step %c1 iter_args({u0} = %c0) -> (index) {{")
             with t.nested():
                 self._prefetch(t, p, clamp, values=False)
-                blo, bhi, _ = t.row_range("%b_pos", t.load_index("%a_crd", p, ac), bp)
+                blo, bhi, _ = t.row_range("%b_pos", t.coordinate("%a_crd", p, ac, "%ktop"), bp, "%b_crd", bc)
                 q, u1 = t.fresh("q"), t.fresh("u")
                 inner = t.fresh("rc")
                 t.emit(f"{inner} = scf.for {q} = {blo} to {bhi} step %c1 iter_args({u1} = {u0}) -> (index) {{")
                 with t.nested():
-                    j = t.load_index("%b_crd", q, bc)
+                    j = t.coordinate("%b_crd", q, bc, "%ntop")
                     seen = t.assign(f"memref.load {mark}[{j}] : memref<?x{mk}>")
                     new = t.assign(f"arith.select {t.cmpi('ne', seen, im, mk)}, %c1, %c0 : index")
                     t.emit(f"memref.store {im}, {mark}[{j}] : memref<?x{mk}>")
@@ -292,7 +305,7 @@ class _Kernel:
         i = t.fresh("i")
         t.emit(f"scf.for {i} = {lo} to {hi} step %c1 {{")
         with t.nested():
-            alo, ahi, _ = t.row_range("%a_pos", i, ap)
+            alo, ahi, _ = t.row_range("%a_pos", i, ap, "%a_crd", ac)
             # accumulate the row: work[j] += a[i, k] * b[k, j]; mark j; track the lowest and highest j
             p, lo0, hi0 = t.fresh("p"), t.fresh("jl"), t.fresh("jh")
             span = t.fresh("span")
@@ -300,15 +313,15 @@ class _Kernel:
                    "-> (index, index) {")
             with t.nested():
                 self._prefetch(t, p, clamp, values=True)
-                k = t.load_index("%a_crd", p, ac)
+                k = t.coordinate("%a_crd", p, ac, "%ktop")
                 av = t.assign(f"memref.load %a_val[{p}] : memref<?x{e}>")
-                blo, bhi, _ = t.row_range("%b_pos", k, bp)
+                blo, bhi, _ = t.row_range("%b_pos", k, bp, "%b_crd", bc)
                 q, lo1, hi1 = t.fresh("q"), t.fresh("jl"), t.fresh("jh")
                 inner = t.fresh("span")
                 t.emit(f"{inner}:2 = scf.for {q} = {blo} to {bhi} step %c1 iter_args({lo1} = {lo0}, "
                        f"{hi1} = {hi0}) -> (index, index) {{")
                 with t.nested():
-                    j = t.load_index("%b_crd", q, bc)
+                    j = t.coordinate("%b_crd", q, bc, "%ntop")
                     bv = t.assign(f"memref.load %b_val[{q}] : memref<?x{e}>")
                     prod = t.assign(f"{self.mul} {av}, {bv} : {e}")
                     w, one = t.bit_of(j)
