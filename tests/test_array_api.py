@@ -483,3 +483,30 @@ def test_sparse_variance_makes_no_dense_copy_and_matches_numpy():
             _check(xp.std(t, axis=axis, correction=correction), np.asarray(np.std(d, axis=axis, ddof=correction)))
     _check(xp.mean(t, axis=1), np.mean(d, axis=1))
     assert math.isclose(float(_dense(xp.mean(t))), d.mean())
+
+
+def test_linalg_and_fft_extensions():
+    d = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 0.0, 2.0]])
+    s = Tensor.from_dense(np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -3.0]]), "CSR")
+    sd = s.to_dense()
+    a = xp.asarray(d)
+    np.testing.assert_allclose(xp.linalg.det(a).to_dense(), np.linalg.det(d))
+    np.testing.assert_allclose(xp.linalg.inv(a).to_dense(), np.linalg.inv(d))
+    np.testing.assert_allclose(xp.linalg.solve(a, xp.asarray(np.ones((3, 1)))).to_dense(),
+                               np.linalg.solve(d, np.ones((3, 1))))
+    np.testing.assert_allclose(xp.linalg.trace(s).to_dense(), np.trace(sd))
+    np.testing.assert_allclose(xp.linalg.trace(a, offset=1).to_dense(), np.trace(d, offset=1))
+    np.testing.assert_allclose(xp.linalg.diagonal(s).to_dense(), np.diagonal(sd))
+    for order in (2, 1, np.inf, -np.inf, 0):
+        np.testing.assert_allclose(xp.linalg.vector_norm(s, ord=order).to_dense(),
+                                   np.linalg.vector_norm(sd, ord=order))
+    np.testing.assert_allclose(xp.linalg.vector_norm(a, axis=0).to_dense(), np.linalg.vector_norm(d, axis=0))
+    np.testing.assert_allclose(xp.linalg.outer(xp.asarray(np.arange(3.0)), xp.asarray(np.ones(2))).to_dense(),
+                               np.outer(np.arange(3.0), np.ones(2)))
+    np.testing.assert_allclose(xp.linalg.matmul(s, a).to_dense(), sd @ d)
+    np.testing.assert_allclose(xp.fft.fft(xp.asarray(np.arange(4.0))).to_dense(), np.fft.fft(np.arange(4.0)))
+    np.testing.assert_allclose(xp.fft.rfftfreq(6).to_dense(), np.fft.rfftfreq(6))
+    with pytest.raises(TypeError, match="inv of a sparse array is not supported"):
+        xp.linalg.inv(s)
+    with pytest.raises(TypeError, match="fft.fft of a sparse array is not supported"):
+        xp.fft.fft(s)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math as _math
 
+from . import fft, linalg
 from ._creation import (
     arange,
     asarray,
@@ -163,6 +164,7 @@ tanh = _FUNCTIONS["tanh"]
 trunc = _FUNCTIONS["trunc"]
 
 __all__ = [
+    "fft", "linalg",
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
     "complex64", "complex128",
