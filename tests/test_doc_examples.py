@@ -56,7 +56,6 @@ def test_python_block_runs(code: str, why: str | None, tmp_path: Path) -> None:
                                  f"{proc.stderr[-4000:]}"
     bad = [line for line in proc.stderr.splitlines() if re.search(r"traceback|cannot schedule", line, re.I)]
     assert not bad, f"the block ran but printed errors:\n{proc.stderr[-4000:]}"
-    assert proc.stdout.strip(), "a block shows what it computed: it printed nothing"
 
 
 @pytest.mark.parametrize("code, why", [(c, w) for _, c, w in SHELL], ids=[i for i, _, _ in SHELL])

@@ -149,6 +149,8 @@ def aligned_copy(t: Tensor, alignment: int) -> Tensor:
 
 
 def _with_values(t: Tensor, val: np.ndarray) -> Tensor:
+    if isinstance(val, np.ndarray) and not val.flags.c_contiguous:  # e.g. a complex buffer's .real view
+        val = np.ascontiguousarray(val)
     new = Tensor(t.tensor_format, t.shape, t._pos, t._crd, val, index_type=t.index_type, package=t.package,
                  device=t.device)
     if t._validated is not None:

@@ -537,7 +537,10 @@ class Tensor:
     conjugate = conj
 
     def _with_values(self, values: Any) -> Tensor:
-        """Internal: a tensor over this one's index buffers with other ``values`` (same shape of buffer)."""
+        """Internal: a tensor over this one's index buffers with other ``values`` (same shape of buffer; a strided
+        view such as ``values.real`` is copied contiguous)."""
+        if isinstance(values, np.ndarray) and not values.flags.c_contiguous:
+            values = np.ascontiguousarray(values)
         t = Tensor(self.tensor_format, self.shape, self._pos, self._crd, values, index_type=self.index_type,
                    package="numpy", device="cpu")
         return mark_valid(t) if self._validated is not None else t
