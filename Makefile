@@ -17,8 +17,9 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# two test processes (one per core; a test file stays in one process: module fixtures such as Dask clusters)
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # the documentation site (docs/*.md and the public API's docstrings) as HTML in docs/_build/html; warnings fail
 docs: setup

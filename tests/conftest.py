@@ -5,10 +5,14 @@ import pytest
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _mlir_cache_dir(tmp_path_factory):
-    """Point mlir_bridge's disk cache at a per-session temporary folder."""
+def _mlir_cache_dir(tmp_path_factory, worker_id):
+    """Point mlir_bridge's disk cache at a per-run temporary folder, shared by the run's pytest-xdist workers
+    (entries are written under a temporary name and renamed: concurrent writers are safe)."""
     old = os.environ.get("UST_MLIR_CACHE_DIR")
-    os.environ["UST_MLIR_CACHE_DIR"] = str(tmp_path_factory.mktemp("ust-mlir-cache"))
+    root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    folder = root / "ust-mlir-cache"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.environ["UST_MLIR_CACHE_DIR"] = str(folder)
     yield os.environ["UST_MLIR_CACHE_DIR"]
     if old is None:
         os.environ.pop("UST_MLIR_CACHE_DIR", None)

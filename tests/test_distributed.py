@@ -184,11 +184,11 @@ def test_worker_loss_during_a_solve(client):
     a = _poisson(14)
     d = fd.from_package(a, partitions=2, client=client)
     b = np.linspace(1, 2, 196)
-    F.solve(d, b, method="gmres", restart=200, tol=1e-12, loop="client")  # warm: kernels compiled on both workers
+    fd.solve(d, b, method="gmres", restart=200, tol=1e-12, loop="client")  # warm: kernels compiled on both workers
     killed = []
     timer = threading.Timer(0.5, lambda: killed.append((_kill(client, d, 0), time.monotonic())))
     timer.start()
-    x = F.solve(d, b, method="gmres", restart=200, tol=1e-12, loop="client")  # ~3 driver steps an iteration
+    x = fd.solve(d, b, method="gmres", restart=200, tol=1e-12, loop="client")  # ~3 driver steps an iteration
     done = time.monotonic()
     timer.join()
     np.testing.assert_allclose(a @ x, b, rtol=1e-9)
