@@ -1,15 +1,16 @@
-"""Shared test setup: every test session compiles into its own MLIR cache folder."""
+"""Shared test setup: every test run compiles into its own MLIR cache folder (one per run, shared by its workers)."""
 import os
 
 import pytest
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _mlir_cache_dir(tmp_path_factory, worker_id):
+def _mlir_cache_dir(tmp_path_factory):
     """Point mlir_bridge's disk cache at a per-run temporary folder, shared by the run's pytest-xdist workers
     (entries are written under a temporary name and renamed: concurrent writers are safe)."""
     old = os.environ.get("UST_MLIR_CACHE_DIR")
-    root = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # set in pytest-xdist's worker processes only
+    root = tmp_path_factory.getbasetemp() if worker is None else tmp_path_factory.getbasetemp().parent
     folder = root / "ust-mlir-cache"
     folder.mkdir(mode=0o700, exist_ok=True)
     os.environ["UST_MLIR_CACHE_DIR"] = str(folder)
