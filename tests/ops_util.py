@@ -44,3 +44,21 @@ def close(x: Any, ref: np.ndarray, dtype: Any = np.float64) -> bool:
     tol = 1e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
     got = dense(x)
     return got.shape == ref.shape and np.allclose(got, ref, rtol=tol, atol=tol)
+
+
+#: A registered-kernel MLIR template (``lowering.register_kernel``) for ``matvec`` that writes 7 into every
+#: output element: a result that shows the registered kernel ran.
+SEVENS_TEMPLATE = """
+func.func @$name(%pos: memref<?x$pos_t>, %crd: memref<?x$crd_t>, %val: memref<?x$elem>,
+                 %x: memref<${in0_1}x$elem>) -> memref<${out_0}x$elem> attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = arith.constant $out_0 : index
+  %seven = arith.constant 7.0 : $elem
+  %y = memref.alloc() : memref<${out_0}x$elem>
+  scf.for %i = %c0 to %m step %c1 {
+    memref.store %seven, %y[%i] : memref<${out_0}x$elem>
+  }
+  return %y : memref<${out_0}x$elem>
+}
+"""

@@ -11,6 +11,7 @@ import pytest
 import frontend as F
 import lowering
 from frontend import NamedFormats as NF, Tensor
+from ops_util import SEVENS_TEMPLATE
 
 TWO_ARGS = """
 func.func @$name(%val: memref<?x$elem>) -> memref<${out_0}x$elem> attributes {llvm.emit_c_interface} {
@@ -18,22 +19,6 @@ func.func @$name(%val: memref<?x$elem>) -> memref<${out_0}x$elem> attributes {ll
   return %y : memref<${out_0}x$elem>
 }
 """
-
-SEVENS = """
-func.func @$name(%pos: memref<?x$pos_t>, %crd: memref<?x$crd_t>, %val: memref<?x$elem>,
-                 %x: memref<${in0_1}x$elem>) -> memref<${out_0}x$elem> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %m = arith.constant $out_0 : index
-  %seven = arith.constant 7.0 : $elem
-  %y = memref.alloc() : memref<${out_0}x$elem>
-  scf.for %i = %c0 to %m step %c1 {
-    memref.store %seven, %y[%i] : memref<${out_0}x$elem>
-  }
-  return %y : memref<${out_0}x$elem>
-}
-"""
-
 
 def tridiag(n: int) -> np.ndarray:
     return np.diag(np.arange(1.0, n + 1)) + np.diag(np.ones(n - 1), 1)
@@ -54,7 +39,7 @@ def test_wrong_kernel_signature_names_expected_arguments():
 @pytest.mark.parametrize("n", [1, 6])
 def test_string_template_builder_works(n):
     t = Tensor.from_dense(tridiag(n), NF.SkewDIAI)
-    lowering.register_kernel("matvec", (NF.SkewDIAI, "dense"), string.Template(SEVENS), name="sevens-tpl")
+    lowering.register_kernel("matvec", (NF.SkewDIAI, "dense"), string.Template(SEVENS_TEMPLATE), name="sevens-tpl")
     try:
         np.testing.assert_array_equal(F.matmul(t, np.ones(n)).to_dense(), np.full(n, 7.0))
     finally:

@@ -12,6 +12,7 @@ import lowering
 from frontend import Matmul, NamedFormats as NF, Tensor, TensorFormat, matmul
 from lowering.custom_pipeline import with_stages
 from lowering.emitter import rules
+from ops_util import SEVENS_TEMPLATE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -46,28 +47,12 @@ def test_worked_example_dia_spmv_kernel_runs():
     assert Matmul(t, x).path == "emitter-rows"
 
 
-SCALED = """
-func.func @$name(%pos: memref<?x$pos_t>, %crd: memref<?x$crd_t>, %val: memref<?x$elem>,
-                 %x: memref<${in0_1}x$elem>) -> memref<${out_0}x$elem> attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %m = arith.constant $out_0 : index
-  %seven = arith.constant 7.0 : $elem
-  %y = memref.alloc() : memref<${out_0}x$elem>
-  scf.for %i = %c0 to %m step %c1 {
-    memref.store %seven, %y[%i] : memref<${out_0}x$elem>
-  }
-  return %y : memref<${out_0}x$elem>
-}
-"""
-
-
 def test_template_kernel_changes_what_runs_and_cache_follows_registry():
     a = tridiag(6)
     t = Tensor.from_dense(a, NF.SkewDIAI)
     x = np.ones(6)
     before = matmul(t, x).to_dense()
-    lowering.register_kernel("matvec", (NF.SkewDIAI, "dense"), SCALED, name="sevens")
+    lowering.register_kernel("matvec", (NF.SkewDIAI, "dense"), SEVENS_TEMPLATE, name="sevens")
     try:
         np.testing.assert_array_equal(matmul(t, x).to_dense(), np.full(6, 7.0))   # the template ran
     finally:
