@@ -69,6 +69,14 @@ def residual_step(m: StepMachine, export: list[tuple[str, bool]] | None = None) 
                          ("dot", "r", "r")], halo=[(1, "x", False)], export=export)[0].real)
 
 
+def _cg_scalars(gamma: Any, delta: Any, gamma_old: Any, alpha_old: Any) -> tuple[Any, Any]:
+    """``(alpha, beta)`` of Chronopoulos-Gear CG from this iteration's ``gamma = r.u``, ``delta = u.w`` and the
+    previous ``gamma`` and ``alpha`` (None on the first iteration); pipelined CG shares the recurrence."""
+    beta = 0.0 if gamma_old is None else gamma / gamma_old
+    alpha = gamma / delta if alpha_old is None else gamma / (delta - beta * gamma / alpha_old)
+    return alpha, beta
+
+
 def cg(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype, first: int = 0) -> int:
     """Preconditioned conjugate gradients in the Chronopoulos-Gear form: one step (one SpMV, one reduction of
     three dot products) an iteration; the iterations it took (counted from ``first``)."""
@@ -84,8 +92,7 @@ def cg(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype, 
         m.iteration(it, float(np.sqrt(abs(rr))))
         if np.sqrt(abs(rr)) <= tol * bnorm or it >= maxiter:
             return it
-        beta = 0.0 if gamma_old is None else gamma / gamma_old
-        alpha = gamma / delta if alpha_old is None else gamma / (delta - beta * gamma / alpha_old)
+        alpha, beta = _cg_scalars(gamma, delta, gamma_old, alpha_old)
         gamma_old, alpha_old = gamma, alpha
         gamma, delta, rr = (_real(v, dtype) for v in m.step(
             [("lincomb", "z", [(1, "w", False), (beta, "z", False)]),
@@ -118,8 +125,7 @@ def pipelined_cg(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: 
             m.iteration(it, float(np.sqrt(abs(rr))))
             if np.sqrt(abs(rr)) <= tol * bnorm or it >= maxiter:
                 break
-            beta = 0.0 if gamma_old is None else gamma / gamma_old
-            alpha = gamma / delta if alpha_old is None else gamma / (delta - beta * gamma / alpha_old)
+            alpha, beta = _cg_scalars(gamma, delta, gamma_old, alpha_old)
             gamma_old, alpha_old = gamma, alpha
             gamma, delta, rr = (_real(v, dtype) for v in m.step(
                 [("lincomb", "z", [(1, "n", False), (beta, "z", False)]),
