@@ -62,3 +62,17 @@ func.func @$name(%pos: memref<?x$pos_t>, %crd: memref<?x$crd_t>, %val: memref<?x
   return %y : memref<${out_0}x$elem>
 }
 """
+
+
+def kill_worker(client: Any, addr: str) -> None:
+    """Ends the Dask worker at ``addr`` (``os._exit`` in it) and waits up to 30 s until the scheduler sees it gone."""
+    import os
+    import time
+
+    try:
+        client.run(os._exit, 1, workers=[addr])
+    except Exception:  # noqa: BLE001 - the worker dies before it answers
+        pass
+    deadline = time.monotonic() + 30
+    while addr in client.nthreads() and time.monotonic() < deadline:
+        time.sleep(0.05)

@@ -1,6 +1,5 @@
 """frontend.distributed on a 2-worker LocalCluster (processes, one thread each; started once for the module):
 partitioning, SpMV/SpMM/SpGEMM/SDDMM and solves against SciPy, worker loss, bad input."""
-import os
 import time
 
 import hypothesis  # noqa: F401 - imported before Dask's threads start (see the fixture's docstring)
@@ -11,6 +10,7 @@ import scipy.sparse.linalg as spla
 
 import frontend as F
 from frontend import NamedFormats as N, Tensor, distributed as fd
+from ops_util import kill_worker
 
 pytest.importorskip("distributed")
 
@@ -154,13 +154,7 @@ def test_from_file_and_partitions(client, tmp_path):
 
 def _kill(client, d, p):
     addr = d.workers()[p]
-    try:
-        client.run(os._exit, 1, workers=[addr])
-    except Exception:  # noqa: BLE001 - the worker dies before it answers
-        pass
-    deadline = time.monotonic() + 30
-    while addr in client.nthreads() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    kill_worker(client, addr)
     return addr
 
 

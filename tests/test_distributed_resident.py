@@ -3,8 +3,6 @@ dot products exchanged worker to worker) and planned products: iterates against 
 pipelined CG, a worker killed in the middle of a worker-side loop, power iteration against SciPy (the quick start
 of docs/distributed.md runs as a script in tests/test_doc_examples.py). One 2-worker LocalCluster (processes)
 for the module."""
-import os
-import time
 import warnings
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import scipy.sparse as sp
 
 import frontend as F
 from frontend import distributed as fd
+from ops_util import kill_worker
 
 pytest.importorskip("distributed")
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,16 +118,6 @@ def test_client_loop_and_multiple_rhs(client):
         fd.solve(d, rhs, progress=3)
 
 
-def _kill(client, addr):
-    try:
-        client.run(os._exit, 1, workers=[addr])
-    except Exception:  # noqa: BLE001 - the worker dies before it answers
-        pass
-    deadline = time.monotonic() + 30
-    while addr in client.nthreads() and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 def test_worker_killed_in_the_worker_side_loop(client):
     n = 1000  # 1-D Poisson: CG needs about n iterations, seconds of worker-side loop
     a = sp.csr_array(sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(n, n)))
@@ -140,7 +129,7 @@ def test_worker_killed_in_the_worker_side_loop(client):
     def progress(it, residual):  # called on the client as the ranks report: kill once, mid-loop, when the
         if not killed and it >= 20:  # checkpoint of iteration 10 is complete (every rank put it before going on)
             killed.append(it)
-            _kill(client, victim)
+            kill_worker(client, victim)
     x = fd.solve(d, b, method="cg", tol=1e-9, maxiter=20 * n, checkpoint=10, progress=progress)
     info = d.solve_info
     assert killed and info["restarts"] == 1, info
@@ -189,6 +178,6 @@ def test_planned_product_survives_a_lost_worker(client):
     x = np.linspace(0, 1, 64)
     plan = d.plan_matmul(x)
     np.testing.assert_allclose(plan(x), a @ x, rtol=1e-12)
-    _kill(client, d.workers()[0])
+    kill_worker(client, d.workers()[0])
     np.testing.assert_allclose(plan(x), a @ x, rtol=1e-12)
     client.wait_for_workers(2, timeout=60)
