@@ -8,12 +8,19 @@ sparse training through autograd, and injecting formats into existing models.
     s = schedule(model); s["fc1.weight"].sparsify(NM(2, 4)).set_format("CSR"); s.apply()
 """
 from ._fallback import DenseFallbackWarning, allow_dense_fallback, dense_fallback_enabled
-from ._injection import LayerReport, ReformatReport, choose_format, prune_model, reformat_model
+from ._injection import (
+    LayerReport,
+    ReformatReport,
+    choose_format,
+    choose_format_for_speed,
+    prune_model,
+    reformat_model,
+)
 from ._schedule import Schedule, ScheduleReport, TensorReport, schedule
 from ._subclass import TorchUST
 from .sparsifiers import NM, BlockFraction, KeepAll, RandomFraction, ScalarFraction, ScalarThreshold, Sparsifier
 
 __all__ = ["NM", "BlockFraction", "DenseFallbackWarning", "KeepAll", "LayerReport", "RandomFraction", "ReformatReport",
            "ScalarFraction", "ScalarThreshold", "Schedule", "ScheduleReport", "Sparsifier", "TensorReport", "TorchUST",
-           "allow_dense_fallback", "choose_format", "dense_fallback_enabled", "prune_model", "reformat_model",
-           "schedule"]
+           "allow_dense_fallback", "choose_format", "choose_format_for_speed", "dense_fallback_enabled", "prune_model",
+           "reformat_model", "schedule"]

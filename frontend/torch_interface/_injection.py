@@ -16,6 +16,7 @@ import torch.nn as nn
 from torch.nn.utils import prune
 
 from frontend.format import NamedFormats, TensorFormat
+from frontend.storage._format_choice import optimize as optimize_stored
 
 from ._subclass import TorchUST
 from .sparsifiers import NM, BlockFraction, ScalarFraction, Sparsifier
@@ -90,6 +91,17 @@ def choose_format(weight: torch.Tensor, *, threshold: float = 0.5,
     return best
 
 
+def choose_format_for_speed(weight: torch.Tensor, *, threshold: float = 0.5, for_: str = "spmm") -> TorchUST | None:
+    """``reformat_model(model, "auto")``'s policy: None (stay dense) below ``threshold`` sparsity, else the
+    storage :func:`frontend.optimize` picks for repeated ``for_`` products (the same chooser as
+    ``Matmul(optimize=True)``: estimated time, not only bytes; a layer's product with a batch is SpMM)."""
+    w = weight.detach()
+    if w.dim() != 2 or sparsity(w) < threshold:
+        return None
+    best, _ = optimize_stored(TorchUST.from_torch(w.to_sparse_csr()).ust, for_)
+    return TorchUST.from_ust(best)
+
+
 def _make_pruning_permanent(mod: nn.Module) -> None:
     for hook in list(mod._forward_pre_hooks.values()):
         if isinstance(hook, prune.BasePruningMethod):
@@ -110,16 +122,25 @@ def install_weight(mod: nn.Module, tu: TorchUST, name: str = "weight") -> TorchU
     return tu
 
 
-def reformat_model(model: nn.Module, func: FormatFunc | None = None, *,
+def reformat_model(model: nn.Module, func: FormatFunc | str | None = None, *,
                    modules: tuple[type[nn.Module], ...] = (nn.Linear,), threshold: float = 0.5) -> ReformatReport:
     """For every submodule of a type in ``modules``: make pruning permanent, call ``func(weight)`` (a
     TorchUST, a torch sparse tensor, or None to leave the layer) and install the result in place.
 
     ``func=None`` uses :func:`choose_format` (dense below ``threshold`` sparsity, else CSR or DELTA(8),
-    whichever is smaller).  Returns a :class:`ReformatReport`."""
-    if func is None:
-        def func(w: torch.Tensor) -> TorchUST | None:
+    whichever is smaller); ``func="auto"`` uses :func:`choose_format_for_speed` (the storage
+    :func:`frontend.optimize` estimates fastest for the layer's products).  Returns a :class:`ReformatReport`."""
+    policy: FormatFunc
+    if func == "auto":
+        def policy(w: torch.Tensor) -> TorchUST | None:
+            return choose_format_for_speed(w, threshold=threshold)
+    elif func is None:
+        def policy(w: torch.Tensor) -> TorchUST | None:
             return choose_format(w, threshold=threshold)
+    elif isinstance(func, str):
+        raise ValueError(f"reformat_model: func must be a callable, None or 'auto', got {func!r}")
+    else:
+        policy = func
     reports: list[LayerReport] = []
     for name, mod in model.named_modules():
         if not isinstance(mod, modules) or isinstance(getattr(mod, "weight", None), TorchUST):
@@ -130,7 +151,7 @@ def reformat_model(model: nn.Module, func: FormatFunc | None = None, *,
             continue
         before = weight.numel() * weight.element_size()
         sp = sparsity(weight.detach())
-        new = func(weight.detach())
+        new = policy(weight.detach())
         if new is None:
             reports.append(LayerReport(name, "dense", sp, before, before))
             continue
