@@ -12,13 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from frontend.solvers._operands import CsrOperands
+from frontend.storage._format_choice import MAX_FILL, SWITCH_SHARE, estimate_against_csr
 
 LAYOUTS = ("auto", "csr", "dia")
 #: ``layout="auto"`` walks DIA only from this many rows: below it the matrix and vectors stay in cache,
 #: where bytes matter less than the checked rows at both ends of the band.
 DIA_MIN_ROWS = 1 << 16
-#: ... and only when DIA's matrix bytes are at most this fraction of CSR's.
-DIA_MAX_BYTES = 0.8
 #: ``layout="dia"`` refuses matrices whose diagonals would hold more than this many values per stored entry.
 DIA_MAX_FILL = 8
 #: DIA preconditioners: ILU(0) walks the CSR pattern.
@@ -75,7 +74,9 @@ def choose_layout(layout: str, csr: CsrOperands, preconditioner: str | None) -> 
     item, idx = csr.val.dtype.itemsize, csr.crd.dtype.itemsize
     dia_bytes, csr_bytes = ndiag * n * item, nnz * (item + idx) + (n + 1) * idx
     share = dia_bytes / csr_bytes
-    if share > DIA_MAX_BYTES:
+    # the shared format chooser's rule (frontend.optimize): DIA-I's estimated SpMV time against CSR's
+    estimate = estimate_against_csr("DIAI", dia_bytes, csr_bytes, 2 * n * item)
+    if ndiag * n > MAX_FILL * nnz or estimate is None or estimate > SWITCH_SHARE:
         return "csr", f"CSR ({ndiag} diagonals: DIA would move {share:.0%} of CSR's bytes)"
     return "dia", f"DIA ({ndiag} diagonals, {share:.0%} of CSR's bytes)"
 

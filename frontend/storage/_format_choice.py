@@ -162,3 +162,12 @@ def optimize(t: Any, for_: str = "spmv", calls: int | None = None) -> tuple[Any,
     c = choice.chosen
     same = t.tensor_format == c.fmt and np.dtype(t.index_type) == c.index_type
     return (t if same else convert(t, c.fmt, index_type=c.index_type)), choice
+
+
+def estimate_against_csr(kind: str, nbytes: int, csr_bytes: int, vector_bytes: int, for_: str = "spmv") -> float | None:
+    """The estimated time of a ``for_`` product streaming ``nbytes`` of matrix in ``kind``'s kernel (a key of
+    ``KERNEL_FACTOR``), relative to CSR's at ``csr_bytes``, both plus ``vector_bytes`` of dense operands; None
+    when ``kind`` is no candidate for ``for_``. A storage is worth switching to when this is at most
+    ``SWITCH_SHARE`` (the rule :func:`choose` applies; ``Solve(layout="auto")`` asks it about DIA)."""
+    factor = KERNEL_FACTOR[for_].get(kind)
+    return None if factor is None else factor * (nbytes + vector_bytes) / max(csr_bytes + vector_bytes, 1)
