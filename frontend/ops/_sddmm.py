@@ -23,6 +23,7 @@ import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, as_format
 from frontend.interop._view_cache import shared_view
+from frontend.storage._validate import validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.kernels import sddmm as kernel_text
 
@@ -274,8 +275,12 @@ def run(subscripts: str, operands: tuple, out_format: Any = None, threads: Any =
 
 def _scipy_like(a: Any, t: Tensor, p: Pattern, vals: np.ndarray) -> Any:
     """A SciPy object of ``a``'s kind (CSR/CSC/COO; a Tensor ``a`` gives its SciPy counterpart) with ``a``'s
-    pattern (index arrays copied) and the values ``vals``."""
+    pattern (index arrays copied) and the values ``vals``. SciPy indexes with that pattern unchecked, so its
+    index buffers are checked first (:func:`frontend.storage._validate.validate_now`: a compare with a copy
+    when unchanged; ``ValueError`` when written out of range in place)."""
     import scipy.sparse as sps
+
+    validate_now(t)
 
     if p.rows == "coordinates":
         return sps.coo_array((vals, (p.first.copy(), p.second.copy())), shape=t.shape)
