@@ -11,6 +11,7 @@ unchanged).
 from __future__ import annotations
 
 import ctypes
+import operator
 import threading
 import weakref
 from typing import Any
@@ -116,9 +117,30 @@ def _index_buffers(t: StoredTensor) -> list[Any]:
     return [b for pair in zip(t._pos, t._crd) for b in pair if b is not None]
 
 
+class Built:
+    """``_validated`` of a tensor the library built valid (:func:`mark_valid`): the buffers it was built over;
+    their key is computed only when asked for (:func:`_validated_key`: most results are handed on unchecked)."""
+
+    __slots__ = ("buffers",)
+
+    def __init__(self, buffers: tuple[Any, ...]) -> None:
+        self.buffers = buffers
+
+
+def _validated_key(t: StoredTensor) -> tuple | None:
+    """``t``'s ``buffer_key()`` at its last validation (a :class:`Built` one resolved now: its key while ``t``
+    still holds the buffers it was built over), or None."""
+    v = t._validated
+    if type(v) is Built:
+        now = t.buffers()
+        v = t.buffer_key() if len(now) == len(v.buffers) and all(map(operator.is_, now, v.buffers)) else None
+        t._validated = v
+    return v  # type: ignore[return-value]
+
+
 def _known_guard(t: StoredTensor, key: tuple) -> Guard | None:
     """The guard of ``key``'s last validation if its index buffers are unchanged since, else None."""
-    guard = t._guard if t._validated == key else _strong(_VALIDATED.get(key))
+    guard = t._guard if _validated_key(t) == key else _strong(_VALIDATED.get(key))
     return guard if guard is not None and intact(guard) else None
 
 
@@ -254,8 +276,9 @@ def same_indices(t: StoredTensor, snapshot: tuple[Any, ...] | None) -> bool:
 
 
 def mark_valid(t: TensorT) -> TensorT:
-    """Records ``t`` (built by the library, valid by construction) as validated."""
-    t._validated, t._guard = t.buffer_key(), record(_index_buffers(t))
+    """Records ``t`` (built by the library, valid by construction) as validated; its buffer key is built only
+    if it is validated again (:class:`Built`)."""
+    t._validated, t._guard = Built(tuple(t.buffers())), record(_index_buffers(t))
     return t
 
 

@@ -107,7 +107,7 @@ class Tensor:
         self.device = device
         self._source = source  # keeps the package object alive and lets to_package() return it
         self._source_key: tuple | None = None  # buffer_key() when viewed from source (from_package)
-        self._validated: tuple | None = None  # buffer_key() of the last successful validation
+        self._validated: Any = None  # buffer_key() of the last successful validation (or _validate.Built)
         self._guard: Any = None  # the index buffers' guard of that validation (frontend.storage._guard)
 
     @classmethod
