@@ -142,7 +142,9 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
         b_crd = b_crd[:len(b_val)]
     # slots: a union holds at most both rows' entries, an intersection the shorter row's (the kernels keep
     # every write inside them whatever the positions hold: ends clamped here to the coordinates' lengths)
-    a_end, b_end = _end(a_pos, a_crd), _end(b_pos, b_crd)
+    a_end, b_end = int(a_pos[-1]), int(b_pos[-1])
+    if not (0 <= a_end <= len(a_crd) and 0 <= b_end <= len(b_crd)):
+        a_end, b_end = min(max(a_end, 0), len(a_crd)), min(max(b_end, 0), len(b_crd))
     bound = min(a_end, b_end) if op == "mul" else a_end + b_end
     c_pos = np.empty(outer + 1, idx)
     c_pos[0] = 0
@@ -161,11 +163,6 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, _top(minor), c_pos, crd], val, bounds, "merge")
     end = int(c_pos[-1]) if union else _join_chunks(crd, val, c_pos, a_pos, b_pos, bounds)
     return c_pos, crd[:end], val[:end]
-
-
-def _end(pos: np.ndarray, crd: np.ndarray) -> int:
-    """``pos[-1]`` clamped into ``[0, len(crd)]`` (positions may have been written in place)."""
-    return min(max(int(pos[-1]), 0), len(crd))
 
 
 _TOPS: dict[int, np.ndarray] = {}  # extent -> the union kernel's one-entry ``top`` argument (largest coordinate)
