@@ -25,7 +25,6 @@ from frontend.format import NamedFormats, TensorFormat, as_format
 from frontend.storage._compact import huge, run_compacted
 from frontend.storage._convert import coordinates
 from frontend.storage._layout import is_padded, to_host
-from frontend.storage._validate import validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import TensorSpec
 from lowering.miscompiles import unsupported_levels
@@ -253,9 +252,6 @@ def _merged(op: str, ta: Tensor, tb: Tensor, computed: TensorFormat, elem: str) 
             or kind(elem) not in ("float", "int")):
         return None
     validate_sparse([ta, tb])
-    if op == "mul":  # the intersection kernel is not bounds-safe: NumPy index buffers checked on every call
-        validate_now(ta)
-        validate_now(tb)
     a_pos, a_crd, b_pos, b_crd = (np.asarray(x) for x in (ta._pos[1], ta._crd[1], tb._pos[1], tb._crd[1]))
     a_val, b_val = np.asarray(ta.val), np.asarray(tb.val)
     if not (a_val.flags.c_contiguous and b_val.flags.c_contiguous):

@@ -7,8 +7,10 @@ the row-sum kernel (:mod:`lowering.kernels.row_sum`), skipping the general path'
 promotion, broadcasting and format rule (about 0.1 ms a call). Both return None when they do not apply
 (then the general path runs). A SciPy object's view is made and validated on its first call and reused
 while its buffers are the same (:func:`frontend.interop._view_cache.shared_view`). Values are read on every
-call (no result is cached); index buffers are checked again when they were made writable since their last
-validation (:func:`frontend.storage._validate.recheck`).
+call (no result is cached). Index buffers are read as they are, never checked again: the merge, intersection,
+row-sum and softmax kernels are bounds-safe (every position range and coordinate they use clamped in the
+generated code), so buffers written in place since validation give a wrong result, never an access out of
+bounds.
 """
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ import numpy as np
 from frontend.format import NamedFormats
 from frontend.interop._scipy import canonical_compressed
 from frontend.interop._view_cache import shared_view
-from frontend.storage._validate import validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.kernels import intersect_rows, merge_rows, row_softmax, row_sum
 
@@ -135,14 +136,22 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
         key = ("merge", op, elem, *types)
         build = lambda: merge_rows.build(op, elem, kind, *types)  # noqa: E731 - built once per key
     outer = len(a_pos) - 1
-    # slots: a union holds at most both rows' entries, an intersection the shorter row's
-    bound = min(int(a_pos[-1]), int(b_pos[-1])) if op == "mul" else int(a_pos[-1]) + int(b_pos[-1])
+    if len(a_crd) > len(a_val):  # (spare coordinate capacity) the kernels clamp ranges to the coordinates
+        a_crd = a_crd[:len(a_val)]
+    if len(b_crd) > len(b_val):
+        b_crd = b_crd[:len(b_val)]
+    # slots: a union holds at most both rows' entries, an intersection the shorter row's (the kernels keep
+    # every write inside them whatever the positions hold: ends clamped here to the coordinates' lengths)
+    a_end, b_end = int(a_pos[-1]), int(b_pos[-1])
+    if not (0 <= a_end <= len(a_crd) and 0 <= b_end <= len(b_crd)):
+        a_end, b_end = min(max(a_end, 0), len(a_crd)), min(max(b_end, 0), len(b_crd))
+    bound = min(a_end, b_end) if op == "mul" else a_end + b_end
     c_pos = np.empty(outer + 1, idx)
     c_pos[0] = 0
     crd, val = np.empty(bound, idx), np.empty(bound, a_val.dtype)
     if bound < (INTERSECT_PARALLEL_MIN if op == "mul" else MERGE_PARALLEL_MIN) or outer <= 1 or cpu_count() == 1:
         small = holder if bound <= PREPARED_MAX else None
-        inputs = (a_pos, a_crd, a_val, b_pos, b_crd, b_val) + (() if op == "mul" else (_top(minor),))
+        inputs = (a_pos, a_crd, a_val, b_pos, b_crd, b_val, _top(minor))
         run_rows(key, build, "merge", small, inputs, (c_pos, crd, val), outer)
         end = int(c_pos[-1])
         return c_pos, crd[:end], val[:end]
@@ -151,8 +160,7 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
     union = op != "mul"
     if union:  # count the rows before each chunk: every chunk writes at its exact offset
         _union_starts(kernel, a_pos, a_crd, b_pos, b_crd, c_pos, bounds)
-    top = [] if op == "mul" else [_top(minor)]
-    kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, *top, c_pos, crd], val, bounds, "merge")
+    kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, _top(minor), c_pos, crd], val, bounds, "merge")
     end = int(c_pos[-1]) if union else _join_chunks(crd, val, c_pos, a_pos, b_pos, bounds)
     return c_pos, crd[:end], val[:end]
 
@@ -270,9 +278,6 @@ def fast_binary(op: str, a: Any, b: Any) -> Any:
     if ba is None or bb is None or ba[2].dtype != bb[2].dtype or ba[2].dtype not in _ELEMS:
         return None
     elem, kind = _ELEMS[ba[2].dtype]
-    if op == "mul":  # the intersection kernel is not bounds-safe: NumPy index buffers checked on every call
-        validate_now(va)
-        validate_now(vb)
     it = va.index_type or vb.index_type
     width = np.dtype(it).itemsize * 8 if it is not None else 64
     minor = va.shape[1] if va.tensor_format == NamedFormats.CSR else va.shape[0]

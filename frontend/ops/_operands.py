@@ -107,8 +107,11 @@ HALF_ELEMS = {"float16": "f16", "bfloat16": "bf16"}
 
 def half_elem(tensors: Sequence[Tensor]) -> str | None:
     """``"f16"``/``"bf16"`` when every operand has that one half dtype, else None."""
-    dts = {str(numpy_dtype(t.val)) for t in tensors}
-    return HALF_ELEMS.get(dts.pop()) if len(dts) == 1 else None
+    dts = {numpy_dtype(t.val) for t in tensors}
+    if len(dts) != 1:
+        return None
+    dt = dts.pop()
+    return HALF_ELEMS.get(str(dt)) if dt.itemsize == 2 else None  # (str of a dtype: microseconds)
 
 
 def native_half(tensors: Sequence[Tensor], options: Any) -> bool:

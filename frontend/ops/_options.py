@@ -85,7 +85,11 @@ _HALF_WITH_COMPLEX32 = ("torch.complex32", "torch.float16")  # operand dtypes wh
 
 def has_complex32(objs: Sequence[Any]) -> bool:
     """Whether an operand is a torch tensor of dtype ``torch.complex32`` (no NumPy equivalent)."""
-    return any(str(getattr(x, "dtype", "")) == "torch.complex32" for x in objs if x is not None)
+    for x in objs:
+        dt = getattr(x, "dtype", None)
+        if dt is not None and not isinstance(dt, np.dtype) and str(dt) == "torch.complex32":
+            return True
+    return False
 
 
 def _compute_dtype(compute_type: Any, operands: np.dtype) -> np.dtype:

@@ -94,7 +94,8 @@ def pattern_of(t: Tensor) -> Pattern | None:
         return None
     if first is None or second is None:
         return None
-    nnz = int(first[-1]) if rows == "compressed" else len(first)
+    # (positions may have been written in place: the entries clamped to the coordinates, as the kernel does)
+    nnz = min(max(int(first[-1]), 0), len(second)) if rows == "compressed" else min(len(first), len(second))
     return Pattern(rows, first, second, fmt == NamedFormats.CSC, nnz)
 
 
@@ -201,17 +202,15 @@ def transposed(y: np.ndarray, p: Pattern, threads: Any = None) -> np.ndarray:
 
 
 def _sparse_view(a: Any) -> Tensor | None:
-    """The validated Tensor of a sparse operand (a Tensor, or a SciPy CSR/CSC/COO object viewed once per
-    buffer set; the SDDMM kernel is not bounds-safe, so NumPy index buffers are checked on every call);
-    None for other operands."""
+    """The validated Tensor of a sparse operand (a Tensor, or a SciPy CSR/CSC/COO object viewed and validated
+    once per buffer set; the SDDMM kernel is bounds-safe, so index buffers written in place since are read as
+    they are); None for other operands."""
     ta = type(a)
     if ta is Tensor:
-        return validate_now(operand(a, "a")) if a.is_sparse else None
+        return operand(a, "a") if a.is_sparse else None
     if ta.__name__ in _SCIPY and ta.__module__.startswith("scipy.sparse"):
         view = shared_view(a)
-        if view is None:
-            view = operand(a, "a")
-        return validate_now(view)
+        return view if view is not None else operand(a, "a")
     return None
 
 
@@ -276,8 +275,12 @@ def run(subscripts: str, operands: tuple, out_format: Any = None, threads: Any =
 
 def _scipy_like(a: Any, t: Tensor, p: Pattern, vals: np.ndarray) -> Any:
     """A SciPy object of ``a``'s kind (CSR/CSC/COO; a Tensor ``a`` gives its SciPy counterpart) with ``a``'s
-    pattern (index arrays copied) and the values ``vals``."""
+    pattern (index arrays copied) and the values ``vals``. SciPy indexes with that pattern unchecked, so its
+    index buffers are checked first (:func:`frontend.storage._validate.validate_now`: a compare with a copy
+    when unchanged; ``ValueError`` when written out of range in place)."""
     import scipy.sparse as sps
+
+    validate_now(t)
 
     if p.rows == "coordinates":
         return sps.coo_array((vals, (p.first.copy(), p.second.copy())), shape=t.shape)

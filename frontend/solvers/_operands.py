@@ -60,12 +60,21 @@ def _from_package(a: Any) -> Tensor:
         return Tensor.from_package(c)
 
 
+_WORKING: dict[tuple[Any, Any], np.dtype] = {}  # (a's dtype, b's dtype) -> working_dtype (on every solve)
+
+
 def working_dtype(a_dtype: Any, b_dtype: Any) -> np.dtype:
     """float32 when both are float32 (or smaller), else float64."""
+    got = _WORKING.get((a_dtype, b_dtype))
+    if got is not None:
+        return got
     dt = np.result_type(np.dtype(a_dtype), np.dtype(b_dtype))
     if dt.kind == "c":
         raise TypeError("solve supports real right-hand sides, got a complex one")
-    return np.dtype(np.float32) if dt == np.float32 or (dt.kind == "f" and dt.itemsize < 4) else np.dtype(np.float64)
+    got = np.dtype(np.float32) if dt == np.float32 or (dt.kind == "f" and dt.itemsize < 4) else np.dtype(np.float64)
+    if len(_WORKING) < 256:
+        _WORKING[(a_dtype, b_dtype)] = got
+    return got
 
 
 def _index_dtype(n: int, nnz: int) -> np.dtype:

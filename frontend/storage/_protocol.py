@@ -25,7 +25,7 @@ class StoredTensor(Protocol):
     _pos: list[Any]
     _crd: list[Any]
     _val: Any
-    _validated: tuple | None  # buffer_key() of the last successful validation
+    _validated: Any  # buffer_key() of the last successful validation (or _validate.Built), None before
     _guard: Any  # its index buffers' guard (frontend.storage._guard), None before validation
     _source: Any  # the package object the buffers were viewed from, or None
     _source_key: tuple | None  # buffer_key() when viewed from _source

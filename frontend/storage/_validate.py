@@ -11,6 +11,7 @@ unchanged).
 from __future__ import annotations
 
 import ctypes
+import operator
 import threading
 import weakref
 from typing import Any
@@ -116,9 +117,30 @@ def _index_buffers(t: StoredTensor) -> list[Any]:
     return [b for pair in zip(t._pos, t._crd) for b in pair if b is not None]
 
 
+class Built:
+    """``_validated`` of a tensor the library built valid (:func:`mark_valid`): the buffers it was built over;
+    their key is computed only when asked for (:func:`_validated_key`: most results are handed on unchecked)."""
+
+    __slots__ = ("buffers",)
+
+    def __init__(self, buffers: tuple[Any, ...]) -> None:
+        self.buffers = buffers
+
+
+def _validated_key(t: StoredTensor) -> tuple | None:
+    """``t``'s ``buffer_key()`` at its last validation (a :class:`Built` one resolved now: its key while ``t``
+    still holds the buffers it was built over), or None."""
+    v = t._validated
+    if type(v) is Built:
+        now = t.buffers()
+        v = t.buffer_key() if len(now) == len(v.buffers) and all(map(operator.is_, now, v.buffers)) else None
+        t._validated = v
+    return v  # type: ignore[return-value]
+
+
 def _known_guard(t: StoredTensor, key: tuple) -> Guard | None:
     """The guard of ``key``'s last validation if its index buffers are unchanged since, else None."""
-    guard = t._guard if t._validated == key else _strong(_VALIDATED.get(key))
+    guard = t._guard if _validated_key(t) == key else _strong(_VALIDATED.get(key))
     return guard if guard is not None and intact(guard) else None
 
 
@@ -161,12 +183,53 @@ def watched(t: StoredTensor) -> bool:
     return guard is not None and guard[1] and intact(guard)
 
 
+#: Index buffers of at most this many bytes in all are copied at their first full check (else at the second:
+#: a one-off conversion of a large tensor keeps no copy)
+SMALL_COPY = 1 << 16
+#: Index buffers up to this many bytes are compared as ``bytes`` (no C call; faster for small buffers)
+_BYTES_MAX = 1 << 12
+
+
+def _kept(copy: np.ndarray) -> Any:
+    """What :func:`_same` compares a buffer with later, from the ``copy`` taken at its full check: its shape,
+    dtype and bytes (small) or the copy itself."""
+    return (copy.shape, copy.dtype, copy.tobytes()) if copy.nbytes <= _BYTES_MAX else copy
+
+
+def _same(b: np.ndarray, copy: Any) -> bool:
+    """Whether NumPy buffer ``b`` holds what :func:`_kept` keeps (its shape and bytes)."""
+    if type(copy) is tuple:
+        return b.shape == copy[0] and b.dtype == copy[1] and b.tobytes() == copy[2]
+    return _equal(b, copy)
+
+
+def _unchanged(t: StoredTensor, fresh: tuple) -> bool:
+    """Whether ``t`` has the very buffer objects :func:`validate_now` last checked in full, with the index
+    buffers' bytes unchanged: the per-call fast path (no key built, no lock, one compare per index buffer)."""
+    buffers, index, copies = fresh
+    now = t.buffers()
+    if len(now) != len(buffers):
+        return False
+    for a, b in zip(now, buffers):
+        if a is not b:
+            return False
+    for b, c in zip(index, copies):
+        if not _same(b, c):
+            return False
+    return True
+
+
 def validate_now(t: TensorT) -> TensorT:
     """Before a kernel that is not bounds-safe reads ``t``: its contents checked now (``ValueError`` naming the
     level), unless version counters prove them unchanged since validation. NumPy index buffers may have been
-    written in place since (nothing freezes them): from the second call on they are compared with a copy taken
-    at their last full check (one ``memcmp`` pass, certain) and checked in full again only when they differ."""
+    written in place since (nothing freezes them): they are compared with a copy taken at their last full check
+    (one compare per buffer, certain; for small buffers from the second call, for others from the third) and
+    checked in full again only when they differ. The tensor remembers its buffers and copies: a repeat call on
+    it compares them without building its key."""
     if t.tensor_format.is_dense:
+        return t
+    fresh = t.__dict__.get("_fresh")
+    if fresh is not None and _unchanged(t, fresh):
         return t
     key = t.buffer_key()
     guard = _known_guard(t, key)
@@ -175,38 +238,47 @@ def validate_now(t: TensorT) -> TensorT:
         copies = None if guard is None else _CHECKED.get(key)
         if copies is None or copies is _ONCE or len(copies) != len(buffers) or \
                 not all(map(_equal, buffers, copies)):
-            t._validated, t._guard = None, None
+            t._validated, t._guard, t._fresh = None, None, None
             _check(t, exact=guard is None)
             if guard is None:
                 guard = record(buffers)
                 _remember(key, t.buffers(), guard)
-            with _LOCK:  # the copy from the second full check on: a one-off conversion keeps no copy
+            small = sum(int(getattr(b, "nbytes", 0)) for b in buffers) <= SMALL_COPY
+            with _LOCK:  # the copy from the second full check on (small: the first): a one-off conversion keeps none
                 if key in _VALIDATED:  # dropped with the buffers, like the memo
-                    _CHECKED[key] = _ONCE if copies is None else _copies(buffers)
+                    copies = _CHECKED[key] = _ONCE if copies is None and not small else _copies(buffers)
+        if copies is not None and copies is not _ONCE and all(type(b) is np.ndarray for b in buffers):
+            t._fresh = (tuple(t.buffers()), tuple(buffers), tuple(map(_kept, copies)))
     t._validated, t._guard = key, guard
     return t
 
 
-def index_snapshot(t: StoredTensor) -> tuple[np.ndarray, ...] | None:
+def index_snapshot(t: StoredTensor) -> tuple[Any, ...] | None:
     """Copies of ``t``'s index buffers when some are unwatched (NumPy), for :func:`same_indices`; else None.
     For state derived from the index buffers and kept across calls (a solver's analysis): O(nnz) to compare,
-    and certain, unlike any sample of the entries."""
+    and certain, unlike any sample of the entries (small buffers kept as bytes: no C call to compare)."""
     if t.tensor_format.is_dense or watched(t):
         return None
-    return _copies(_index_buffers(t))
+    return tuple(map(_kept, _copies(_index_buffers(t))))
 
 
-def same_indices(t: StoredTensor, snapshot: tuple[np.ndarray, ...] | None) -> bool:
+def same_indices(t: StoredTensor, snapshot: tuple[Any, ...] | None) -> bool:
     """Whether ``t``'s index buffers hold what :func:`index_snapshot` copied (True without a snapshot)."""
     if snapshot is None:
         return True
     now = _index_buffers(t)
-    return len(now) == len(snapshot) and all(map(_equal, now, snapshot))
+    if len(now) != len(snapshot):
+        return False
+    for b, c in zip(now, snapshot):
+        if not _same(to_host(b), c):
+            return False
+    return True
 
 
 def mark_valid(t: TensorT) -> TensorT:
-    """Records ``t`` (built by the library, valid by construction) as validated."""
-    t._validated, t._guard = t.buffer_key(), record(_index_buffers(t))
+    """Records ``t`` (built by the library, valid by construction) as validated; its buffer key is built only
+    if it is validated again (:class:`Built`)."""
+    t._validated, t._guard = Built(tuple(t.buffers())), record(_index_buffers(t))
     return t
 
 

@@ -107,7 +107,7 @@ class Tensor:
         self.device = device
         self._source = source  # keeps the package object alive and lets to_package() return it
         self._source_key: tuple | None = None  # buffer_key() when viewed from source (from_package)
-        self._validated: tuple | None = None  # buffer_key() of the last successful validation
+        self._validated: Any = None  # buffer_key() of the last successful validation (or _validate.Built)
         self._guard: Any = None  # the index buffers' guard of that validation (frontend.storage._guard)
 
     @classmethod
@@ -212,9 +212,10 @@ class Tensor:
         return out + [self._val]
 
     def buffer_key(self) -> tuple:
-        """Identity of the buffer set (id, data pointer, shape, dtype of each buffer)."""
+        """Identity of the buffer set (id, data pointer, shape, dtype of each buffer; the dtype object itself:
+        its ``str`` costs microseconds on the per-call paths)."""
         return (self.tensor_format.structure_key(), self.shape) + tuple(
-            (id(b), data_pointer(b), tuple(b.shape), str(b.dtype)) for b in self.buffers())
+            (id(b), data_pointer(b), tuple(b.shape), b.dtype) for b in self.buffers())
 
     # ----- conversion ----------------------------------------------------------------------------------
     def convert(self, tensor_format: TensorFormat | str | None = None, index_type: Any = None, dtype: Any = None,

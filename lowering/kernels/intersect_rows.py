@@ -15,16 +15,24 @@ Each row pair takes one of four methods, picked from the two rows' lengths and f
   time): one step per entry of either row with selects; the product is stored at the row's next output
   position every step and kept (the position advanced) on a match only.
 
-- ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, c_pos, c_crd, c_val, row_begin, row_end)`` writes the
+- ``@merge(a_pos, a_crd, a_val, b_pos, b_crd, b_val, top, c_pos, c_crd, c_val, row_begin, row_end)`` writes the
   rows ``[row_begin, row_end)`` one after another from offset ``min(a_pos[row_begin], b_pos[row_begin])``
   (a bound of the rows before: a row of the intersection holds at most the shorter row's entries; the caller
   moves each chunk down after the ones before, which never happens when the two patterns are equal) and
   ``c_pos[r + 1]`` = the end of row ``r``. The rows ``[r0, r1)`` write inside ``[min(a_pos[r0], b_pos[r0]),
   min(a_pos[r1], b_pos[r1]))``, so chunks never overlap and ``min(nnz(A), nnz(B))`` slots hold the result.
+  ``top[0]`` (int64) is the largest coordinate of the merged dimension.
+
+Bounds-safe whatever the operands' index buffers hold, as the union (:mod:`lowering.kernels.merge_rows`): each
+row's position ranges are clamped into the coordinates' length, the start offset into the result's buffers,
+a row pair whose shorter row would not fit in them is taken as empty (:func:`~.merge_rows.row_room`), and
+every loaded coordinate is clamped to ``top[0]``. Every method reads only inside the clamped ranges and writes
+at most the shorter row's entries, so a corrupted operand gives a wrong result, never a read or write out of
+bounds.
 """
 from __future__ import annotations
 
-from .merge_rows import ROW_BOUNDS, ROW_ENDS, match_step, merge_head
+from .merge_rows import ROW_ENDS, clamped_coordinates, match_step, merge_head, row_room
 
 #: A row pair is searched (binary search of the shorter row's entries in the longer one) when the longer row
 #: has more than this many times the shorter one's entries; below it the rows are merged.
@@ -35,7 +43,7 @@ _MUL = {"float": "arith.mulf", "int": "arith.muli"}
 # rows: lengths, column ranges, and the method of each row pair
 _ROW = """\
   %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
-""" + ROW_BOUNDS + """    %ane = arith.cmpi ult, %alo, %ahi : index
+""" + row_room("minui") + """    %ane = arith.cmpi ult, %alo, %ahi : index
     %bne = arith.cmpi ult, %blo, %bhi : index
     %bothne = arith.andi %ane, %bne : i1
     %rowend = scf.if %bothne -> (index) {{
@@ -226,11 +234,13 @@ def build(elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc:
                                  e=elem, mul=mul, cc=cc)
     steps = _STEPS.format(ac=ac, bc=bc, cc=cc, e=elem, mul=mul,
                           head_ms=merge_head("ms", "%alo", "%n0", "%ahi", ac, bc, " " * 14))
-    body = _ROW.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, search_in_a=search_in_a, search_in_b=search_in_b,
+    rows = _ROW.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, search_in_a=search_in_a, search_in_b=search_in_b,
                        merge=merge, steps=steps)
+    body = clamped_coordinates(rows, ac, bc)
     return (f"func.func @merge(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>, "
-            f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %c_pos: memref<?x{cp}>, "
-            f"%c_crd: memref<?x{cc}>, %c_val: memref<?x{elem}>, %row_begin: index, %row_end: index) "
+            f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %top: memref<?xi64>, "
+            f"%c_pos: memref<?x{cp}>, %c_crd: memref<?x{cc}>, %c_val: memref<?x{elem}>, %row_begin: index, "
+            "%row_end: index) "
             "attributes {llvm.emit_c_interface} {\n"
             "  %c0 = arith.constant 0 : index\n"
             "  %c1 = arith.constant 1 : index\n"
@@ -240,6 +250,8 @@ def build(elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc:
             f"  %ob_p = memref.load %b_pos[%row_begin] : memref<?x{bp}>\n"
             f"  %oa = arith.index_cast %oa_p : {ap} to index\n"
             f"  %ob = arith.index_cast %ob_p : {bp} to index\n"
-            "  %o = arith.minui %oa, %ob : index\n" + body + "}\n")
+            "  %o_u = arith.minui %oa, %ob : index\n"
+            f"  %cap = memref.dim %c_crd, %c0 : memref<?x{cc}>\n"
+            "  %o = arith.minui %o_u, %cap : index\n" + body + "}\n")
 
 

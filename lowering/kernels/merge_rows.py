@@ -117,19 +117,26 @@ def match_step(op: str, e: str, cc: str, indent: str) -> str:
     return "".join(indent + line + "\n" for line in lines)
 
 
-#: A union row writes at most both rows' entries: a row that would not fit in the result's buffers (positions
-#: changed in place after validation, so that the rows overlap) is merged as empty (``%ahi``/``%bhi`` from the
-#: clamped ``%ahi_f``/``%bhi_f``), so no write leaves them.
-ROW_ROOM = ROW_BOUNDS.replace("%ahi =", "%ahi_f =").replace("%bhi =", "%bhi_f =").replace(
-    "%alo_u, %ahi ", "%alo_u, %ahi_f ").replace("%blo_u, %bhi ", "%blo_u, %bhi_f ") + """\
+def row_room(combine: str) -> str:
+    """:data:`ROW_BOUNDS` for a row written from ``%n0`` into result buffers of ``%cap`` slots: a row pair that
+    would not fit (positions changed in place after validation, so that rows overlap) is merged as empty
+    (``%ahi``/``%bhi`` from the clamped ``%ahi_f``/``%bhi_f``), so no write leaves them. ``combine``: the
+    ``arith`` op giving the row's most entries from the two rows' lengths (``addi``: a union, both rows';
+    ``minui``: an intersection, the shorter row's)."""
+    return ROW_BOUNDS.replace("%ahi =", "%ahi_f =").replace("%bhi =", "%bhi_f =").replace(
+        "%alo_u, %ahi ", "%alo_u, %ahi_f ").replace("%blo_u, %bhi ", "%blo_u, %bhi_f ") + f"""\
     %need_a = arith.subi %ahi_f, %alo : index
     %need_b = arith.subi %bhi_f, %blo : index
-    %need = arith.addi %need_a, %need_b : index
+    %need = arith.{combine} %need_a, %need_b : index
     %need_end = arith.addi %n0, %need : index
     %fits = arith.cmpi ule, %need_end, %cap : index
     %ahi = arith.select %fits, %ahi_f, %alo : index
     %bhi = arith.select %fits, %bhi_f, %blo : index
 """
+
+
+#: A union row writes at most both rows' entries (:func:`row_room`).
+ROW_ROOM = row_room("addi")
 
 _HEAD = """\
   %c0 = arith.constant 0 : index
@@ -406,17 +413,18 @@ def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp:
             f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %top: memref<?xi64>, "
             f"%c_pos: memref<?x{cp}>, %c_crd: memref<?x{cc}>, %c_val: memref<?x{elem}>, %row_begin: index, "
             "%row_end: index) attributes {llvm.emit_c_interface} {\n"
-            f"  %zero = arith.constant {zero} : {elem}\n" + _clamped_coordinates(text, ac, bc) + "}\n"
+            f"  %zero = arith.constant {zero} : {elem}\n" + clamped_coordinates(text, ac, bc) + "}\n"
             + _count(ap, ac, bp, bc, cp))
 
 
 _CRD_LOAD = re.compile(r"^(\s*)(%\w+) = memref\.load %([ab])_crd\[([^\]]*)\] : memref<\?x(i\d+)>$", re.M)
 
 
-def _clamped_coordinates(text: str, ac: str, bc: str) -> str:
-    """``@merge``'s body with every coordinate it loads clamped to ``top[0]`` (the largest coordinate of the
-    merged dimension; unsigned minimum: negative coordinates too), so the result's coordinates stay in range
-    whatever the operands' coordinates hold (the result may be handed to scipy, which indexes with them)."""
+def clamped_coordinates(text: str, ac: str, bc: str) -> str:
+    """A ``@merge`` body (a union's or an intersection's) with every coordinate it loads clamped to ``top[0]``
+    (the largest coordinate of the merged dimension; unsigned minimum: negative coordinates too), so the
+    result's coordinates stay in range whatever the operands' coordinates hold (the result may be handed to
+    scipy, which indexes with them)."""
     head = "  %top0 = arith.constant 0 : index\n  %top64 = memref.load %top[%top0] : memref<?xi64>\n"
     tops = {}
     for side, t in (("a", ac), ("b", bc)):

@@ -22,7 +22,12 @@ faster at k = 3 or 64.
 
 ``a`` is passed in both variants and read only when ``scaled``. Nothing is allocated; the kernel reads
 only ``x`` rows named by rows in range and ``yt`` rows named by stored coordinates (the frontend checks the
-shapes and the index buffers' validity before the call).
+shapes before the call).
+
+Bounds-safe whatever the index buffers hold: the row range is clamped to the positions' and ``x``'s rows,
+each entry range into the coordinates', values' and output's length (``lo <= hi``, unsigned: negative
+positions too), and every coordinate used as a row of ``x`` or ``yt`` to that operand's last row, so a
+corrupted pattern gives wrong values, never a read or write out of bounds.
 """
 from __future__ import annotations
 
@@ -95,17 +100,23 @@ class _Kernel:
         t.emit(f"%kk = memref.dim %x, %c1 : memref<?x?x{e}>")
         t.emit("%krem = arith.remui %kk, %cl : index")
         t.emit("%kv = arith.subi %kk, %krem : index")  # k below kv: vector chunks; kv..kk: the scalar tail
+        limit, xmax, ymax = self._limits()
         if self.rows == "compressed":
-            t.emit("scf.for %r = %lo to %hi step %c1 {")
+            npos = t.assign(f"arith.maxui {t.assign(f'memref.dim %pos, %c0 : memref<?x{p}>')}, %c1 : index")
+            rows = self._min(t.assign(f"arith.subi {npos}, %c1 : index"),
+                             t.assign(f"memref.dim %x, %c0 : memref<?x?x{e}>"))
+            hi = self._min("%hi", rows)
+            t.emit(f"scf.for %r = {self._min('%lo', hi)} to {hi} step %c1 {{")
             with t.nested():
                 r1 = t.assign("arith.addi %r, %c1 : index")
-                b = self._load_index("%pos", "%r", p)
-                f = self._load_index("%pos", r1, p)
-                self._entries(b, f, lambda q: "%r")
+                f = self._min(self._load_index("%pos", r1, p), limit)
+                b = self._min(self._load_index("%pos", "%r", p), f)
+                self._entries(b, f, lambda q: "%r", ymax)
             t.emit("}")
             names = ("pos", "crd")
         else:
-            self._entries("%lo", "%hi", lambda q: self._load_index("%pos", q, p))
+            hi = self._min("%hi", self._min(limit, t.assign(f"memref.dim %pos, %c0 : memref<?x{p}>")))
+            self._entries(self._min("%lo", hi), hi, lambda q: self._min(self._load_index("%pos", q, p), xmax), ymax)
             names = ("row", "col")
         t.emit("return")
         head = (f"func.func @sddmm(%pos: memref<?x{p}>, %crd: memref<?x{c}>, %a: memref<?x{e}>, "
@@ -116,13 +127,31 @@ class _Kernel:
         return "\n".join([doc, head, *t.constant_lines(1), *t.lines, "}", transpose])
 
     # ----- pieces ---------------------------------------------------------------------------------------------
+    def _min(self, a: str, b: str) -> str:
+        return self.t.assign(f"arith.minui {a}, {b} : index")
+
+    def _limits(self) -> tuple[str, str, str]:
+        """(the entries any range may reach: the coordinates', values' and output's length, 0 when ``x`` or
+        ``yt`` has no rows; the largest row of ``x``; the largest row of ``yt``): what keeps every access in
+        bounds whatever the index buffers hold."""
+        t, e = self.t, self.e
+        dims = [t.assign(f"memref.dim %{b}, %c0 : memref<?x{ty}>")
+                for b, ty in (("crd", self.c), ("a", e), ("out", e))]
+        limit = self._min(self._min(dims[0], dims[1]), dims[2])
+        nx = t.assign(f"memref.dim %x, %c0 : memref<?x?x{e}>")
+        ny = t.assign(f"memref.dim %yt, %c0 : memref<?x?x{e}>")
+        empty = t.assign(f"arith.cmpi eq, {self._min(nx, ny)}, %c0 : index")
+        limit = t.assign(f"arith.select {empty}, %c0, {limit} : index")
+        return limit, t.assign(f"arith.subi {nx}, %c1 : index"), t.assign(f"arith.subi {ny}, %c1 : index")
+
     def _load_index(self, buf: str, idx: str, ty: str) -> str:
         v = self.t.assign(f"memref.load {buf}[{idx}] : memref<?x{ty}>")
         return self.t.assign(f"arith.index_cast {v} : {ty} to index")
 
-    def _entries(self, lo: str, hi: str, row_of: object) -> None:
+    def _entries(self, lo: str, hi: str, row_of: object, ymax: str) -> None:
         """The entries ``[lo, hi)``: ``unroll`` at a time, then the rest one by one. ``row_of(q)`` emits the
-        row index of entry ``q`` (a loop-invariant name for compressed rows)."""
+        row index of entry ``q`` (a loop-invariant name for compressed rows); column coordinates are clamped to
+        ``ymax``."""
         t, u = self.t, self.unroll
         n = t.assign(f"arith.subi {hi}, {lo} : index")
         whole = t.assign(f"arith.subi {hi}, {t.assign(f'arith.remui {n}, %cu : index')} : index")
@@ -130,22 +159,22 @@ class _Kernel:
             q = t.fresh("q")
             t.emit(f"scf.for {q} = {lo} to {whole} step %cu {{")
             with t.nested():
-                self._group(q, u, row_of)
+                self._group(q, u, row_of, ymax)
             t.emit("}")
             lo = whole
         q = t.fresh("q")
         t.emit(f"scf.for {q} = {lo} to {hi} step %c1 {{")
         with t.nested():
-            self._group(q, 1, row_of)
+            self._group(q, 1, row_of, ymax)
         t.emit("}")
 
-    def _group(self, q0: str, u: int, row_of: object) -> None:
+    def _group(self, q0: str, u: int, row_of: object, ymax: str) -> None:
         """``u`` consecutive entries from ``q0``: their dots, scaled and stored."""
         t = self.t
         qs = [q0] + [t.assign(f"arith.addi {q0}, {t.constant(str(d), 'index', str(d))} : index")
                      for d in range(1, u)]
         rows = [row_of(q) for q in qs]  # type: ignore[operator]
-        cols = [self._load_index("%crd", q, self.c) for q in qs]
+        cols = [self._min(self._load_index("%crd", q, self.c), ymax) for q in qs]
         self._scalar_part(qs, self._vector_part(u, rows, cols), rows, cols)
 
     def _vector_part(self, u: int, rows: list[str], cols: list[str]) -> list[str]:
