@@ -28,7 +28,7 @@ from frontend.tensor._tensor import Tensor
 from lowering.kernels import intersect_rows, merge_rows, row_softmax, row_sum
 
 from ._elementwise_kernels import note_kernel, row_kernel_for
-from ._operands import check_cpu, operand, to_caller_package
+from ._operands import check_cpu, operand, out_width, to_caller_package
 from ._stats import balanced_bounds
 from ._threads import cpu_count, summed_bounds
 
@@ -273,8 +273,8 @@ def fast_binary(op: str, a: Any, b: Any) -> Any:
     if op == "mul":  # the intersection kernel is not bounds-safe: NumPy index buffers checked on every call
         validate_now(va)
         validate_now(vb)
-    it = va.index_type or vb.index_type
-    width = np.dtype(it).itemsize * 8 if it is not None else 64
+    width = out_width([va, vb])
+    it = np.dtype(f"int{width}")
     minor = va.shape[1] if va.tensor_format == NamedFormats.CSR else va.shape[0]
     pos, crd, val = merge_buffers(op, ba, bb, elem, kind, width, minor, va)
     package = _package(a, b)

@@ -265,6 +265,34 @@ def fit_positions(pos: Sequence[Any], index_type: np.dtype, explicit: bool) -> n
                      f"convert with {fix}")
 
 
+def package_index_type(t: StoredTensor) -> np.dtype | None:
+    """The one index type SciPy, torch and pydata/sparse accept for ``t``'s buffers: the wider of its positions
+    and coordinates types, at least int32; None when ``t`` has it already (every buffer of one wide type)."""
+    it, ct = np.dtype(t.index_type), np.dtype(getattr(t, "crd_type", t.index_type))
+    if it == ct and not is_narrow(it):
+        return None
+    return _wider(_wider(it, ct), np.dtype(np.int32))
+
+
+def with_index_type(t: TensorT, index_type: np.dtype) -> TensorT:
+    """``t`` with every index buffer (a delta level's gaps aside) cast to ``index_type`` (copies of those that
+    change; the values and the other buffers are shared)."""
+    fmt = t.tensor_format
+    def cast(b: Any, keep: bool) -> Any:
+        if b is None or keep or numpy_dtype(b) == index_type:
+            return b
+        if hasattr(b, "detach"):  # torch
+            import torch
+            return b.to(getattr(torch, str(index_type)))
+        return b.astype(index_type)  # NumPy, CuPy
+    pos = [cast(p, False) for p in t._pos]
+    crd = [cast(c, lv.format is LevelFormat.DELTA) for lv, c in zip(fmt.levels, t._crd)]
+    out = type(t)(fmt, t.shape, pos, crd, t.val, index_type=index_type, package=t.package, device=t.device)
+    if t._validated is not None:
+        mark_valid(out)
+    return out
+
+
 def value_dtype(source: np.dtype, dtype: Any) -> np.dtype:
     """The target value dtype; TypeError for a complex -> real conversion (it would drop the imaginary part)."""
     if dtype is None:
