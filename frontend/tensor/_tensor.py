@@ -5,8 +5,11 @@ Storage layout (the contract every module relies on):
   (``TensorFormat.level_extents``).  Level coordinates run over ``[off, off + extent)`` with ``off`` from
   ``TensorFormat.diagonal_offset`` (negative only for ``j - i`` levels); buffers hold them as they are.
 - ``_pos[k]`` / ``_crd[k]``: the positions / coordinates buffer of level ``k`` or ``None`` when the level
-  has none (``Level.has_positions`` / ``has_coordinates``).  Index buffers are 1-D, contiguous and share
-  ``index_type`` (int32 or int64), except a delta level's ``crd`` (below).  Per level kind, with ``P`` the
+  has none (``Level.has_positions`` / ``has_coordinates``).  Index buffers are 1-D and contiguous; every
+  ``pos`` has ``index_type`` and every ``crd`` but a delta level's (below) has ``crd_type`` (both int8, int16,
+  int32 or int64, as MLIR's ``posWidth``/``crdWidth``; ``crd_type`` is ``index_type`` unless a conversion or
+  ``from_buffers`` gave narrower coordinates).  A narrow (int8/int16) ``crd_type`` addresses levels of extent
+  up to 128 / 32768 (coordinates stay non-negative: signed and unsigned readings agree).  Per level kind, with ``P`` the
   number of positions of the parent level (1 above level 0) and ``E`` the level extent:
   * dense / batch: no buffers; ``P * E`` positions, position ``p * E + (c - off)``.
   * compressed: ``pos`` has ``P + 1`` entries, ``pos[0] == 0``, non-decreasing, ``pos[-1] == len(crd)``;
