@@ -194,8 +194,9 @@ def test_dtype_and_index_conversion() -> None:
         np.testing.assert_array_equal(u.to_dense(), a.astype(dt))
     with pytest.raises(TypeError, match="imaginary part"):
         t.convert(dtype=np.complex128).convert(dtype=np.float64)
-    with pytest.raises(TypeError, match="index_type"):
-        t.convert(index_type=np.int16)
+    with pytest.raises(TypeError, match="index_type must be int8, int16, int32 or int64, got uint16"):
+        t.convert(index_type=np.uint16)
+    assert t.convert(index_type=np.int16).pos(1).dtype == np.int16
     with pytest.raises(ValueError, match="2-D tensor to the 3-D format"):
         t.convert(N.CSF(3))
 

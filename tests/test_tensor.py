@@ -130,12 +130,19 @@ def test_sorted_check_ignores_segment_boundaries() -> None:
 
 
 def test_type_and_layout_errors() -> None:
-    with pytest.raises(TypeError, match=r"level 1 \(j : compressed\): pos must be int32 or int64, got float64"):
+    with pytest.raises(TypeError, match=r"level 1 \(j : compressed\): pos must be int8, int16, int32 or int64, "
+                                        "got float64"):
         _csr(np.array([0.0, 1, 2]), np.array([0, 1]))
-    with pytest.raises(TypeError, match="pos must be int32 or int64, got int16"):
-        _csr(np.array([0, 1, 2], dtype=np.int16), np.array([0, 1], dtype=np.int16))
-    with pytest.raises(TypeError, match=r"crd must be int32 \(the index type\), got int64"):
-        _csr(np.array([0, 1, 2], dtype=np.int32), np.array([0, 1], dtype=np.int64))
+    with pytest.raises(TypeError, match="pos must be int8, int16, int32 or int64, got uint16"):
+        _csr(np.array([0, 1, 2], dtype=np.uint16), np.array([0, 1], dtype=np.uint16))
+    dcsr = dict(pos=[np.array([0, 2], np.int32), np.array([0, 1, 2], np.int32)], values=np.ones(2))
+    with pytest.raises(TypeError, match=r"level 1 \(j : compressed\): crd must be int32 \(the coordinates type of "
+                                        r"every level\), got int64"):
+        Tensor.from_buffers(N.DCSR, (2, 4), crd=[np.array([0, 1], np.int32), np.array([0, 1], np.int64)], **dcsr)
+    dcsr["pos"][1] = dcsr["pos"][1].astype(np.int64)
+    with pytest.raises(TypeError, match=r"level 1 \(j : compressed\): pos must be int32 \(the index type\), "
+                                        "got int64"):
+        Tensor.from_buffers(N.DCSR, (2, 4), crd=[np.array([0, 1], np.int16), np.array([0, 1], np.int16)], **dcsr)
     with pytest.raises(ValueError, match="crd buffer is not contiguous"):
         _csr([0, 1, 2], np.array([0, 9, 1, 9])[::2])
     with pytest.raises(ValueError, match=r"crd must have shape \(\*\[\], n\)"):
@@ -151,8 +158,8 @@ def test_type_and_layout_errors() -> None:
                             crd=[None, np.zeros(0, np.int64)], values=np.ones(0))
     with pytest.raises(ValueError, match="dense values must have the level extents"):
         Tensor.from_buffers(N.Dense(2), (2, 3), values=np.ones((3, 2)))
-    with pytest.raises(TypeError, match="index_type must be int32 or int64, got int8"):
-        Tensor.from_buffers(N.Dense(2), (2, 3), values=np.ones((2, 3)), index_type=np.int8)
+    with pytest.raises(TypeError, match="index_type must be int8, int16, int32 or int64, got uint8"):
+        Tensor.from_buffers(N.Dense(2), (2, 3), values=np.ones((2, 3)), index_type=np.uint8)
     with pytest.raises(ValueError, match="negative extent"):
         Tensor.from_buffers(N.Dense(2), (-1, 3), values=np.ones((0, 3)))
 

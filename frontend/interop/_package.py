@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from frontend.storage import _buffers
+from frontend.storage._convert import package_index_type, with_index_type
 from frontend.storage._protocol import StoredTensor, TensorT
 from frontend.storage._validate import validate
 
@@ -151,6 +152,8 @@ def to_package(t: StoredTensor, package: str | None = None) -> Any:
     if t._source is not None and target == t.package and t._source_key == t.buffer_key():
         return t._source  # the buffers are still the ones viewed from it
     layout = match_layout(t.tensor_format)
+    if layout is not None and layout.kind != "dense" and (wide := package_index_type(t)) is not None:
+        t = with_index_type(validate(t), wide)  # packages take one index type of at least 32 bits
     if layout is None:
         raise TypeError(f"{target} has no object for format {t.tensor_format}"
                         f"{f' ({t.tensor_format.name})' if t.tensor_format.name else ''}; convert it to a "

@@ -256,9 +256,10 @@ def _merged(op: str, ta: Tensor, tb: Tensor, computed: TensorFormat, elem: str) 
     a_val, b_val = np.asarray(ta.val), np.asarray(tb.val)
     if not (a_val.flags.c_contiguous and b_val.flags.c_contiguous):
         return None
+    w = out_width([ta, tb])
     c_pos, c_crd, c_val = merge_buffers(op, (a_pos, a_crd, a_val), (b_pos, b_crd, b_val), elem, kind(elem),
-                                        out_width([ta, tb]), ta.shape[1] if fmt == NamedFormats.CSR else ta.shape[0])
-    return Tensor(fmt, ta.shape, [None, c_pos], [None, c_crd], c_val, index_type=ta.index_type or tb.index_type,
+                                        w, ta.shape[1] if fmt == NamedFormats.CSR else ta.shape[0])
+    return Tensor(fmt, ta.shape, [None, c_pos], [None, c_crd], c_val, index_type=np.dtype(f"int{w}"),
                   package="numpy")
 
 

@@ -29,7 +29,7 @@ from frontend.tensor._tensor import Tensor
 from lowering.kernels import intersect_rows, merge_rows, row_softmax, row_sum
 
 from ._elementwise_kernels import note_kernel, row_kernel_for
-from ._operands import check_cpu, operand, to_caller_package
+from ._operands import check_cpu, operand, out_width, to_caller_package
 from ._stats import balanced_bounds
 from ._threads import cpu_count, summed_bounds
 
@@ -278,8 +278,8 @@ def fast_binary(op: str, a: Any, b: Any) -> Any:
     if ba is None or bb is None or ba[2].dtype != bb[2].dtype or ba[2].dtype not in _ELEMS:
         return None
     elem, kind = _ELEMS[ba[2].dtype]
-    it = va.index_type or vb.index_type
-    width = np.dtype(it).itemsize * 8 if it is not None else 64
+    width = out_width([va, vb])
+    it = np.dtype(f"int{width}")
     minor = va.shape[1] if va.tensor_format == NamedFormats.CSR else va.shape[0]
     pos, crd, val = merge_buffers(op, ba, bb, elem, kind, width, minor, va)
     package = _package(a, b)

@@ -304,4 +304,4 @@ def spec_of(t: Tensor, elem: str) -> TensorSpec:
     if row_major(fmt):
         return TensorSpec(None, t.shape, elem)
     w = 64 if t.index_type is None else index_width(t.index_type)
-    return TensorSpec(fmt, t.shape, elem, w, w)
+    return TensorSpec(fmt, t.shape, elem, w, index_width(t.crd_type) if t.index_type is not None else w)

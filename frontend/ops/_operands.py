@@ -291,13 +291,15 @@ def operand_key(t: Tensor) -> tuple:
     fmt = t.tensor_format
     if row_major(fmt):
         return (None, t.shape, t.dtype)
-    return (fmt.structure_key(), t.shape, t.dtype, t.index_type)
+    return (fmt.structure_key(), t.shape, t.dtype, t.index_type, t.crd_type)
 
 
 def out_width(tensors: Sequence[Tensor]) -> int:
+    """Index width of a sparse result: the first sparse operand's positions width, at least 32 (a result of
+    narrow operands may hold more entries than they do); 64 without a sparse operand."""
     for t in tensors:
         if t.is_sparse and t.index_type is not None:
-            return index_width(t.index_type)
+            return max(index_width(t.index_type), 32)
     return 64
 
 

@@ -13,17 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import TensorFormat, as_format, is_dimension, num_batch_levels, stores_padding
+from frontend.format import LevelFormat, TensorFormat, as_format, is_dimension, num_batch_levels, stores_padding
 
 from ._assemble import assemble_levels
 from ._budget import is_hypersparse, require, storage_bytes
 from ._buffers import numpy_dtype
 from ._direct import convert_direct
 from ._fill import MAX_FILL, fill_limit, slot_check
-from ._layout import index_dtype, level_coordinates_of, to_device, to_host
+from ._layout import INDEX_TYPES, index_dtype, is_narrow, level_coordinates_of, narrowest_index_type, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
-from ._validate import mark_valid, validate_now
+from ._validate import check_coordinate_span, mark_valid, validate_now
 
 
 def level_coordinates(t: StoredTensor) -> tuple[list[np.ndarray], np.ndarray]:
@@ -221,16 +221,76 @@ def from_coordinates(fmt: TensorFormat, shape: Sequence[int], dims: Sequence[np.
     return pos, crd, _stack([p[2] for p in per], bshape, edge=False)
 
 
-def check_index_type(index_type: Any, pos: Sequence[Any], crd: Sequence[Any]) -> np.dtype:
-    """The index dtype (int32 or int64); ValueError when a buffer's values do not fit in it."""
-    it = index_dtype(index_type)
-    if it == np.int32:
-        for name, bufs in (("pos", pos), ("crd", crd)):
-            for k, b in enumerate(bufs):
-                if (b is not None and b.size and b.dtype.kind == "i" and b.dtype.itemsize > 4
-                        and np.abs(b).max() > np.iinfo(np.int32).max):
-                    raise ValueError(f"{name}[{k}] holds values beyond int32; use index_type=int64")
-    return it
+def fitting_crd_type(fmt: TensorFormat, shape: Sequence[int]) -> np.dtype:
+    """The narrowest coordinates type addressing every level of ``fmt`` over ``shape`` (a delta level's gaps
+    aside): int8 up to extent 128, int16 up to 32768, and so on (:func:`coordinate_span`)."""
+    need = 1
+    for lv, e, o in zip(fmt.levels, fmt.level_extents(shape), fmt.diagonal_offset(shape)):
+        if lv.has_coordinates and lv.format is not LevelFormat.DELTA:
+            top = lv.structure[1] if lv.format is LevelFormat.STRUCTURED else o + e  # type: ignore[index]
+            need = max(need, top, -o)
+    return narrowest_index_type(need)
+
+
+def _wider(a: np.dtype, b: np.dtype) -> np.dtype:
+    return a if a.itemsize >= b.itemsize else b
+
+
+def index_types(t: StoredTensor, fmt: TensorFormat, index_type: Any, crd_type: Any) -> tuple[np.dtype, np.dtype]:
+    """The positions and coordinates types of ``t`` converted to ``fmt``: the given ones (``crd_type`` defaults
+    to ``index_type`` when that is given; a ValueError when a level's extent exceeds the coordinates type),
+    else ``t``'s own, the coordinates type widened to address ``fmt``'s levels."""
+    it = index_dtype(t.index_type if index_type is None else index_type)
+    if crd_type is not None or index_type is not None:
+        ct = index_dtype(it if crd_type is None else crd_type, "crd_type")
+        check_coordinate_span(fmt, t.shape, ct)
+        return it, ct
+    own = index_dtype(getattr(t, "crd_type", it), "crd_type")
+    return it, _wider(own, fitting_crd_type(fmt, t.shape)) if is_narrow(own) else own
+
+
+def fit_positions(pos: Sequence[Any], index_type: np.dtype, explicit: bool) -> np.dtype:
+    """The positions type: ``index_type``, or (not ``explicit``) the narrowest wider one holding every
+    position; a ValueError naming the level and the fix when an explicit one does not hold them."""
+    top = max((int(p.max()) for p in pos if p is not None and p.size), default=0)
+    if top <= np.iinfo(index_type).max:
+        return index_type
+    need = next(it for it in INDEX_TYPES if top <= np.iinfo(it).max)
+    if not explicit:
+        return need
+    k = next(k for k, p in enumerate(pos) if p is not None and p.size and int(p.max()) == top)
+    fix = (f"index_type=np.{need}" if not is_narrow(index_type) else
+           f"index_type=np.{need} (positions) and crd_type=np.{index_type} (coordinates)")
+    raise ValueError(f"positions of level {k} reach {top}, beyond {index_type} ({np.iinfo(index_type).max}); "
+                     f"convert with {fix}")
+
+
+def package_index_type(t: StoredTensor) -> np.dtype | None:
+    """The one index type SciPy, torch and pydata/sparse accept for ``t``'s buffers: the wider of its positions
+    and coordinates types, at least int32; None when ``t`` has it already (every buffer of one wide type)."""
+    it, ct = np.dtype(t.index_type), np.dtype(getattr(t, "crd_type", t.index_type))
+    if it == ct and not is_narrow(it):
+        return None
+    return _wider(_wider(it, ct), np.dtype(np.int32))
+
+
+def with_index_type(t: TensorT, index_type: np.dtype) -> TensorT:
+    """``t`` with every index buffer (a delta level's gaps aside) cast to ``index_type`` (copies of those that
+    change; the values and the other buffers are shared)."""
+    fmt = t.tensor_format
+    def cast(b: Any, keep: bool) -> Any:
+        if b is None or keep or numpy_dtype(b) == index_type:
+            return b
+        if hasattr(b, "detach"):  # torch
+            import torch
+            return b.to(getattr(torch, str(index_type)))
+        return b.astype(index_type)  # NumPy, CuPy
+    pos = [cast(p, False) for p in t._pos]
+    crd = [cast(c, lv.format is LevelFormat.DELTA) for lv, c in zip(fmt.levels, t._crd)]
+    out = type(t)(fmt, t.shape, pos, crd, t.val, index_type=index_type, package=t.package, device=t.device)
+    if t._validated is not None:
+        mark_valid(out)
+    return out
 
 
 def value_dtype(source: np.dtype, dtype: Any) -> np.dtype:
@@ -254,10 +314,13 @@ def generic_buffers(t: StoredTensor, fmt: TensorFormat, dtype: np.dtype, drop_ze
 
 
 def convert(t: TensorT, tensor_format: TensorFormat | str | None = None, index_type: Any = None,
-            dtype: Any = None, drop_zeros: bool = False, max_fill: float | None = MAX_FILL) -> TensorT:
+            dtype: Any = None, drop_zeros: bool = False, max_fill: float | None = MAX_FILL,
+            crd_type: Any = None) -> TensorT:
     """``t`` in another format, index type and/or value type: a new tensor of the same package and device
     (computed on the host; GPU results are copied back to the device), of ``t``'s class.
 
+    ``index_type`` sets the positions and coordinates types, ``crd_type`` the coordinates' alone (int8 to int64,
+    :func:`index_types`); a type too narrow for a level's extent or for the positions raises a ValueError.
     A target that pads (DELTA gaps, DIA diagonals, BSR blocks, ELL rows, n:m slots) may store at most
     ``max(max_fill * entries, entries + 2**20)`` value slots: more raises a ValueError before anything is
     allocated; ``max_fill=None`` lifts the limit."""
@@ -265,16 +328,20 @@ def convert(t: TensorT, tensor_format: TensorFormat | str | None = None, index_t
     if fmt.num_dimensions != t.ndim:
         raise ValueError(f"cannot convert a {t.ndim}-D tensor to the {fmt.num_dimensions}-D format {fmt}")
     dt = value_dtype(numpy_dtype(t.val), dtype)
-    it = index_dtype(t.index_type if index_type is None else index_type)
+    it, ct = index_types(t, fmt, index_type, crd_type)
+    work = np.dtype(np.int64) if np.int64 in (it, ct) else np.dtype(np.int32)  # narrow types are built wide
     fill_limit(0, max_fill)  # a bad max_fill is refused whatever the target
     require(f"convert to {fmt.name or fmt}", storage_bytes(fmt, t.shape, 0, dt.itemsize), [t.shape])
     validate_now(t)  # the conversion kernels are not bounds-safe: NumPy index buffers checked on every call
     # the direct paths walk rows (work and pointers per row): hypersparse sources take the generic one
-    built = None if is_hypersparse([t]) else convert_direct(t, fmt, it, dt, drop_zeros, max_fill)
-    pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros, max_fill, it) if built is None else built
-    check_index_type(it, pos, crd)
+    built = None if is_hypersparse([t]) else convert_direct(t, fmt, work, dt, drop_zeros, max_fill)
+    pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros, max_fill, work) if built is None else built
+    it = fit_positions(pos, it, explicit=index_type is not None)
+    for k, c in enumerate(crd):  # wide coordinates types are checked by value (a level's extent may exceed them)
+        if c is not None and c.size and c.dtype.kind == "i" and np.abs(c).max() > np.iinfo(ct).max:
+            raise ValueError(f"crd[{k}] holds values beyond {ct}; use index_type=np.int64")
     pos = [None if p is None else p.astype(it, copy=False) for p in pos]
-    crd = [c if c is None or c.dtype.kind == "u" else c.astype(it, copy=False) for c in crd]
+    crd = [c if c is None or c.dtype.kind == "u" else c.astype(ct, copy=False) for c in crd]
     def place(b: np.ndarray | None) -> Any:
         return to_device(b, t.package, t.device)
     pos, crd, out = [place(b) for b in pos], [place(b) for b in crd], place(out)

@@ -9,18 +9,51 @@ import numpy as np
 
 from frontend.format import Level, LevelFormat, TensorFormat, delta_packed, is_block
 
-from ._buffers import as_torch, device_ordinal
+from ._buffers import as_torch, device_ordinal, numpy_dtype
 
-INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
+#: Index buffer types, narrowest first: MLIR's ``posWidth``/``crdWidth`` of 8, 16, 32 and 64 bits (signed, so
+#: that NumPy, SciPy and torch read the same values the kernels do).
+INDEX_TYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64))
 VALUE_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 
 
-def index_dtype(index_type: Any) -> np.dtype:
-    """``index_type`` as a NumPy dtype; TypeError unless it is int32 or int64."""
-    it = np.dtype(index_type)
+def index_dtype(index_type: Any, what: str = "index_type") -> np.dtype:
+    """``index_type`` as a NumPy dtype; TypeError unless it is int8, int16, int32 or int64."""
+    try:
+        it = np.dtype(index_type)
+    except TypeError:
+        raise TypeError(f"{what} must be int8, int16, int32 or int64, got {index_type!r}") from None
     if it not in INDEX_TYPES:
-        raise TypeError(f"index_type must be int32 or int64, got {it}")
+        raise TypeError(f"{what} must be int8, int16, int32 or int64, got {it}")
     return it
+
+
+def is_narrow(dtype: Any) -> bool:
+    """Whether an index dtype is one of the narrow ones (int8, int16)."""
+    return np.dtype(dtype).itemsize < 4
+
+
+def coordinate_span(dtype: Any) -> int:
+    """The largest extent a coordinates buffer of ``dtype`` addresses (coordinates ``0 .. span - 1``): 128 for
+    int8, 32768 for int16, ``2**31`` for int32."""
+    return int(np.iinfo(dtype).max) + 1
+
+
+def narrowest_index_type(extent: int) -> np.dtype:
+    """The narrowest index type whose coordinates address ``extent`` (:func:`coordinate_span`)."""
+    for it in INDEX_TYPES:
+        if extent <= coordinate_span(it):
+            return it
+    return INDEX_TYPES[-1]
+
+
+def coordinates_type(fmt: TensorFormat, crd: Sequence[Any], index_type: Any) -> np.dtype:
+    """The dtype every coordinates buffer of ``fmt`` but a delta level's has: the first one's, or
+    ``index_type`` when there is none (the layout allows narrower coordinates than positions)."""
+    for lv, c in zip(fmt.levels, crd):
+        if c is not None and lv.format is not LevelFormat.DELTA:
+            return np.dtype(c.dtype) if isinstance(c, np.ndarray) else numpy_dtype(c)
+    return np.dtype(index_type)
 
 
 def delta_crd_dtype(bits: int) -> np.dtype:
@@ -61,11 +94,11 @@ def unpack_gaps(crd: np.ndarray, bits: int) -> np.ndarray:
     return ((c >> (np.arange(per, dtype=np.uint8) * np.uint8(bits))) & mask).reshape(-1)
 
 
-def crd_dtype(level: Level, index_type: Any) -> np.dtype:
-    """The dtype a level's coordinates buffer has: ``index_type``, or the gap type of a delta level."""
+def crd_dtype(level: Level, crd_type: Any) -> np.dtype:
+    """The dtype a level's coordinates buffer has: ``crd_type``, or the gap type of a delta level."""
     if level.format is LevelFormat.DELTA:
         return delta_crd_dtype(level.bits)  # type: ignore[arg-type]
-    return np.dtype(index_type)
+    return np.dtype(crd_type)
 
 
 def is_padded(fmt: TensorFormat) -> bool:

@@ -38,6 +38,9 @@ class StoredTensor(Protocol):
     def val(self) -> Any: ...
 
     @property
+    def crd_type(self) -> np.dtype: ...
+
+    @property
     def levels(self) -> list[int]: ...
 
     @property

@@ -14,21 +14,25 @@ import ctypes
 import operator
 import threading
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from frontend.format import Level, LevelFormat, num_batch_levels
+from frontend.format import Level, LevelFormat, TensorFormat, num_batch_levels
 
 from ._buffers import is_contiguous, numpy_dtype
 from ._guard import Guard, intact, record
 from ._layout import (
     INDEX_TYPES,
     VALUE_KINDS,
+    coordinate_span,
+    coordinates_type,
     delta_crd_dtype,
     delta_crd_length,
     delta_packed,
     index_dtype,
+    is_narrow,
     structured_groups,
     to_host,
     unpack_gaps,
@@ -297,13 +301,37 @@ def _check_extents(shape: tuple[int, ...], index_type: np.dtype | None) -> None:
                              f"({np.iinfo(index_type).max}); use int64 index buffers (index_type=np.int64)")
 
 
+def check_coordinate_span(fmt: TensorFormat, shape: Sequence[int], crd_type: np.dtype) -> None:
+    """ValueError when a level's coordinates do not fit a narrow ``crd_type`` (:func:`coordinate_span`), naming
+    the level, its dimension and the fix; wide types are checked per dimension by :func:`_check_extents`."""
+    if not is_narrow(crd_type):
+        return
+    span = coordinate_span(crd_type)
+    ext, off = fmt.level_extents(shape), fmt.diagonal_offset(shape)
+    for k, (lv, e, o) in enumerate(zip(fmt.levels, ext, off)):
+        if not lv.has_coordinates or lv.format is LevelFormat.DELTA:
+            continue
+        top = lv.structure[1] if lv.format is LevelFormat.STRUCTURED else o + e  # type: ignore[index]
+        if o >= -span and top <= span:
+            continue
+        dims = ", ".join(f"dimension {fmt.dimensions.index(d)} ({d}, extent {shape[fmt.dimensions.index(d)]})"
+                         for d in lv.expr.dimensions())
+        raise ValueError(f"{_where(k, lv)} of {dims} addresses coordinates {o}..{top - 1}, beyond {crd_type} "
+                         f"coordinates (0..{span - 1} for extents up to {span}); convert with "
+                         f"crd_type=np.int{16 * crd_type.itemsize} or wider")
+
+
 def _check_types(t: StoredTensor, nb: int) -> None:
     """Buffer presence, dtypes, contiguity and batch axes."""
     fmt = t.tensor_format
     if any(s < 0 for s in t.shape):
         raise ValueError(f"negative extent in shape {t.shape}")
     it = np.dtype(t.index_type)
-    _check_extents(t.shape, it if not fmt.is_dense and it in INDEX_TYPES else None)
+    ct = coordinates_type(fmt, t._crd, it)
+    wide = [d for d in (it, ct) if d in INDEX_TYPES and not is_narrow(d)]
+    _check_extents(t.shape, min(wide, key=lambda d: d.itemsize) if wide and not fmt.is_dense else None)
+    if ct in INDEX_TYPES and not fmt.is_dense:
+        check_coordinate_span(fmt, t.shape, ct)
     vdt = numpy_dtype(t.val)
     if vdt.kind not in VALUE_KINDS and str(vdt) != "bfloat16":
         raise TypeError(f"values must be numeric, got dtype {vdt}")
@@ -318,17 +346,22 @@ def _check_types(t: StoredTensor, nb: int) -> None:
                 raise ValueError(f"{_where(k, lv)}: this level has no {name} buffer, got one")
             dt = numpy_dtype(buf)
             if dt not in INDEX_TYPES and not (name == "crd" and lv.format is LevelFormat.DELTA):
-                raise TypeError(f"{_where(k, lv)}: {name} must be int32 or int64, got {dt}")
-            want = delta_crd_dtype(lv.bits) if (name == "crd" and lv.format is LevelFormat.DELTA) else it  # type: ignore[arg-type]
+                raise TypeError(f"{_where(k, lv)}: {name} must be int8, int16, int32 or int64, got {dt}")
+            if name == "pos":
+                want, role = it, " (the index type)"
+            elif lv.format is LevelFormat.DELTA:
+                want, role = delta_crd_dtype(lv.bits), ""  # type: ignore[arg-type]
+            else:
+                want, role = ct, " (the coordinates type of every level)"
             if dt != want:
-                raise TypeError(f"{_where(k, lv)}: {name} must be {want}"
-                                f"{' (the index type)' if want == it else ''}, got {dt}")
+                raise TypeError(f"{_where(k, lv)}: {name} must be {want}{role}, got {dt}")
             if len(buf.shape) != nb + 1 or tuple(buf.shape[:nb]) != bshape:
                 raise ValueError(f"{_where(k, lv)}: {name} must have shape (*{list(bshape)}, n), "
                                  f"got {tuple(buf.shape)}")
             if not is_contiguous(buf):
                 raise ValueError(f"{_where(k, lv)}: {name} buffer is not contiguous")
     index_dtype(it)
+    index_dtype(ct, "crd_type")
     if not is_contiguous(t.val):
         raise ValueError("values buffer is not contiguous")
     if fmt.is_dense:

@@ -5,8 +5,11 @@ Storage layout (the contract every module relies on):
   (``TensorFormat.level_extents``).  Level coordinates run over ``[off, off + extent)`` with ``off`` from
   ``TensorFormat.diagonal_offset`` (negative only for ``j - i`` levels); buffers hold them as they are.
 - ``_pos[k]`` / ``_crd[k]``: the positions / coordinates buffer of level ``k`` or ``None`` when the level
-  has none (``Level.has_positions`` / ``has_coordinates``).  Index buffers are 1-D, contiguous and share
-  ``index_type`` (int32 or int64), except a delta level's ``crd`` (below).  Per level kind, with ``P`` the
+  has none (``Level.has_positions`` / ``has_coordinates``).  Index buffers are 1-D and contiguous; every
+  ``pos`` has ``index_type`` and every ``crd`` but a delta level's (below) has ``crd_type`` (both int8, int16,
+  int32 or int64, as MLIR's ``posWidth``/``crdWidth``; ``crd_type`` is ``index_type`` unless a conversion or
+  ``from_buffers`` gave narrower coordinates).  A narrow (int8/int16) ``crd_type`` addresses levels of extent
+  up to 128 / 32768 (coordinates stay non-negative: signed and unsigned readings agree).  Per level kind, with ``P`` the
   number of positions of the parent level (1 above level 0) and ``E`` the level extent:
   * dense / batch: no buffers; ``P * E`` positions, position ``p * E + (c - off)``.
   * compressed: ``pos`` has ``P + 1`` entries, ``pos[0] == 0``, non-decreasing, ``pos[-1] == len(crd)``;
@@ -62,11 +65,11 @@ from typing import Any
 
 import numpy as np
 
-from frontend.format import LevelFormat, NamedFormats, TensorFormat, as_format, is_dimension
+from frontend.format import NamedFormats, TensorFormat, as_format, is_dimension
 from frontend.interop import _package as interop
 from frontend.storage import _convert, _lookup
 from frontend.storage._buffers import data_pointer, nbytes, numpy_dtype
-from frontend.storage._layout import to_host, value_count
+from frontend.storage._layout import coordinates_type, to_host, value_count
 from frontend.storage._validate import mark_valid, validate
 
 from . import _draw, _fileio, _indexing, _operators
@@ -121,11 +124,17 @@ class Tensor:
         return t
 
     def _infer_index_type(self) -> np.dtype:
-        for k, lv in enumerate(self.tensor_format.levels):
-            for b in (self._pos[k], None if lv.format is LevelFormat.DELTA else self._crd[k]):
-                if b is not None:
-                    return numpy_dtype(b)
-        return np.dtype(np.int64)
+        """The positions' dtype (the first coordinates buffer's when no level has positions; else int64)."""
+        for p in self._pos:
+            if p is not None:
+                return numpy_dtype(p)
+        return coordinates_type(self.tensor_format, self._crd, np.int64)
+
+    @property
+    def crd_type(self) -> np.dtype:
+        """The dtype of the coordinates buffers (a delta level's gaps aside): ``index_type``, or a narrower type
+        addressing every level's extent (``convert(crd_type=...)``)."""
+        return coordinates_type(self.tensor_format, self._crd, self.index_type)
 
     # ----- construction -----------------------------------------------------------------------------
     @classmethod
@@ -219,11 +228,13 @@ class Tensor:
 
     # ----- conversion ----------------------------------------------------------------------------------
     def convert(self, tensor_format: TensorFormat | str | None = None, index_type: Any = None, dtype: Any = None,
-                drop_zeros: bool = False, max_fill: float | None = _convert.MAX_FILL) -> Tensor:
+                drop_zeros: bool = False, max_fill: float | None = _convert.MAX_FILL, crd_type: Any = None) -> Tensor:
         """This tensor in another format / index type / value type (a new tensor, same package and device);
-        a padded target storing over ``max(max_fill * entries, entries + 2**20)`` slots is refused (None: no limit)."""
+        a padded target storing over ``max(max_fill * entries, entries + 2**20)`` slots is refused (None: no limit).
+        ``index_type`` (int8 to int64) sets positions and coordinates, ``crd_type`` the coordinates alone (e.g.
+        ``index_type=np.int32, crd_type=np.int16``); types too narrow for an extent or the entries raise ValueError."""
         return _convert.convert(self, tensor_format, index_type=index_type, dtype=dtype, drop_zeros=drop_zeros,
-                                max_fill=max_fill)
+                                max_fill=max_fill, crd_type=crd_type)
 
     def to_dense(self) -> np.ndarray:
         """A NumPy dense array (C order) of the tensor's contents."""

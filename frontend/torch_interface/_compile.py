@@ -225,10 +225,11 @@ def _kernel_weight(w: TorchUST, arg: int, what: str) -> KernelWeight:
         raise ValueError(f"{what}: a {w.dim()}-D weight in format {w.format_name} has no torch layout and our "
                          "model kernels take 2-D weights only")
     width = 64 if w.ust.index_type is None else index_width(w.ust.index_type)
+    crd_width = width if w.ust.index_type is None else index_width(w.ust.crd_type)
     rows = stored_rows(w.ust)
     threads = torch.get_num_threads() if openmp_available() else 1
     return KernelWeight(arg, w.tensor_format, (int(w.shape[0]), int(w.shape[1])), mlir_type(w.dtype),
-                        width, width, what, rows.stats, threads, rows.bounds)
+                        width, crd_width, what, rows.stats, threads, rows.bounds)
 
 
 @dataclass

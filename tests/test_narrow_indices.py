@@ -1,0 +1,216 @@
+"""int8 and int16 index buffers: positions and coordinates of one narrow type (``index_type``) or narrow
+coordinates under wider positions (``crd_type``), through conversion, validation, exports and the kernels."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sps
+import torch
+
+import frontend as F
+from frontend import NamedFormats as N, Tensor
+
+FORMATS = ["CSR", "CSC", "COO", "DCSR", "BSR((2, 2))"]
+# (positions type, coordinates type): one narrow type, narrow coordinates under int32/int64 positions
+TYPES = [(np.int16, np.int16), (np.int32, np.int8), (np.int64, np.int16)]
+
+
+def _matrix(m: int, n: int, dtype: type, seed: int, density: float = 0.3) -> np.ndarray:
+    """A random ``m x n`` matrix with an empty row and an empty column (when there are any)."""
+    rng = np.random.default_rng(seed)
+    a = np.where(rng.random((m, n)) < density, rng.standard_normal((m, n)), 0).astype(dtype)
+    if m > 2:
+        a[m // 2] = 0
+    if n > 2:
+        a[:, n // 3] = 0
+    return a
+
+
+def _dense(r: object) -> np.ndarray:
+    if isinstance(r, Tensor):
+        return r.to_dense()
+    return np.asarray(r)
+
+
+def _narrow(a: np.ndarray, fmt: str, it: type, ct: type) -> Tensor:
+    t = Tensor.from_dense(a).convert(fmt, index_type=it, crd_type=ct)
+    assert t.index_type == np.dtype(it) and t.crd_type == np.dtype(ct)
+    return t
+
+
+def _tol(dtype: type) -> dict:
+    return {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("it, ct", TYPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_operations_match_numpy_and_int32_csr(fmt: str, it: type, ct: type, dtype: type) -> None:
+    a, c = _matrix(12, 18, dtype, 1), _matrix(12, 18, dtype, 2)
+    b = _matrix(18, 10, dtype, 3)
+    rng = np.random.default_rng(4)
+    x, xs = rng.standard_normal(18).astype(dtype), rng.standard_normal((18, 3)).astype(dtype)
+    ta, tb, tc = _narrow(a, fmt, it, ct), _narrow(b, fmt, it, ct), _narrow(c, fmt, it, ct)
+    wa, wb, wc = (Tensor.from_dense(m).convert("CSR", index_type=np.int32) for m in (a, b, c))
+    tol = _tol(dtype)
+    cases = [
+        (lambda p, q, r: F.matmul(p, x), a @ x),
+        (lambda p, q, r: F.matmul(p, xs), a @ xs),
+        (lambda p, q, r: F.matmul(p, q), a @ b),
+        (lambda p, q, r: F.add(p, r), a + c),
+        (lambda p, q, r: F.multiply(p, r), a * c),
+        (lambda p, q, r: F.sum(p, 0), a.sum(0)),
+        (lambda p, q, r: F.sum(p, 1), a.sum(1)),
+        (lambda p, q, r: F.sum(p), a.sum()),
+    ]
+    for run, want in cases:
+        got, ref = _dense(run(ta, tb, tc)), _dense(run(wa, wb, wc))
+        np.testing.assert_allclose(got, want, **tol)
+        np.testing.assert_allclose(got, ref, **tol)
+    np.testing.assert_array_equal(ta.to_dense(), a)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (1, 7), (9, 4), (5, 5)])
+def test_small_shapes_and_round_trips(fmt: str, shape: tuple[int, int]) -> None:
+    a = _matrix(*shape, np.float64, sum(shape), density=0.5)
+    x = np.arange(shape[1], dtype=np.float64)
+    for it, ct in [(np.int8, np.int8), (np.int32, np.int8)]:
+        t = _narrow(a, fmt, it, ct)
+        np.testing.assert_array_equal(t.to_dense(), a)
+        np.testing.assert_allclose(_dense(F.matmul(t, x)), a @ x, rtol=1e-12)
+        for target in FORMATS:  # conversions keep the types (they fit every level here)
+            u = t.convert(target)
+            assert (u.index_type, u.crd_type) == (np.dtype(it), np.dtype(ct))
+            np.testing.assert_array_equal(u.to_dense(), a)
+        w = t.convert(index_type=np.int64)  # and back to the widest
+        assert w.index_type == w.crd_type == np.int64
+        np.testing.assert_array_equal(w.to_dense(), a)
+
+
+# ----- the edges of each width ------------------------------------------------------------------------------------
+def _edge_csr(n: int, m: int = 3) -> np.ndarray:
+    """An ``m x n`` matrix with entries in the first and the last column (coordinate ``n - 1``)."""
+    a = np.zeros((m, n))
+    a[0, n - 1], a[m - 1, 0], a[m - 1, n - 1] = 2.0, 3.0, -1.5
+    return a
+
+
+@pytest.mark.parametrize("ct, n", [(np.int8, 127), (np.int8, 128), (np.int16, 32767), (np.int16, 32768)])
+def test_largest_extents_a_narrow_type_addresses(ct: type, n: int) -> None:
+    a = _edge_csr(n)
+    x = np.linspace(-1.0, 1.0, n)
+    t = Tensor.from_dense(a).convert("CSR", index_type=np.int32, crd_type=ct)
+    assert t.crd_type == ct and int(t.crd(1).max()) == n - 1  # the last coordinate is not read as negative
+    np.testing.assert_allclose(F.matmul(t, x), a @ x, rtol=1e-12)
+    np.testing.assert_array_equal(t.to_dense(), a)
+    np.testing.assert_allclose(F.sum(t, 0), a.sum(0))
+    s = t.to_package("scipy")
+    assert s.indices.dtype == s.indptr.dtype == np.int32
+    np.testing.assert_array_equal(s.toarray(), a)
+    csc = t.convert("CSC")  # its coordinates address the 3 rows: they stay narrow
+    assert csc.crd_type == ct
+    np.testing.assert_array_equal(csc.to_dense(), a)
+    coo = Tensor.from_dense(a).convert("COO", index_type=np.int32, crd_type=ct)
+    np.testing.assert_allclose(F.matmul(coo, x), a @ x, rtol=1e-12)
+
+
+@pytest.mark.parametrize("ct, n, wider", [(np.int8, 129, "int16"), (np.int16, 32769, "int32")])
+def test_extents_beyond_a_narrow_type_are_refused(ct: type, n: int, wider: str) -> None:
+    t = Tensor.from_dense(_edge_csr(n))
+    with pytest.raises(ValueError, match=rf"dimension 1 \(j, extent {n}\) addresses coordinates 0..{n - 1}, "
+                                         rf"beyond {np.dtype(ct)} .*crd_type=np.{wider}"):
+        t.convert("CSR", index_type=np.int32, crd_type=ct)
+    with pytest.raises(ValueError, match=rf"dimension 1 \(j, extent {n}\)"):
+        t.convert("COO", index_type=ct)
+    with pytest.raises(ValueError, match=rf"dimension 0 \(i, extent {n}\)"):  # CSC coordinates address rows
+        Tensor.from_dense(_edge_csr(n).T.copy()).convert("CSC", index_type=np.int64, crd_type=ct)
+    with pytest.raises(ValueError, match=rf"dimension 1 \(j, extent {n}\)"):  # from buffers too
+        Tensor.from_buffers("CSR", (1, n), pos=[None, np.array([0, 1], np.int32)], crd=[None, np.array([0], ct)],
+                            values=np.ones(1))
+
+
+def test_implicit_types_widen_the_coordinates_a_target_needs() -> None:
+    a = _matrix(300, 100, np.float64, 5, density=0.05)
+    t = _narrow(a, "CSR", np.int32, np.int8)  # 100 columns fit int8 coordinates
+    c = t.convert("CSC")  # 300 rows do not: int16 coordinates
+    assert (c.index_type, c.crd_type) == (np.int32, np.int16)
+    np.testing.assert_array_equal(c.to_dense(), a)
+
+
+def test_positions_beyond_the_type_are_refused() -> None:
+    a = _matrix(20, 20, np.float64, 6, density=0.6)  # over 127 entries
+    t = Tensor.from_dense(a, "CSR")
+    with pytest.raises(ValueError, match=r"positions of level 1 reach \d+, beyond int8 \(127\); convert with "
+                                         r"index_type=np.int16 \(positions\) and crd_type=np.int8"):
+        t.convert(index_type=np.int8)
+    u = t.convert(index_type=np.int16, crd_type=np.int8)
+    np.testing.assert_array_equal(u.to_dense(), a)
+
+
+def test_negative_and_mixed_narrow_buffers_are_refused() -> None:
+    # coordinate 200 does not fit int8: as a wrapped-around -56 it is out of bounds, never a column
+    with pytest.raises(ValueError, match=r"coordinate -56 at crd\[1\] is out of bounds \[0, 100\)"):
+        Tensor.from_buffers("CSR", (2, 100), pos=[None, np.array([0, 2, 2], np.int8)],
+                            crd=[None, np.array([3, 200], np.int64).astype(np.int8)], values=np.ones(2))
+    with pytest.raises(TypeError, match="crd_type must be int8, int16, int32 or int64, got uint8"):
+        Tensor.from_dense(np.eye(3)).convert("CSR", crd_type=np.uint8)
+
+
+def test_delta_gaps_keep_their_type_under_narrow_coordinates() -> None:
+    a = _matrix(10, 40, np.float64, 7)
+    t = Tensor.from_dense(a).convert("DELTA(8)", index_type=np.int16)
+    assert t.index_type == np.int16 and t.crd(1).dtype == np.uint8
+    x = np.arange(40.0)
+    np.testing.assert_allclose(F.matmul(t, x), a @ x, rtol=1e-12)
+
+
+# ----- what the kernels and the packages see --------------------------------------------------------------------------
+def test_kernels_read_the_narrow_buffers() -> None:
+    a = _matrix(16, 24, np.float32, 8)
+    x = np.ones(24, np.float32)
+    csr = F.Matmul(_narrow(a, "CSR", np.int32, np.int16), x)
+    assert csr.path == "emitter-rows" and "memref<?xi16>" in csr.mlir  # the row kernel loads int16 columns
+    coo = F.Matmul(_narrow(a, "COO", np.int32, np.int8), x)
+    assert coo.path == "sparsifier"
+    assert set(re.findall(r"posWidth = \d+, crdWidth = \d+", coo.mlir)) == {"posWidth = 32, crdWidth = 8"}
+    np.testing.assert_allclose(coo.execute(), a @ x, rtol=1e-5)
+
+
+def test_sparse_results_of_narrow_operands_have_wide_indices() -> None:
+    a = _matrix(30, 30, np.float64, 9, density=0.12)  # int8 holds a's positions, not those of a + a.T
+    ta, tb = _narrow(a, "CSR", np.int8, np.int8), _narrow(a.T.copy(), "CSR", np.int8, np.int8)
+    for r, want in ((F.add(ta, tb), a + a.T), (F.matmul(ta, tb), a @ a.T), (F.multiply(ta, tb), a * a.T)):
+        assert r.index_type == np.int32 and r.crd_type == np.int32
+        np.testing.assert_allclose(r.to_dense(), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["CSR", "CSC", "COO", "BSR((2, 2))"])
+def test_exports_widen_to_what_packages_take(fmt: str) -> None:
+    a = _matrix(8, 6, np.float64, 10)
+    t = _narrow(a, fmt, np.int16, np.int8)
+    s = t.to_package("scipy")
+    idx = [s.coords[0], s.coords[1]] if fmt == "COO" else [s.indices, s.indptr]
+    assert {i.dtype for i in idx} == {np.dtype(np.int32)}
+    np.testing.assert_array_equal(s.toarray(), a)
+    p = t.to_package("torch")
+    np.testing.assert_array_equal(p.to_dense().numpy(), a)
+    assert {getattr(p, f)().dtype for f in (("indices",) if fmt == "COO" else
+                                           ("crow_indices", "col_indices") if fmt == "CSR" else
+                                           ("ccol_indices", "row_indices") if fmt == "CSC" else
+                                           ("crow_indices", "col_indices"))} <= {torch.int32, torch.int64}
+    np.testing.assert_array_equal(t.to_dense(), a)
+    assert t.crd_type == np.int8  # the tensor itself is unchanged
+
+
+def test_from_buffers_keeps_narrow_buffers_and_widths_in_encodings() -> None:
+    pos, crd = np.array([0, 2, 2, 3], np.int16), np.array([0, 127, 5], np.int8)
+    t = Tensor.from_buffers(N.CSR, (3, 128), pos=[None, pos], crd=[None, crd], values=np.array([1.0, 2.0, 3.0]))
+    assert t.pos(1) is pos and t.crd(1) is crd and (t.index_type, t.crd_type) == (np.int16, np.int8)
+    want = np.zeros((3, 128))
+    want[0, 0], want[0, 127], want[2, 5] = 1.0, 2.0, 3.0
+    np.testing.assert_array_equal(t.to_dense(), want)
+    np.testing.assert_allclose(F.matmul(t, np.arange(128.0)), want @ np.arange(128.0))
+    assert "posWidth = 16, crdWidth = 8" in N.CSR.to_mlir(pos_width=16, crd_width=8)
