@@ -84,7 +84,7 @@ def test_threads_give_the_bits_of_one_thread(fmt: str, cols: int) -> None:
         mm = F.Matmul(t, x, threads=threads)
         assert mm.info.threads == threads and mm.info.path == "emitter-rows"
         np.testing.assert_array_equal(mm.execute(), one)
-    np.testing.assert_allclose(one, a @ x, rtol=1e-12)
+    np.testing.assert_allclose(one, a @ x, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("fmt", [NF.DIAI, NF.DIAJ])

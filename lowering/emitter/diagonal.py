@@ -20,7 +20,7 @@ from typing import Any
 from frontend.format import NamedFormats, TensorFormat
 
 from ..scalar_fn import kind
-from .arith import Arith, memref_type, vtype
+from .arith import Arith, memref_type
 from .builder import Builder, Value
 from .operand import WalkedOperand
 
@@ -34,21 +34,21 @@ BLOCK_ROWS = 1 << 16
 ROW_REGISTERS = 16
 
 
-def applies(c: Any) -> bool:
-    """Whether ``c`` is ``A @ x`` / ``A @ X`` of a DIA-I or DIA-J operand with a dense row-major one, plain
-    arithmetic (no semiring, prolog, epilog, alpha or initial value), integer or floating values of the
-    output's type."""
-    if not c.is_spmv_or_spmm or c.semiring is not None or c.prolog is not None or c.epilog is not None:
+def plain_product(c: Any) -> bool:
+    """Whether ``c`` is a stored operand times a dense row-major one into a dense result, plain arithmetic (no
+    semiring, prolog, epilog, alpha or initial value), integer or floating values of the output's type."""
+    if c.semiring is not None or c.prolog is not None or c.epilog is not None or c.alpha or c.init != "zero":
         return False
-    if c.alpha or c.init != "zero" or c.output.encoded or len(c.inputs) != 2:
+    if c.output.encoded or len(c.inputs) != 2:
         return False
     a, x = c.inputs
-    if not a.encoded or x.encoded or len(a.shape) != 2:
-        return False
-    if layout(a.fmt) is None:
-        return False
     elem = c.output.elem
-    return a.elem == elem and x.elem == elem and kind(elem) in ("float", "int")
+    return a.encoded and not x.encoded and a.elem == elem and x.elem == elem and kind(elem) in ("float", "int")
+
+
+def applies(c: Any) -> bool:
+    """Whether ``c`` is ``A @ x`` / ``A @ X`` (:func:`plain_product`) of a DIA-I or DIA-J operand."""
+    return c.is_spmv_or_spmm and plain_product(c) and layout(c.inputs[0].fmt) is not None
 
 
 def layout(fmt: TensorFormat | None) -> tuple[bool, int | None] | None:
@@ -250,15 +250,7 @@ class _Kernel:
 
     # ----- loads and stores ------------------------------------------------------------------------------
     def _load(self, mem: Value, at: Value, w: int, col: Value | None = None) -> Value:
-        idx = at.name if col is None else f"{at}, {col}"
-        if w == 1:
-            return Value(self.b.load(mem.name, idx, mem.type), self.elem)
-        t = vtype(self.elem, w)
-        return self.b.op(f"vector.load {mem}[{idx}] : {mem.type}, {t}", t)
+        return self.b.vload(mem, at.name if col is None else f"{at}, {col}", w)
 
     def _store(self, v: Value, mem: Value, at: Value, w: int, col: Value | None = None) -> None:
-        idx = at.name if col is None else f"{at}, {col}"
-        if w == 1:
-            self.b.store(v.name, mem.name, idx, mem.type)
-        else:
-            self.b.emit(f"vector.store {v}, {mem}[{idx}] : {mem.type}, {v.type}")
+        self.b.vstore(v, mem, at.name if col is None else f"{at}, {col}")

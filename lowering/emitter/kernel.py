@@ -15,7 +15,7 @@ from typing import Any
 
 from mlir_bridge.signature import DTYPES
 
-from . import diagonal as _diagonal
+from . import blocked as _blocked, diagonal as _diagonal
 from .arith import Arith, memref_type, vtype
 from .builder import Builder, Carry, Value, element_type
 from .operand import WalkedOperand
@@ -419,6 +419,8 @@ def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True, prefetc
     parallel threads."""
     if fuse_init and _diagonal.applies(c):  # DIA SpMV/SpMM: rows written once, row ranges for both layouts
         return _diagonal.emit(c, rows)
+    if fuse_init and _blocked.applies(c):  # BSR SpMV/SpMM: a block row's output rows kept in registers
+        return _blocked.emit(c, rows)
     w = walked_index(c)
     if rows and not row_parallel(c):
         raise ValueError("this contraction has no row-range variant (see emitter.row_parallel)")
