@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 import lowering
 from frontend import Matmul, NamedFormats as NF, Tensor, TensorFormat, einsum, matmul
+from lowering.contraction import Contraction, TensorSpec
 from lowering.emitter import emit_contraction
 
 EMITTER_FORMATS = {
@@ -188,7 +189,11 @@ def test_emitter_semiring_matches_sparsifier(A):
 def test_emitted_text_is_vectorized_and_parallel():
     big = sp.diags([np.ones(99), np.ones(100), np.ones(99)], [-1, 0, 1]).toarray()
     mm = Matmul(Tensor.from_dense(big, NF.DIAI), np.ones(100))
-    assert "vector.load" in mm.mlir and "scf.parallel" in mm.mlir   # row tiles, vector inner loop
+    assert "vector.load" in mm.mlir and mm.info.path == "emitter-rows"   # row ranges, vector rows
+    whole = Contraction(("ik", "k"), (TensorSpec(NF.DIAI, (100, 100), "f64"),
+                                               TensorSpec(None, (100,), "f64")),
+                                 "i", TensorSpec(None, (100,), "f64"))
+    assert "scf.parallel" in emit_contraction(whole)   # the whole-matrix variant: blocks of rows
     row_sums = Matmul(Tensor.from_dense(big, NF.DELTA(4)), np.ones(100))
     assert "iter_args" in row_sums.mlir and "scf.parallel" in row_sums.mlir   # rows: carried partial sums
     np.testing.assert_allclose(row_sums.execute().to_dense(), big.sum(axis=1))

@@ -12,6 +12,10 @@ def vtype(elem: str, lanes: int) -> str:
     return elem if lanes == 1 else f"vector<{lanes}x{elem}>"
 
 
+def memref_type(shape: tuple[int, ...], elem: str) -> str:
+    return f"memref<{''.join(f'{int(s)}x' for s in shape)}{elem}>"
+
+
 class Arith:
     """``mul``/``add``/``scale`` for one element type and optional semiring."""
 

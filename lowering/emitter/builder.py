@@ -115,6 +115,21 @@ class Builder(MlirText):
             raw = self.cast("arith.extui", raw, f"vector<{lanes}x{elem}>", t, "l")
         return Value(raw, t)
 
+    def vload(self, memref: Value, at: str, lanes: int) -> Value:
+        """``lanes`` consecutive elements of ``memref`` from index list ``at`` (a scalar load for one lane)."""
+        elem = element_type(memref.type)
+        if lanes == 1:
+            return Value(self.load(memref.name, at, memref.type), elem)
+        t = f"vector<{lanes}x{elem}>"
+        return self.op(f"vector.load {memref}[{at}] : {memref.type}, {t}", t)
+
+    def vstore(self, v: Value, memref: Value, at: str) -> None:
+        """Store ``v`` (a scalar or a vector) at index list ``at`` of ``memref``."""
+        if v.type.startswith("vector<"):
+            self.emit(f"vector.store {v}, {memref}[{at}] : {memref.type}, {v.type}")
+        else:
+            self.store(v.name, memref.name, at, memref.type)
+
     def splat(self, x: Value, lanes: int) -> Value:
         t = f"vector<{lanes}x{x.type}>"
         return self.op(f"vector.broadcast {x} : {x.type} to {t}", t, "s")

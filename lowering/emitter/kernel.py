@@ -15,7 +15,8 @@ from typing import Any
 
 from mlir_bridge.signature import DTYPES
 
-from .arith import Arith, vtype
+from . import blocked as _blocked, diagonal as _diagonal
+from .arith import Arith, memref_type, vtype
 from .builder import Builder, Carry, Value, element_type
 from .operand import WalkedOperand
 from .padding import skips_padding
@@ -26,10 +27,6 @@ from .walker import NO_CARRY, loop_widths, row_mode, walk
 #: Most accumulators (vectors or scalars) an output row tile keeps in registers (AVX-512 has 32 vector
 #: registers; the dense operand's chunks and the broadcast entry need some of the rest).
 TILE_REGISTERS = 16
-
-
-def memref_type(shape: tuple[int, ...], elem: str) -> str:
-    return f"memref<{''.join(f'{int(s)}x' for s in shape)}{elem}>"
 
 
 def walked_index(c: Any) -> int:
@@ -386,6 +383,8 @@ def row_parallel(c: Any) -> bool:
     dense output of rank >= 1 whose first letter is the stored operand's outermost dense/batch level
     (CSR, BSR's demapped view, DELTA, batched) or the range level of a row-tiled diagonal format
     (DIA-I), so that disjoint row ranges write disjoint output rows."""
+    if _diagonal.applies(c):
+        return True
     try:
         w = walked_index(c)
     except ValueError:
@@ -418,6 +417,10 @@ def emit_contraction(c: Any, rows: bool = False, fuse_init: bool = True, prefetc
     index, %row_end: index)`` that computes only output rows ``[row_begin, row_end)`` into the caller's
     ``%out`` (initialization, walk and epilog alike) and returns nothing; disjoint ranges may run in
     parallel threads."""
+    if fuse_init and _diagonal.applies(c):  # DIA SpMV/SpMM: rows written once, row ranges for both layouts
+        return _diagonal.emit(c, rows)
+    if fuse_init and _blocked.applies(c):  # BSR SpMV/SpMM: a block row's output rows kept in registers
+        return _blocked.emit(c, rows)
     w = walked_index(c)
     if rows and not row_parallel(c):
         raise ValueError("this contraction has no row-range variant (see emitter.row_parallel)")
