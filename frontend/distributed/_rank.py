@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,16 @@ from ._worker import Part, SolveState, apply_ops, exports, solve_state
 
 REPORT_SECONDS = 1.0  # the worker holding partition 0 reports progress at least this often (a sign of life)
 Payload = dict[str, dict]  # {"dots": {partition: [shares]}, "halo": {(sender, receiver): stacked entries}}
+HANDLER = "ust_mailbox"  # the workers' comm handler that delivers a solve's messages
+_MAILBOXES: weakref.WeakValueDictionary[str, Mailbox] = weakref.WeakValueDictionary()  # solve -> this worker's
+
+
+def _deliver(solve: str, key: list, payload: Any) -> None:
+    """The ``ust_mailbox`` handler: a message for this worker's mailbox of ``solve`` (dropped when the solve
+    is over)."""
+    box = _MAILBOXES.get(solve)
+    if box is not None:
+        box.put(tuple(key), payload)
 
 
 class Aborted(RuntimeError):
@@ -37,15 +48,20 @@ class Aborted(RuntimeError):
 class Mailbox:
     """Dask actor, one per worker and solve: the messages other workers sent to this worker's loop, keyed by
     ``(step, phase, sender)`` (``phase`` ``"early"``: dot products posted before the SpMV; ``"end"``: the
-    step's dot products and halo entries), each read once."""
+    step's dot products and halo entries), each read once. Messages arrive one way (no reply) on the worker's
+    ``ust_mailbox`` comm handler, which hands them to the solve's mailbox on the worker's event loop; the actor
+    is how the client places the mailbox, stops the solve (:meth:`abort`) and releases it."""
 
-    def __init__(self) -> None:
+    def __init__(self, solve: str) -> None:
+        from distributed import get_worker
         self._items: dict[tuple, Payload] = {}
         self._cond = threading.Condition()
         self._aborted: str | None = None
+        _MAILBOXES[solve] = self
+        get_worker().handlers.setdefault(HANDLER, _deliver)
 
-    async def put(self, key: tuple, payload: Payload) -> None:
-        """Deliver a message (called by other workers' loops; runs on this worker's event loop)."""
+    def put(self, key: tuple, payload: Payload) -> None:
+        """Deliver a message (on this worker's event loop)."""
         with self._cond:
             self._items[key] = payload
             self._cond.notify_all()
@@ -85,10 +101,12 @@ class GroupMachine:
     ``iteration`` as the client's, with the exchange done in memory among the local blocks and in one message
     per other worker."""
 
-    def __init__(self, states: dict[int, SolveState], places: list[str], boxes: dict[str, Any], local: Mailbox,
+    def __init__(self, worker: Any, solve: str, states: dict[int, SolveState], places: list[str], local: Mailbox,
                  linked: bool, timeout: float, checkpoint: int, queue: Any) -> None:
+        self.worker, self.solve = worker, solve
         self.states, self.n = states, len(places)
-        self.places, self.boxes, self.local = places, boxes, local
+        self.places, self.local = places, local
+        self.comms: dict[str, Any] = {}
         self.workers = sorted(set(places))
         self.me = places[min(states)]
         self.peers = [w for w in self.workers if w != self.me]
@@ -164,9 +182,26 @@ class GroupMachine:
         return np.sum(np.array([dots[q] for q in range(self.n)], dtype=complex).reshape(self.n, -1), axis=0)
 
     def start(self) -> None:
-        """Export ``x0``'s halo entries (as step -1), which the first SpMV of ``x`` reads."""
+        """Connect to the other workers and export ``x0``'s halo entries (as step -1), which the first SpMV of
+        ``x`` reads."""
+        from distributed.utils import sync
+
+        async def connect() -> dict[str, Any]:
+            return {w: await self.worker.rpc.connect(w) for w in self.peers}
+        try:
+            self.comms = sync(self.worker.loop, connect)
+        except OSError as exc:
+            raise Aborted(f"worker {self.me} cannot reach the other workers: {exc}") from exc
         self.steps = -1
         self.step([], export=[("x", False)])
+
+    def close(self) -> None:
+        """Hand the connections back to the worker's pool (after the messages already queued on them)."""
+        def reuse() -> None:
+            for w, comm in self.comms.items():
+                self.worker.rpc.reuse(w, comm)
+        if self.comms:
+            self.worker.loop.add_callback(reuse)
 
     # ----- the exchange ----------------------------------------------------------------------------------------
     def _send(self, step: int, phase: str, payload: Payload) -> None:
@@ -174,10 +209,16 @@ class GroupMachine:
             self._send_to(w, (step, phase, self.me), payload)
 
     def _send_to(self, worker: str, key: tuple, payload: Payload) -> None:
+        """One message, one way, written by this worker's event loop on its connection to ``worker``."""
+        self.worker.loop.add_callback(self._write, worker, key, payload)
+
+    async def _write(self, worker: str, key: tuple, payload: Payload) -> None:
+        from distributed.protocol import to_serialize
         try:
-            self.boxes[worker].put(key, payload)  # an actor call: returns at once, delivered by the event loop
-        except RuntimeError as exc:  # the worker holding that mailbox is gone
-            raise Aborted(f"worker {self.me} cannot reach worker {worker}: {exc}") from exc
+            await self.comms[worker].write({"op": HANDLER, "reply": False, "solve": self.solve, "key": list(key),
+                                            "payload": to_serialize(payload)})
+        except Exception as exc:  # noqa: BLE001 - the peer is gone: stop this worker's loop (it raises Aborted)
+            self.local.stop(f"worker {self.me} cannot reach worker {worker}: {type(exc).__name__}: {exc}")
 
     def _read(self, step: int, phase: str) -> dict[int, list[complex]]:
         """The peers' messages of ``step``/``phase``: their halo entries are kept for the next SpMV, their
@@ -205,7 +246,7 @@ class GroupMachine:
         return received
 
 
-def run_ranks(ranks: list[int], parts: list[Part], halos: list[Halo], bs: list[np.ndarray], x0s: list[np.ndarray],
+def run_ranks(solve: str, ranks: list[int], parts: list[Part], halos: list[Halo], bs: list[np.ndarray], x0s: list[np.ndarray],
               jacobi: bool, places: list[str], boxes: dict[str, Any], linked: bool,
               params: dict[str, Any]) -> dict[str, Any]:
     """The long-running task of one worker, holding partitions ``ranks`` (blocks ``parts``): the whole
@@ -225,7 +266,7 @@ def run_ranks(ranks: list[int], parts: list[Part], halos: list[Halo], bs: list[n
         raise
     secede()  # the worker's thread slot is free for other work while the solve runs
     queue = Queue(params["queue"]) if params["queue"] else None
-    m = GroupMachine(states, places, boxes, local, linked, params["timeout"], params["checkpoint"], queue)
+    m = GroupMachine(worker, solve, states, places, local, linked, params["timeout"], params["checkpoint"], queue)
     dtype = bs[0].dtype
     try:
         m.start()
@@ -234,10 +275,12 @@ def run_ranks(ranks: list[int], parts: list[Part], halos: list[Halo], bs: list[n
     except Aborted as exc:
         return {"aborted": str(exc)}
     except Exception as exc:
+        m.close()
         if local.stopped:  # the failure came from the solve being stopped (a peer's worker died)
             return {"aborted": f"{type(exc).__name__}: {exc}"}
         _abort_all(boxes, local, f"worker {worker.address} failed: {type(exc).__name__}: {exc}")
         raise
+    m.close()
     return {"x": {p: s.vec["x"] for p, s in states.items()}, "iterations": its, "residual": residual,
             "steps": m.steps, "halo_bytes": m.sent_bytes, "history": m.history,
             "seconds_per_iteration": m.ticks.per_iteration}

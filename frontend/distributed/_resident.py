@@ -34,7 +34,7 @@ class Attempt:
         key = uuid.uuid4().hex
         self.queue_name = f"ust-solve-{key}"
         self.queue = Queue(self.queue_name, client=self.client)
-        self.box_futures = {w: self.client.submit(_rank.Mailbox, workers=[w], actor=True, pure=False,
+        self.box_futures = {w: self.client.submit(_rank.Mailbox, key, workers=[w], actor=True, pure=False,
                                                   key=f"ust-mailbox-{key}-{k}")
                             for k, w in enumerate(sorted(set(self.places)))}
         self.boxes = dict(zip(self.box_futures, wait_all(self.client, list(self.box_futures.values()),
@@ -42,7 +42,7 @@ class Attempt:
         linked = any(h.send for h in halo)
         params = dict(params, queue=self.queue_name)
         self.groups = {w: [p for p in range(self.n) if self.places[p] == w] for w in self.boxes}
-        self.futures = [submit(self.client, _rank.run_ranks, ranks, [a.block(p) for p in ranks],
+        self.futures = [submit(self.client, _rank.run_ranks, key, ranks, [a.block(p) for p in ranks],
                                [halo[p] for p in ranks], [self._send(b, p) for p in ranks],
                                [self._send(x0, p) for p in ranks], jacobi, self.places, self.boxes, linked, params,
                                worker=w, strict=True, key=f"ust-ranks-{key}-{k}")
