@@ -16,6 +16,7 @@ polling). Every ``checkpoint`` iterations each worker puts its blocks of the ite
 """
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 import weakref
@@ -33,12 +34,12 @@ HANDLER = "ust_mailbox"  # the workers' comm handler that delivers a solve's mes
 _MAILBOXES: weakref.WeakValueDictionary[str, Mailbox] = weakref.WeakValueDictionary()  # solve -> this worker's
 
 
-def _deliver(solve: str, key: list, payload: Any) -> None:
+def _deliver(solve: str, key: list, payload: bytes) -> None:
     """The ``ust_mailbox`` handler: a message for this worker's mailbox of ``solve`` (dropped when the solve
     is over)."""
     box = _MAILBOXES.get(solve)
     if box is not None:
-        box.put(tuple(key), payload)
+        box.put(tuple(key), pickle.loads(payload))
 
 
 class Aborted(RuntimeError):
@@ -213,10 +214,9 @@ class GroupMachine:
         self.worker.loop.add_callback(self._write, worker, key, payload)
 
     async def _write(self, worker: str, key: tuple, payload: Payload) -> None:
-        from distributed.protocol import to_serialize
-        try:
+        try:  # the payload pickled in-band: one frame, however many small arrays it holds
             await self.comms[worker].write({"op": HANDLER, "reply": False, "solve": self.solve, "key": list(key),
-                                            "payload": to_serialize(payload)})
+                                            "payload": pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)})
         except Exception as exc:  # noqa: BLE001 - the peer is gone: stop this worker's loop (it raises Aborted)
             self.local.stop(f"worker {self.me} cannot reach worker {worker}: {type(exc).__name__}: {exc}")
 
