@@ -85,6 +85,9 @@ def cg_per_iteration(client: object, k: int, iterations: int, repeats: int, part
     return t["dask 2w"] / iterations, t["1-proc"] / iterations, info
 
 
+PARTITIONS = (2, 4, 8)
+
+
 def coordination(client: object, iterations: int, repeats: int) -> dict[tuple[str, int], float]:
     """Seconds per CG iteration on Poisson 16^2 (compute negligible), per loop and partition count: the
     loop's own pace (``solve_info["seconds_per_iteration"]``: from the first to the last iteration, without
@@ -93,7 +96,7 @@ def coordination(client: object, iterations: int, repeats: int) -> dict[tuple[st
     a = poisson2d(16)
     b = np.ones(a.shape[0])
     for loop in ("client", "workers"):
-        for parts in (2, 8):
+        for parts in PARTITIONS:
             d = fd.from_package(a, partitions=parts, client=client)
             paces = []
             for _ in range(repeats + 1):  # the first warms the kernels up
@@ -106,24 +109,87 @@ def coordination(client: object, iterations: int, repeats: int) -> dict[tuple[st
     return out
 
 
-def _fire(box: object, n: int) -> float:
-    """On a worker: seconds per message of ``n`` back-to-back mailbox deliveries to another worker."""
+def step_compute(parts: int) -> float:
+    """Seconds of one worker's own work per CG iteration on Poisson 16^2 with ``parts`` partitions on 2
+    workers (its blocks' vector operations, SpMV and halo exports, in this process): the part of the worker
+    loop's pace that is not the exchange."""
+    from frontend.distributed._plan import halo_plan, row_bounds
+    from frontend.distributed._worker import apply_ops, exports, part_from_csr, solve_state
+    a = poisson2d(16)
+    bounds = row_bounds(a.indptr, parts)
+    blocks = [part_from_csr(a[bounds[p]:bounds[p + 1]], bounds[p], None) for p in range(parts)]
+    halos = halo_plan(bounds, [blk.cols for blk in blocks])
+    mine = range(0, parts, 2)  # one worker's blocks
+    states = [solve_state(blocks[p], halos[p], np.ones(blocks[p].rows), np.zeros(blocks[p].rows), False)
+              for p in mine]
+    received = [[np.ones(len(pos)) for _, pos in halos[p].recv] for p in mine]
+    for s in states:
+        for name in ("r", "w", "z", "u", "p"):
+            s.vec[name] = np.ones(s.part.rows)
+    ops = [("lincomb", "z", [(1, "w", False), (0.5, "z", False)]), ("lincomb", "p", [(1, "u", False), (0.5, "p", False)]),
+           ("lincomb", "x", [(1, "x", False), (0.1, "p", False)]), ("lincomb", "r", [(1, "r", False), (-0.1, "z", False)]),
+           ("precond", "u", "r"), ("spmv", "w", "u"), ("dot", "r", "u"), ("dot", "u", "w"), ("dot", "r", "r")]
+    export = [("r", True), ("w", True), ("z", True)]
+
+    def one() -> None:
+        for s, got in zip(states, received):
+            apply_ops(s, ops, got)
+            exports(s, export)
+    return best({"step": one}, 200)["step"]
+
+
+def _blast(solve: str, address: str, n: int) -> float:
+    """On a worker: write ``n`` messages of a CG step (three dot products of four blocks and a halo of 16
+    entries x 3 vectors) to the mailbox of ``solve`` on the worker at ``address``, one way, back to back; the
+    time the first was sent."""
+    import pickle
     import time
-    start = time.perf_counter()
-    futures = [box.put([(("d", k, 0), [0j, 0j, 0j], 1)]) for k in range(n)]  # type: ignore[attr-defined]
-    for f in futures:
-        f.result()
-    return (time.perf_counter() - start) / n
+
+    from distributed import get_worker
+    from distributed.utils import sync
+
+    from frontend.distributed._rank import HANDLER
+    worker = get_worker()
+    payload = pickle.dumps({"dots": {p: [0j, 0j, 0j] for p in range(4)}, "halo": {(0, 1): np.zeros((3, 16))}})
+
+    async def send() -> float:
+        comm = await worker.rpc.connect(address)
+        start = time.perf_counter()
+        for k in range(n):
+            await comm.write({"op": HANDLER, "reply": False, "solve": solve, "key": [k, "end", "w"],
+                              "payload": payload})
+        worker.rpc.reuse(address, comm)
+        return start
+    return sync(worker.loop, send)
+
+
+def _drain(box: object, n: int, timeout: float = 60.0) -> float:
+    """On a worker: take the ``n`` messages :func:`_blast` sends; the time the last arrived."""
+    import time
+
+    from distributed import get_worker
+    local = get_worker().state.actors[box.key]  # type: ignore[attr-defined]
+    local.take([(k, "end", "w") for k in range(n)], timeout)
+    return time.perf_counter()
 
 
 def message_cost(client: object, n: int = 300) -> float:
-    """Seconds a worker spends per small message of the worker-side loop (three dot products), sent
-    back to back to another worker's mailbox actor: what each extra node adds to a reduction round."""
+    """Seconds per message of the worker loop (a CG step's dot products and halo), sent one way back to back
+    from one worker to another's mailbox and handed to the waiting loop: what each further node adds to a
+    reduction round (every worker handles one message from each other worker a step)."""
+    import uuid
+
     from frontend.distributed._rank import Mailbox
     workers = sorted(client.nthreads())  # type: ignore[attr-defined]
-    box = client.submit(Mailbox, workers=[workers[1]], actor=True, pure=False).result()  # type: ignore[attr-defined]
-    return min(client.submit(_fire, box, n, workers=[workers[0]], pure=False).result()  # type: ignore[attr-defined]
-               for _ in range(3))
+    costs = []
+    for _ in range(3):
+        solve = uuid.uuid4().hex
+        box = client.submit(Mailbox, solve, workers=[workers[1]], actor=True, pure=False).result()  # type: ignore[attr-defined]
+        end = client.submit(_drain, box, n, workers=[workers[1]], pure=False)  # type: ignore[attr-defined]
+        start = client.submit(_blast, solve, workers[1], n, workers=[workers[0]], pure=False)  # type: ignore[attr-defined]
+        costs.append((end.result() - start.result()) / n)
+        del box
+    return min(costs)
 
 
 def planned_product(client: object, k: int, calls: int) -> None:
@@ -147,10 +213,13 @@ def planned_product(client: object, k: int, calls: int) -> None:
     loop(plan, 3)
     planned = min(loop(plan, calls) for _ in range(2))
     unplanned = loop(lambda v: F.matmul(d, v), max(10, calls // 5))
-    rt = best({"round trip": lambda: client.run(len, [], workers=[d.workers()[0]])}, 5)["round trip"]
+    actor = plan._actors[0]
+    rt = best({"round trip": lambda: actor.rows}, 20)["round trip"]  # an actor call's path, no work
+    bound = 2 * local + rt
     print(f"{'planned SpMV x' + str(calls):<26} {planned * 1e3:.2f} ms a call (frontend.matmul(D, x): "
           f"{unplanned * 1e3:.2f} ms); worker-side compute {local * 1e3:.2f} ms a partition, a client-worker "
-          f"round trip {rt * 1e3:.2f} ms (Poisson {k}^2, 2 partitions)")
+          f"round trip {rt * 1e3:.2f} ms: {planned / bound:.2f} x (2 x compute + round trip) (Poisson {k}^2, "
+          "2 partitions)")
     plan.close()
 
 
@@ -177,17 +246,18 @@ def model(rate_nnz_s: float, step_a: float, step_b: float, bandwidth_gb_s: float
           f"node, driver step {step_a * 1e3:.2f} ms + {step_b * 1e3:.3f} ms x partitions (measured); worker loop: "
           f"a round {round_s * 1e3:.2f} ms + {message_s * 1e6:.0f} us per further node (measured)")
     print(f"{'nodes':>6} {'compute':>9} {'coord':>9} {'halo w2w':>9} {'halo via client':>16} {'SpMV':>9} "
-          f"{'CG iter (client loop)':>22} {'CG iter (worker loop)':>22}")
+          f"{'CG iter (client loop)':>22} {'CG iter (worker loop)':>22} {'/ (compute + halo)':>19}")
     for p in (8, 64, 512):
         compute = nnz / p / (rate_nnz_s * 16)
         coord = step_a + step_b * p
         w2w = 2 * plane / bw
         via_client = 4 * 2 * plane * p / bw
         spmv, cg_built = compute + coord, 1.4 * compute + coord + via_client
-        cg_workers = 1.4 * compute + round_s + message_s * (p - 2) + 3 * w2w
+        floor = 1.4 * compute + 3 * w2w  # the iteration's arithmetic and halo, with no coordination at all
+        cg_workers = floor + round_s + message_s * (p - 2)
         print(f"{p:>6} {compute * 1e3:>6.1f} ms {coord * 1e3:>6.1f} ms {w2w * 1e3:>6.1f} ms "
               f"{via_client * 1e3:>13.1f} ms {spmv * 1e3:>6.1f} ms {cg_built * 1e3:>19.1f} ms "
-              f"{cg_workers * 1e3:>19.1f} ms")
+              f"{cg_workers * 1e3:>19.1f} ms {cg_workers / floor:>18.2f}x")
 
 
 def main() -> None:
@@ -207,8 +277,11 @@ def main() -> None:
               f"({one_it / dist_it:4.2f}x)")
         coord = coordination(client, 200, 2 if args.quick else 3)
         for loop in ("client", "workers"):
-            print(f"{'coordination per CG iter':<26} loop={loop:<8} {coord[loop, 2] * 1e3:6.2f} ms with 2 partitions, "
-                  f"{coord[loop, 8] * 1e3:6.2f} ms with 8 (Poisson 16^2, one reduction an iteration)")
+            cells = ", ".join(f"{coord[loop, n] * 1e3:6.2f} ms with {n}" for n in PARTITIONS)
+            print(f"{'coordination per CG iter':<26} loop={loop:<8} {cells} partitions (Poisson 16^2, 2 workers)")
+        own = {n: step_compute(n) for n in PARTITIONS}
+        print(f"{'  of which one worker':<26} its blocks' operations: "
+              + ", ".join(f"{own[n] * 1e3:.2f} ms ({n})" for n in PARTITIONS) + "; the rest is the exchange")
         planned_product(client, k, 100)
         halo = info["halo_bytes"] / max(1, info["iterations"])
         scalars = 2 * 3 * 16  # one reduction an iteration: two partitions, three (complex) scalars each
@@ -216,7 +289,8 @@ def main() -> None:
               f"{k * k * 8} B); {info['steps']} steps for {info['iterations']} iterations")
         step_b = max(0.0, (coord["client", 8] - coord["client", 2]) / 6)
         msg = message_cost(client)
-        print(f"{'message cost':<26} {msg * 1e6:.0f} us a small mailbox message, worker to worker, back to back")
+        print(f"{'message cost':<26} {msg * 1e6:.0f} us a CG step's message (dot products and halo), worker to "
+              "worker, one way, back to back")
         model(rate, max(0.0, coord["client", 2] - 2 * step_b), step_b, args.bandwidth, coord["workers", 2], msg)
     finally:
         client.close()

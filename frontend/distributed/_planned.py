@@ -27,6 +27,11 @@ class BlockProduct:
         self.plan = Matmul(part.tensor, self.operand, **options).plan()  # reads self.operand in place
         self.out_dtype = np.result_type(part.tensor.dtype, self.operand.dtype)
 
+    @property
+    def rows(self) -> int:
+        """The block's rows (read through the actor: one round trip, no work)."""
+        return self.part.rows
+
     def multiply(self, rows: np.ndarray) -> np.ndarray:
         """The block times the operand whose rows at the block's columns are ``rows``."""
         self.operand[...] = rows

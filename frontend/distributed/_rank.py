@@ -1,20 +1,25 @@
-"""One partition's side of a solve whose loop runs on the workers (no client in the loop).
+"""One worker's side of a solve whose loop runs on the workers (no client in the loop).
 
-Every partition runs one long-running task on the worker holding its block (:func:`run_rank`, seceded from
-the worker's thread pool, so partitions sharing a worker run side by side). Each rank runs the same Krylov
-iteration (:mod:`frontend.distributed._krylov`) against a :class:`RankMachine`: a step applies the vector
-operations to the rank's block, sends the halo entries its neighbours' next SpMV needs and its share of the
-dot products straight to the other workers, and sums every rank's shares in partition order, so every rank
-computes the same scalars and takes the same decisions. Messages travel through one Dask actor per worker
-(:class:`Mailbox`, asynchronous methods on the worker's event loop: worker to worker, no scheduler, no task
-per step); ranks on the same worker hand messages over in memory. Every ``checkpoint`` iterations each rank
-puts its block of the iterate in a Dask ``Queue`` (kept on the scheduler), from which the client restarts the
-solve when a worker is lost.
+Every worker holding partitions of the system runs one long-running task (:func:`run_ranks`, seceded from the
+worker's thread pool) that holds all of its partitions (its *ranks*) and runs the Krylov iteration
+(:mod:`frontend.distributed._krylov`) against a :class:`GroupMachine`. A step applies the vector operations to
+each local block in turn; halo entries between blocks of the same worker are handed over in memory, and the
+dot products of the local blocks are kept per partition. Then the worker sends **one message to every other
+worker** (its blocks' shares of the dot products and the halo entries that worker's blocks need) and waits
+for theirs: one cross-process message per worker pair and step (a hierarchical allreduce: blocks reduce in
+memory, workers exchange once). Every worker sums the shares in partition order, so every worker computes
+the same scalars and takes the same decisions as the one-process solver. Messages travel through one Dask
+actor per worker (:class:`Mailbox`, an asynchronous method run on the receiving worker's event loop: worker
+to worker, no scheduler, no task per step) and wake the waiting loop through a condition variable (no
+polling). Every ``checkpoint`` iterations each worker puts its blocks of the iterate in a Dask ``Queue``
+(kept on the scheduler), from which the client restarts the solve when a worker is lost.
 """
 from __future__ import annotations
 
+import pickle
 import threading
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -23,51 +28,48 @@ from ._krylov import Terms, Ticks, run
 from ._plan import Halo
 from ._worker import Part, SolveState, apply_ops, exports, solve_state
 
-REPORT_SECONDS = 1.0  # rank 0 reports its progress at least this often (the client's sign of life)
-Message = tuple[tuple, Any, int]  # (key, payload, how many ranks on the receiving worker read it)
+REPORT_SECONDS = 1.0  # the worker holding partition 0 reports progress at least this often (a sign of life)
+Payload = dict[str, dict]  # {"dots": {partition: [shares]}, "halo": {(sender, receiver): stacked entries}}
+HANDLER = "ust_mailbox"  # the workers' comm handler that delivers a solve's messages
+_MAILBOXES: weakref.WeakValueDictionary[str, Mailbox] = weakref.WeakValueDictionary()  # solve -> this worker's
+
+
+def _deliver(solve: str, key: list, payload: bytes) -> None:
+    """The ``ust_mailbox`` handler: a message for this worker's mailbox of ``solve`` (dropped when the solve
+    is over)."""
+    box = _MAILBOXES.get(solve)
+    if box is not None:
+        box.put(tuple(key), pickle.loads(payload))
 
 
 class Aborted(RuntimeError):
-    """The client (or another rank) stopped the solve."""
+    """The client (or another worker) stopped the solve."""
 
 
 class Mailbox:
-    """Dask actor, one per worker and solve: messages for the ranks on its worker, keyed by
-    ``("d", step, sender)`` (dot products, read by every other rank on the worker) or
-    ``("h", step, sender, receiver)`` (halo entries, read once)."""
+    """Dask actor, one per worker and solve: the messages other workers sent to this worker's loop, keyed by
+    ``(step, phase, sender)`` (``phase`` ``"early"``: dot products posted before the SpMV; ``"end"``: the
+    step's dot products and halo entries), each read once. Messages arrive one way (no reply) on the worker's
+    ``ust_mailbox`` comm handler, which hands them to the solve's mailbox on the worker's event loop; the actor
+    is how the client places the mailbox, stops the solve (:meth:`abort`) and releases it."""
 
-    def __init__(self) -> None:
-        self._items: dict[tuple, list[Any]] = {}
+    def __init__(self, solve: str) -> None:
+        from distributed import get_worker
+        self._items: dict[tuple, Payload] = {}
         self._cond = threading.Condition()
         self._aborted: str | None = None
-        self._outbox: dict[tuple[int, str], tuple[int, dict[str, list[Message]]]] = {}
+        _MAILBOXES[solve] = self
+        get_worker().handlers.setdefault(HANDLER, _deliver)
 
-    def post(self, when: tuple[int, str], outgoing: dict[str, list[Message]], ranks: int
-             ) -> dict[str, list[Message]] | None:
-        """Collect what this worker's ``ranks`` send at point ``when`` of a step; the last one to post gets
-        the whole batch (one message per receiving worker instead of one per rank), the others None."""
+    def put(self, key: tuple, payload: Payload) -> None:
+        """Deliver a message (on this worker's event loop)."""
         with self._cond:
-            count, batch = self._outbox.pop(when, (0, {}))
-            for w, messages in outgoing.items():
-                batch.setdefault(w, []).extend(messages)
-            if count + 1 < ranks:
-                self._outbox[when] = (count + 1, batch)
-                return None
-            return batch
-
-    async def put(self, messages: list[Message]) -> None:
-        """Deliver ``messages`` (called by ranks on other workers; runs on this worker's event loop)."""
-        self.deliver(messages)
+            self._items[key] = payload
+            self._cond.notify_all()
 
     async def abort(self, reason: str) -> None:
-        """Stop every rank waiting here (they raise :class:`Aborted`)."""
+        """Stop the loop waiting here (it raises :class:`Aborted`)."""
         self.stop(reason)
-
-    def deliver(self, messages: list[Message]) -> None:
-        with self._cond:
-            for key, payload, readers in messages:
-                self._items[key] = [payload, readers]
-            self._cond.notify_all()
 
     @property
     def stopped(self) -> bool:
@@ -78,45 +80,44 @@ class Mailbox:
             self._aborted = reason
             self._cond.notify_all()
 
-    def take(self, keys: list[tuple], timeout: float) -> list[Any]:
-        """The payloads of ``keys``, waiting for them up to ``timeout`` seconds."""
+    def take(self, keys: list[tuple], timeout: float) -> list[Payload]:
+        """The messages ``keys``, waiting for them up to ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
                 if self._aborted is not None:
                     raise Aborted(self._aborted)
                 if all(k in self._items for k in keys):
-                    break
+                    return [self._items.pop(k) for k in keys]
                 left = deadline - time.monotonic()
                 if left <= 0:
                     missing = [k for k in keys if k not in self._items]
-                    raise TimeoutError(f"no message {missing[0]} from partition {missing[0][2]} within {timeout:g} s")
+                    raise TimeoutError(f"no message of step {missing[0][0]} from worker {missing[0][2]} within "
+                                       f"{timeout:g} s")
                 self._cond.wait(min(left, 1.0))
-            out = []
-            for k in keys:
-                entry = self._items[k]
-                entry[1] -= 1
-                if entry[1] <= 0:
-                    del self._items[k]
-                out.append(entry[0])
-            return out
 
 
-class RankMachine:
-    """Partition ``p``'s machine (see the module docstring): the same ``step``/``exported``/``iteration``
-    as the client's, with the exchange done among the workers."""
+class GroupMachine:
+    """The machine of one worker's partitions (see the module docstring): the same ``step``/``exported``/
+    ``iteration`` as the client's, with the exchange done in memory among the local blocks and in one message
+    per other worker."""
 
-    def __init__(self, p: int, state: SolveState, places: list[str], boxes: dict[str, Any], local: Mailbox,
+    def __init__(self, worker: Any, solve: str, states: dict[int, SolveState], places: list[str], local: Mailbox,
                  linked: bool, timeout: float, checkpoint: int, queue: Any) -> None:
-        self.p, self.s, self.n = p, state, len(places)
-        self.places, self.boxes, self.local = places, boxes, local
-        self.me = places[p]
-        self.ranks_on = {w: [q for q in range(self.n) if places[q] == w] for w in set(places)}
+        self.worker, self.solve = worker, solve
+        self.states, self.n = states, len(places)
+        self.places, self.local = places, local
+        self.comms: dict[str, Any] = {}
+        self.workers = sorted(set(places))
+        self.me = places[min(states)]
+        self.peers = [w for w in self.workers if w != self.me]
         self.linked, self.timeout = linked, timeout
         self.checkpoint, self.queue = checkpoint, queue
         self.steps = 0
         self.sent_bytes = 0
         self.last_export: list[tuple[str, bool]] = []
+        self.received: dict[tuple[int, int], np.ndarray] = {}  # (sender, receiver) -> the last exported entries
+        self.unread: int | None = None  # the step whose "end" messages from the peers are still to be read
         self.history: list[tuple[int, float]] = []
         self.ticks = Ticks()
         self._reported = time.monotonic()
@@ -126,17 +127,19 @@ class RankMachine:
         return not self.linked or (name, scaled) in self.last_export
 
     def iteration(self, it: int, residual_norm: float) -> None:
-        """Residual history (rank 0), a checkpoint of the iterate every ``checkpoint`` iterations, and a sign
-        of life for the client at least every :data:`REPORT_SECONDS`."""
-        if self.p == 0:
+        """Residual history (the worker holding partition 0), a checkpoint of the iterate every ``checkpoint``
+        iterations, and a sign of life for the client at least every :data:`REPORT_SECONDS`."""
+        first = 0 in self.states
+        if first:
             self.history.append((it, residual_norm))
             self.ticks.tick(it)
         if self.queue is None:
             return
-        x = self.s.vec["x"]
         if self.checkpoint and it > 0 and it % self.checkpoint == 0:
-            self.queue.put(("x", it, self.p, x.tobytes(), x.dtype.str, residual_norm))
-        elif self.p == 0 and time.monotonic() - self._reported > REPORT_SECONDS:
+            for p, s in self.states.items():
+                x = s.vec["x"]
+                self.queue.put(("x", it, p, x.tobytes(), x.dtype.str, residual_norm))
+        elif first and time.monotonic() - self._reported > REPORT_SECONDS:
             self.queue.put(("r", it, 0, b"", "", residual_norm))
             self._reported = time.monotonic()
 
@@ -149,112 +152,145 @@ class RankMachine:
         cut = kinds.index("spmv") if "spmv" in kinds else len(ops)
         has_dots = any(k in ("dot", "dots") for k in kinds)
         early = has_dots and cut < len(ops) and not any(k in ("dot", "dots") for k in kinds[cut:])
-        outgoing: dict[str, list[Message]] = {}
+        if self.unread is not None:
+            self._read(self.unread, "end")
+        halos = {p: self._halos(p, halo) for p in self.states}
         if early:  # post the reduction, then the SpMV while it travels
-            dots = apply_ops(self.s, ops[:cut], [])
-            self._send((step, "early"), self._dot_messages(step, dots, {}))
-            dots += apply_ops(self.s, ops[cut:], self._halos(step, halo))
+            dots = {p: apply_ops(s, ops[:cut], []) for p, s in self.states.items()}
+            self._send(step, "early", {"dots": dots, "halo": {}})
+            for p, s in self.states.items():
+                dots[p] += apply_ops(s, ops[cut:], halos[p])
         else:
-            dots = apply_ops(self.s, ops, self._halos(step, halo))
-            if has_dots:
-                outgoing = self._dot_messages(step, dots, outgoing)
-        for dest, stacked in exports(self.s, export).items():
-            outgoing.setdefault(self.places[dest], []).append((("h", step, self.p, dest), stacked, 1))
-            self.sent_bytes += stacked.nbytes
-        self._send((step, "end"), outgoing)
+            dots = {p: apply_ops(s, ops, halos[p]) for p, s in self.states.items()}
+        received: dict[tuple[int, int], np.ndarray] = {}
+        outgoing: dict[str, dict[tuple[int, int], np.ndarray]] = {w: {} for w in self.peers}
+        for p, s in self.states.items():
+            for dest, stacked in exports(s, export).items():
+                where = self.places[dest]
+                (received if where == self.me else outgoing[where])[(p, dest)] = stacked
+                self.sent_bytes += stacked.nbytes
+        for w in self.peers:
+            self._send_to(w, (step, "end", self.me), {"dots": {} if early or not has_dots else dots,
+                                                      "halo": outgoing[w]})
+        self.received, self.unread = received, step
         self.last_export = export
         if not has_dots:
             return np.zeros(0, dtype=complex)
-        peers = [q for q in range(self.n) if q != self.p]
-        got = dict(zip(peers, self.local.take([("d", step, q) for q in peers], self.timeout)))
-        got[self.p] = dots
-        return np.sum(np.array([got[q] for q in range(self.n)], dtype=complex).reshape(self.n, -1), axis=0)
+        if early:
+            dots.update(self._read(step, "early"))
+        else:
+            dots.update(self._read(step, "end"))
+        return np.sum(np.array([dots[q] for q in range(self.n)], dtype=complex).reshape(self.n, -1), axis=0)
 
     def start(self) -> None:
-        """Export ``x0``'s halo entries (as step -1), which the first SpMV of ``x`` reads."""
-        outgoing: dict[str, list[Message]] = {}
-        for dest, stacked in exports(self.s, [("x", False)]).items():
-            outgoing.setdefault(self.places[dest], []).append((("h", -1, self.p, dest), stacked, 1))
-        self._send((-1, "end"), outgoing)
-        self.last_export = [("x", False)]
+        """Connect to the other workers and export ``x0``'s halo entries (as step -1), which the first SpMV of
+        ``x`` reads."""
+        from distributed.utils import sync
+
+        async def connect() -> dict[str, Any]:
+            return {w: await self.worker.rpc.connect(w) for w in self.peers}
+        try:
+            self.comms = sync(self.worker.loop, connect)
+        except OSError as exc:
+            raise Aborted(f"worker {self.me} cannot reach the other workers: {exc}") from exc
+        self.steps = -1
+        self.step([], export=[("x", False)])
+
+    def close(self) -> None:
+        """Hand the connections back to the worker's pool (after the messages already queued on them)."""
+        def reuse() -> None:
+            for w, comm in self.comms.items():
+                self.worker.rpc.reuse(w, comm)
+        if self.comms:
+            self.worker.loop.add_callback(reuse)
 
     # ----- the exchange ----------------------------------------------------------------------------------------
-    def _dot_messages(self, step: int, dots: list[complex], out: dict[str, list[Message]]
-                      ) -> dict[str, list[Message]]:
-        for w, ranks in self.ranks_on.items():
-            readers = sum(1 for q in ranks if q != self.p)
-            if readers:
-                out.setdefault(w, []).append((("d", step, self.p), dots, readers))
-        return out
+    def _send(self, step: int, phase: str, payload: Payload) -> None:
+        for w in self.peers:
+            self._send_to(w, (step, phase, self.me), payload)
 
-    def _send(self, when: tuple[int, str], outgoing: dict[str, list[Message]]) -> None:
-        """Hand ``outgoing`` to this worker's ranks at once; what goes to other workers leaves in one actor call
-        per worker, made by the last rank here to post at this point of the step."""
-        local = outgoing.pop(self.me, None)
-        if local:
-            self.local.deliver(local)
-        batch = self.local.post(when, outgoing, len(self.ranks_on[self.me]))
-        for w, messages in (batch or {}).items():
-            try:
-                self.boxes[w].put(messages)  # an actor call: returns at once, delivered by the event loop
-            except RuntimeError as exc:  # the worker holding that mailbox is gone
-                raise Aborted(f"partition {self.p} cannot reach worker {w}: {exc}") from exc
+    def _send_to(self, worker: str, key: tuple, payload: Payload) -> None:
+        """One message, one way, written by this worker's event loop on its connection to ``worker``."""
+        self.worker.loop.add_callback(self._write, worker, key, payload)
 
-    def _halos(self, step: int, halo: Terms | None) -> list[np.ndarray]:
-        """The SpMV operand's entries other ranks hold, from what they exported in the previous step (taken
-        even when unused, so the mailbox holds nothing stale)."""
-        if not self.last_export or not self.s.halo.recv:
-            return []
-        senders = [q for q, _ in self.s.halo.recv]
-        stacks = self.local.take([("h", step - 1, q, self.p) for q in senders], self.timeout)
-        if halo is None:
+    async def _write(self, worker: str, key: tuple, payload: Payload) -> None:
+        try:  # the payload pickled in-band: one frame, however many small arrays it holds
+            await self.comms[worker].write({"op": HANDLER, "reply": False, "solve": self.solve, "key": list(key),
+                                            "payload": pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)})
+        except Exception as exc:  # noqa: BLE001 - the peer is gone: stop this worker's loop (it raises Aborted)
+            self.local.stop(f"worker {self.me} cannot reach worker {worker}: {type(exc).__name__}: {exc}")
+
+    def _read(self, step: int, phase: str) -> dict[int, list[complex]]:
+        """The peers' messages of ``step``/``phase``: their halo entries are kept for the next SpMV, their
+        dot products returned (partition -> shares)."""
+        dots: dict[int, list[complex]] = {}
+        for message in self.local.take([(step, phase, w) for w in self.peers], self.timeout):
+            dots.update(message["dots"])
+            self.received.update(message["halo"])
+        if phase == "end":
+            self.unread = None
+        return dots
+
+    def _halos(self, p: int, halo: Terms | None) -> list[np.ndarray]:
+        """Block ``p``'s SpMV operand's entries other blocks hold, formed from what they exported in the
+        previous step."""
+        s = self.states[p]
+        if halo is None or not self.last_export or not s.halo.recv:
             return []
         names = self.last_export
         received = []
-        for stacked in stacks:
+        for q, _ in s.halo.recv:
+            stacked = self.received[(q, p)]
             got = {key: stacked[k] for k, key in enumerate(names)}
             received.append(sum(coef * got[(name, scaled)] for coef, name, scaled in halo))
         return received
 
 
-def run_rank(p: int, part: Part, halo: Halo, b: np.ndarray, x0: np.ndarray, jacobi: bool, places: list[str],
-             boxes: dict[str, Any], linked: bool, params: dict[str, Any]) -> dict[str, Any]:
-    """The long-running task of partition ``p`` (placed on ``places[p]``, which holds ``part``): the whole
-    iteration; its block of the solution and what it counted. ``params``: method, bnorm, tol, maxiter,
+def run_ranks(solve: str, ranks: list[int], parts: list[Part], halos: list[Halo], bs: list[np.ndarray], x0s: list[np.ndarray],
+              jacobi: bool, places: list[str], boxes: dict[str, Any], linked: bool,
+              params: dict[str, Any]) -> dict[str, Any]:
+    """The long-running task of one worker, holding partitions ``ranks`` (blocks ``parts``): the whole
+    iteration; its blocks of the solution and what it counted. ``params``: method, bnorm, tol, maxiter,
     restart, first (the iteration to count from), checkpoint, queue (a Dask ``Queue`` name), timeout."""
     from distributed import Queue, get_worker, secede
     worker = get_worker()
-    if worker.address != places[p]:
-        raise RuntimeError(f"partition {p} runs on {worker.address}, its block is on {places[p]}")
+    if any(worker.address != places[p] for p in ranks):
+        raise RuntimeError(f"partitions {ranks} run on {worker.address}, their blocks are on "
+                           f"{sorted({places[p] for p in ranks})}")
     local: Any = worker.state.actors[boxes[worker.address].key]  # this worker's Mailbox itself
     try:
-        state = solve_state(part, halo, b, x0, jacobi)
+        states = {p: solve_state(part, halo, b, x0, jacobi) for p, part, halo, b, x0 in zip(ranks, parts, halos, bs,
+                                                                                           x0s)}
     except Exception as exc:
-        _abort_all(boxes, local, f"partition {p} failed: {type(exc).__name__}: {exc}")
+        _abort_all(boxes, local, f"worker {worker.address} failed: {type(exc).__name__}: {exc}")
         raise
-    secede()  # the worker's thread slot goes to the next rank: every rank of the solve runs at once
+    secede()  # the worker's thread slot is free for other work while the solve runs
     queue = Queue(params["queue"]) if params["queue"] else None
-    m = RankMachine(p, state, places, boxes, local, linked, params["timeout"], params["checkpoint"], queue)
+    m = GroupMachine(worker, solve, states, places, local, linked, params["timeout"], params["checkpoint"], queue)
+    dtype = bs[0].dtype
     try:
         m.start()
-        its, residual = run(m, params["method"], params["bnorm"], params["tol"], params["maxiter"], b.dtype,
+        its, residual = run(m, params["method"], params["bnorm"], params["tol"], params["maxiter"], dtype,
                             params["restart"], params["first"])
     except Aborted as exc:
         return {"aborted": str(exc)}
     except Exception as exc:
+        m.close()
         if local.stopped:  # the failure came from the solve being stopped (a peer's worker died)
             return {"aborted": f"{type(exc).__name__}: {exc}"}
-        _abort_all(boxes, local, f"partition {p} failed: {type(exc).__name__}: {exc}")
+        _abort_all(boxes, local, f"worker {worker.address} failed: {type(exc).__name__}: {exc}")
         raise
-    return {"x": state.vec["x"], "iterations": its, "residual": residual, "steps": m.steps,
-            "halo_bytes": m.sent_bytes, "history": m.history, "seconds_per_iteration": m.ticks.per_iteration}
+    m.close()
+    return {"x": {p: s.vec["x"] for p, s in states.items()}, "iterations": its, "residual": residual,
+            "steps": m.steps, "halo_bytes": m.sent_bytes, "history": m.history,
+            "seconds_per_iteration": m.ticks.per_iteration}
 
 
 def _abort_all(boxes: dict[str, Any], local: Mailbox, reason: str) -> None:
-    """Tell every rank of the solve to stop (a failed rank would otherwise leave the others waiting)."""
+    """Tell every worker of the solve to stop (a failed one would otherwise leave the others waiting)."""
     local.stop(reason)
     for box in boxes.values():
         try:
             box.abort(reason)
-        except Exception:  # noqa: BLE001 - best effort: a dead worker's ranks are stopped already
+        except Exception:  # noqa: BLE001 - best effort: a dead worker's loop is stopped already
             pass

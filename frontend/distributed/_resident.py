@@ -1,5 +1,5 @@
 """The client's side of a solve whose loop runs on the workers (:mod:`frontend.distributed._rank`): start one
-long-running task per partition and one mailbox actor per worker, watch (worker loss, failures, the
+long-running task and one mailbox actor per worker holding partitions, watch (worker loss, failures, the
 checkpoints and progress the ranks put in a Dask ``Queue``), and restart from the last complete checkpoint
 when a worker is lost."""
 from __future__ import annotations
@@ -34,21 +34,27 @@ class Attempt:
         key = uuid.uuid4().hex
         self.queue_name = f"ust-solve-{key}"
         self.queue = Queue(self.queue_name, client=self.client)
-        self.box_futures = {w: self.client.submit(_rank.Mailbox, workers=[w], actor=True, pure=False,
+        self.box_futures = {w: self.client.submit(_rank.Mailbox, key, workers=[w], actor=True, pure=False,
                                                   key=f"ust-mailbox-{key}-{k}")
                             for k, w in enumerate(sorted(set(self.places)))}
         self.boxes = dict(zip(self.box_futures, wait_all(self.client, list(self.box_futures.values()),
                                                          [(-1, w) for w in self.box_futures], a.timeout)))
         linked = any(h.send for h in halo)
         params = dict(params, queue=self.queue_name)
-        self.futures = [submit(self.client, _rank.run_rank, p, a.block(p), halo[p],
-                               send(self.client, b[self.bounds[p]:self.bounds[p + 1]], self.places[p]),
-                               send(self.client, x0[self.bounds[p]:self.bounds[p + 1]], self.places[p]), jacobi,
-                               self.places, self.boxes, linked, params, worker=self.places[p], strict=True,
-                               key=f"ust-rank-{key}-{p}") for p in range(self.n)]
+        self.groups = {w: [p for p in range(self.n) if self.places[p] == w] for w in self.boxes}
+        self.futures = [submit(self.client, _rank.run_ranks, key, ranks, [a.block(p) for p in ranks],
+                               [halo[p] for p in ranks], [self._send(b, p) for p in ranks],
+                               [self._send(x0, p) for p in ranks], jacobi, self.places, self.boxes, linked, params,
+                               worker=w, strict=True, key=f"ust-ranks-{key}-{k}")
+                        for k, (w, ranks) in enumerate(self.groups.items())]
+        self.where = [(ranks[0], w) for w, ranks in self.groups.items()]
         self.parts: dict[int, dict[int, np.ndarray]] = {}
         self.checkpoint: tuple[int, np.ndarray] | None = None
         self.heard = time.monotonic()  # when the ranks last reported
+
+    def _send(self, v: np.ndarray, p: int) -> Any:
+        """Partition ``p``'s block of the vector ``v``, as a task argument for its worker."""
+        return send(self.client, v[self.bounds[p]:self.bounds[p + 1]], self.places[p])
 
     def drain(self, progress: Progress | None) -> bool:
         """Read what the ranks put in the queue: complete checkpoints are kept (the latest), ``progress`` is
@@ -73,7 +79,7 @@ class Attempt:
         timeout while the ranks report progress."""
         while True:
             try:
-                return wait_all(self.client, self.futures, list(enumerate(self.places)), self.a.timeout,
+                return wait_all(self.client, self.futures, self.where, self.a.timeout,
                                 on_poll=lambda: self.drain(progress))
             except DistributedError as exc:
                 quiet = time.monotonic() - self.heard
@@ -142,11 +148,14 @@ def solve(a: Any, b: np.ndarray, x0: np.ndarray, method: str, tol: float, maxite
         aborted = [r["aborted"] for r in results if "aborted" in r]
         if aborted:
             raise DistributedError(f"the {method} solve stopped: {aborted[0]}")
-        info = {"method": method, "iterations": results[0]["iterations"], "residual": results[0]["residual"] / bnorm,
-                "steps": results[0]["steps"], "halo_bytes": sum(r["halo_bytes"] for r in results), "loop": "workers",
+        head = next(r for r in results if 0 in r["x"])  # the worker holding partition 0 kept the history
+        blocks = {p: x for r in results for p, x in r["x"].items()}
+        info = {"method": method, "iterations": head["iterations"], "residual": head["residual"] / bnorm,
+                "steps": head["steps"], "halo_bytes": sum(r["halo_bytes"] for r in results), "loop": "workers",
                 "restarts": len(restarts), "restarted_from": restarts, "checkpoint": checkpoint,
-                "history": results[0]["history"], "seconds_per_iteration": results[0]["seconds_per_iteration"]}
-        return np.concatenate([r["x"] for r in results]), info
+                "history": head["history"], "seconds_per_iteration": head["seconds_per_iteration"],
+                "workers": len(results)}
+        return np.concatenate([blocks[p] for p in range(len(blocks))]), info
     raise AssertionError("unreachable")
 
 

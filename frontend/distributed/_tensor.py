@@ -210,6 +210,12 @@ def source_of(x: Any) -> tuple[str, TensorFormat | None]:
     return t.package, t.tensor_format
 
 
+def home(p: int, partitions: int, workers: Sequence[str]) -> str | None:
+    """The worker partition ``p`` is first placed on: consecutive row blocks share a worker (``partitions``
+    split into contiguous runs, one per worker), so a banded matrix's halo mostly stays inside a process."""
+    return workers[p * len(workers) // partitions] if workers else None
+
+
 def from_package(x: Any, partitions: int | None = None, client: Any = None, *,
                  tensor_format: TensorFormat | None = None, timeout: float = DEFAULT_TIMEOUT) -> DistributedTensor:
     """``x`` (a SciPy/NumPy/torch matrix or a ``Tensor``) split into ``partitions`` row blocks (default: one per
@@ -227,7 +233,7 @@ def from_package(x: Any, partitions: int | None = None, client: Any = None, *,
         r0, r1 = bounds[p], bounds[p + 1]
         lo, hi = int(csr.indptr[r0]), int(csr.indptr[r1])
         data, indices, indptr = csr.data[lo:hi], csr.indices[lo:hi], csr.indptr[r0:r1 + 1] - lo
-        worker = addrs[p % len(addrs)] if addrs else None
+        worker = home(p, len(bounds) - 1, addrs)
         return lambda key: submit(client, _worker.build_from_csr, data, indices, indptr, (r1 - r0, csr.shape[1]),
                                   r0, target, key=key, worker=worker)
     return DistributedTensor(client, [recipe(p) for p in range(len(bounds) - 1)], bounds, csr.shape[1],
@@ -252,7 +258,7 @@ def from_file(path: Any, partitions: int | None = None, client: Any = None, *,
     addrs = sorted(client.nthreads())
 
     def recipe(p: int) -> Recipe:
-        worker = addrs[p % len(addrs)] if addrs else None
+        worker = home(p, len(bounds) - 1, addrs)
         return lambda key: submit(client, _worker.build_from_file, path, bounds[p], bounds[p + 1], tensor_format,
                                   key=key, worker=worker)
     return DistributedTensor(client, [recipe(p) for p in range(len(bounds) - 1)], bounds, csr.shape[1],

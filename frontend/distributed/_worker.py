@@ -166,6 +166,7 @@ class SolveState:
     vec: dict[str, np.ndarray] = field(default_factory=dict)
     needed: np.ndarray | None = None  # the SpMV's input (own and received entries at the block's columns)
     plan: Any = None  # its Matmul, planned on the first SpMV and reused (it reads ``needed`` in place)
+    outs: dict[str, np.ndarray] = field(default_factory=dict)  # the SpMV's result buffer per destination vector
 
 
 _SOLVES: dict[str, SolveState] = {}  # solve key -> this worker's block state
@@ -239,7 +240,7 @@ def apply_ops(s: SolveState, ops: list[tuple], halos: list[np.ndarray]) -> list[
             src = s.vec[op[2]]
             s.vec[op[1]] = s.dinv * src if s.dinv is not None else src.copy()
         elif kind == "spmv":
-            s.vec[op[1]] = _spmv(s, s.vec[op[2]], halos)
+            s.vec[op[1]] = _spmv(s, op[1], s.vec[op[2]], halos)
         elif kind == "dot":
             dots.append(complex(np.vdot(s.vec[op[1]], s.vec[op[2]])))
         elif kind == "dots":
@@ -261,8 +262,10 @@ def exports(s: SolveState, export: list[tuple[str, bool]]) -> dict[int, np.ndarr
             for dest, idx in s.halo.send.items()}
 
 
-def _spmv(s: SolveState, own: np.ndarray, halos: list[np.ndarray]) -> np.ndarray:
-    """The block's rows times the vector whose own entries are ``own`` and others came in ``halos``."""
+def _spmv(s: SolveState, dst: str, own: np.ndarray, halos: list[np.ndarray]) -> np.ndarray:
+    """The block's rows times the vector whose own entries are ``own`` and others came in ``halos``, written
+    into the buffer kept for the vector ``dst`` (which the product replaces; the plan checks a buffer it has
+    seen before without scanning the operands again)."""
     if s.needed is None or s.needed.dtype != own.dtype:
         from frontend.ops._api import Matmul
         s.needed = np.zeros(len(s.part.cols), dtype=own.dtype)
@@ -271,7 +274,9 @@ def _spmv(s: SolveState, own: np.ndarray, halos: list[np.ndarray]) -> np.ndarray
     needed[s.halo.own_pos] = own[s.halo.own_src]
     for (_, pos), values in zip(s.halo.recv, halos):
         needed[pos] = values
-    out = np.empty(s.part.rows, dtype=np.result_type(s.part.tensor.dtype, own.dtype))
+    out = s.outs.get(dst)
+    if out is None or out.dtype != np.result_type(s.part.tensor.dtype, own.dtype):
+        out = s.outs[dst] = np.empty(s.part.rows, dtype=np.result_type(s.part.tensor.dtype, own.dtype))
     return s.plan.execute(out=out)
 
 
