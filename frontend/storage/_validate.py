@@ -135,7 +135,7 @@ def _validated_key(t: StoredTensor) -> tuple | None:
         now = t.buffers()
         v = t.buffer_key() if len(now) == len(v.buffers) and all(map(operator.is_, now, v.buffers)) else None
         t._validated = v
-    return v  # type: ignore[return-value]
+    return v
 
 
 def _known_guard(t: StoredTensor, key: tuple) -> Guard | None:
@@ -228,7 +228,7 @@ def validate_now(t: TensorT) -> TensorT:
     it compares them without building its key."""
     if t.tensor_format.is_dense:
         return t
-    fresh = t.__dict__.get("_fresh")
+    fresh = t._fresh
     if fresh is not None and _unchanged(t, fresh):
         return t
     key = t.buffer_key()
