@@ -197,7 +197,7 @@ def _kept(copy: np.ndarray) -> Any:
 
 
 def _same(b: np.ndarray, copy: Any) -> bool:
-    """Whether NumPy buffer ``b`` holds what :func:`_kept` keeps (its shape and bytes)."""
+    """Whether NumPy buffer ``b`` holds what :func:`_kept` keeps (its shape, dtype and bytes)."""
     if type(copy) is tuple:
         return b.shape == copy[0] and b.dtype == copy[1] and b.tobytes() == copy[2]
     return _equal(b, copy)
