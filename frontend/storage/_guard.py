@@ -9,9 +9,10 @@ scipy's ``sort_indices()``). What notices that:
   compared in O(1): a buffer changed by torch is validated again before the next kernel reads it.
 - NumPy buffers have no version counter, and a write through a NumPy view of a torch CPU tensor (or through
   raw pointers) does not move torch's: host buffers are *unwatched*, whatever their package. Kernels that are
-  bounds-safe whatever the index buffers hold (``Kernel.bounds_safe``: the emitter and the hand-written row
-  kernels, every position range and coordinate clamped in the generated code) read them as they are; every
-  other kernel validates them again before each call (:func:`._validate.validate_now`). Only CUDA torch
+  bounds-safe whatever the index buffers hold (``Kernel.bounds_safe``: the emitter, SpGEMM, the hand-written row
+  kernels (union, intersection, row sums, softmax) and SDDMM, every position range and coordinate clamped in the
+  generated code) read them as they are; every other kernel checks them again before each call
+  (:func:`._validate.validate_now`: a compare with a copy, a full validation when they differ). Only CUDA torch
   buffers count as watched (their version counter is the only way to write them short of raw pointers).
 - Values buffers are not watched: kernels read as many values as the levels say, whatever the values are, so
   changing values in place (``A.data *= 2``, an optimizer step) is free and always seen.

@@ -27,6 +27,7 @@ class StoredTensor(Protocol):
     _val: Any
     _validated: Any  # buffer_key() of the last successful validation (or _validate.Built), None before
     _guard: Any  # its index buffers' guard (frontend.storage._guard), None before validation
+    _fresh: Any  # what _validate.validate_now compares on a repeat call (buffers and copies), or None
     _source: Any  # the package object the buffers were viewed from, or None
     _source_key: tuple | None  # buffer_key() when viewed from _source
 

@@ -139,7 +139,7 @@ def _validated_key(t: StoredTensor) -> tuple | None:
         now = t.buffers()
         v = t.buffer_key() if len(now) == len(v.buffers) and all(map(operator.is_, now, v.buffers)) else None
         t._validated = v
-    return v  # type: ignore[return-value]
+    return v
 
 
 def _known_guard(t: StoredTensor, key: tuple) -> Guard | None:
@@ -201,7 +201,7 @@ def _kept(copy: np.ndarray) -> Any:
 
 
 def _same(b: np.ndarray, copy: Any) -> bool:
-    """Whether NumPy buffer ``b`` holds what :func:`_kept` keeps (its shape and bytes)."""
+    """Whether NumPy buffer ``b`` holds what :func:`_kept` keeps (its shape, dtype and bytes)."""
     if type(copy) is tuple:
         return b.shape == copy[0] and b.dtype == copy[1] and b.tobytes() == copy[2]
     return _equal(b, copy)
@@ -232,7 +232,7 @@ def validate_now(t: TensorT) -> TensorT:
     it compares them without building its key."""
     if t.tensor_format.is_dense:
         return t
-    fresh = t.__dict__.get("_fresh")
+    fresh = t._fresh
     if fresh is not None and _unchanged(t, fresh):
         return t
     key = t.buffer_key()

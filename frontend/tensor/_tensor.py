@@ -112,6 +112,7 @@ class Tensor:
         self._source_key: tuple | None = None  # buffer_key() when viewed from source (from_package)
         self._validated: Any = None  # buffer_key() of the last successful validation (or _validate.Built)
         self._guard: Any = None  # the index buffers' guard of that validation (frontend.storage._guard)
+        self._fresh: Any = None  # its buffers and index copies as validate_now last checked them in full
 
     @classmethod
     def _trusted(cls, tensor_format: TensorFormat, shape: tuple[int, ...], pos: list[Any], crd: list[Any],
