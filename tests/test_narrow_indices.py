@@ -241,6 +241,8 @@ def test_optimize_keeps_coordinates_narrow() -> None:
     assert report.chosen.name == "CSR" and t.index_type == np.int32 and t.crd_type == np.int8
     x = np.linspace(-1, 1, 120).astype(np.float32)
     np.testing.assert_allclose(F.matmul(t, x), a @ x, rtol=1e-5, atol=1e-6)
-    wide = sps.random_array((50, 40000), density=0.001, random_state=4, format="csr")  # columns beyond int16
+    wide = sps.random_array((50, 40000), density=0.001, random_state=4, format="csr", dtype=np.float32)  # > int16
     t, _ = F.optimize(Tensor.from_package(wide))
     assert t.crd_type == np.int32
+    f64 = sps.random_array((300, 120), density=0.05, random_state=3, format="csr")  # float64: int32 kept
+    assert F.optimize(Tensor.from_package(f64))[0].crd_type == np.int32
