@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -246,3 +249,36 @@ def test_optimize_keeps_coordinates_narrow() -> None:
     assert t.crd_type == np.int32
     f64 = sps.random_array((300, 120), density=0.05, random_state=3, format="csr")  # float64: int32 kept
     assert F.optimize(Tensor.from_package(f64))[0].crd_type == np.int32
+
+
+CORRUPT_CHILD = """
+import numpy as np, frontend as F
+from frontend import Tensor
+d = np.where(np.random.default_rng(0).random((12, 10)) < 0.4, 1.5, 0.0)
+x = np.ones(10)
+for fmt in ("CSR", "COO", "DCSR", "ELL", "DIAI"):  # row kernel, sparsifier (twice), emitter (twice)
+    for it, ct in ((np.int32, np.int16), (np.int8, np.int8)):
+        for bad in ("large", "negative"):
+            for run in (lambda t: F.matmul(t, x), lambda t: F.sum(t, 1)):
+                t = Tensor.from_dense(d).convert(fmt, index_type=it, crd_type=ct, max_fill=None)
+                run(t)
+                c = next(c for c in t._crd if c is not None and c.size)
+                c[0] = np.iinfo(c.dtype).max if bad == "large" else -3  # in place, after validation
+                try:
+                    out = np.asarray(F.Tensor.to_dense(r) if isinstance(r := run(t), Tensor) else r)
+                    outcome = "finite" if np.isfinite(out).all() else "nonfinite"
+                except ValueError:
+                    outcome = "ValueError"
+                print(fmt, np.dtype(ct), bad, outcome, flush=True)
+"""
+
+
+def test_corrupted_narrow_coordinates_never_crash() -> None:
+    """Narrow coordinates set out of range in place: the kernels clamp them or the operands are refused."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", CORRUPT_CHILD], cwd=root, capture_output=True, text=True,
+                          timeout=600)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0, f"child ended with {proc.returncode} after {lines[-1:]}:\n{proc.stderr[-3000:]}"
+    assert len(lines) == 5 * 2 * 2 * 2
+    assert all(ln.split()[-1] in ("finite", "ValueError") for ln in lines), lines
