@@ -282,3 +282,14 @@ def test_corrupted_narrow_coordinates_never_crash() -> None:
     assert proc.returncode == 0, f"child ended with {proc.returncode} after {lines[-1:]}:\n{proc.stderr[-3000:]}"
     assert len(lines) == 5 * 2 * 2 * 2
     assert all(ln.split()[-1] in ("finite", "ValueError") for ln in lines), lines
+
+
+@pytest.mark.parametrize("fmt", ["CSR", "CSC", "COO"])
+def test_sddmm_kernel_reads_narrow_buffers(fmt: str) -> None:
+    a = _matrix(14, 22, np.float64, 13, 0.2)
+    rng = np.random.default_rng(14)
+    x, y = rng.standard_normal((14, 4)), rng.standard_normal((4, 22))
+    for it, ct in ((np.int32, np.int16), (np.int8, np.int8)):
+        t = _narrow(a, fmt, it, ct)
+        assert F.paths_of(F.einsum, "ij,ik,kj->ij", t, x, y) == ["kernel:sddmm"]
+        np.testing.assert_allclose(_dense(F.einsum("ij,ik,kj->ij", t, x, y)), a * (x @ y), rtol=1e-12, atol=1e-12)
