@@ -189,6 +189,8 @@ def test_kernels_read_the_narrow_buffers() -> None:
     assert coo.path == "sparsifier"
     assert set(re.findall(r"posWidth = \d+, crdWidth = \d+", coo.mlir)) == {"posWidth = 32, crdWidth = 8"}
     np.testing.assert_allclose(coo.execute(), a @ x, rtol=1e-5)
+    sparsified = dict(coo.stages())["sparsify"]  # MLIR zero-extends narrow coordinates: signed 0..127 agree
+    assert re.search(r"arith\.extui %\w+ : i8 to", sparsified)
 
 
 def test_sparse_results_of_narrow_operands_have_wide_indices() -> None:
