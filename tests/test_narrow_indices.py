@@ -295,3 +295,14 @@ def test_sddmm_kernel_reads_narrow_buffers(fmt: str) -> None:
         t = _narrow(a, fmt, it, ct)
         assert F.paths_of(F.einsum, "ij,ik,kj->ij", t, x, y) == ["kernel:sddmm"]
         np.testing.assert_allclose(_dense(F.einsum("ij,ik,kj->ij", t, x, y)), a * (x @ y), rtol=1e-12, atol=1e-12)
+
+
+def test_copy_and_clone_keep_the_narrow_types() -> None:
+    a, b = _matrix(6, 9, np.float64, 15), _matrix(6, 9, np.float64, 16)
+    t = _narrow(a, "CSR", np.int32, np.int8)
+    c = t.clone()
+    assert (c.index_type, c.crd_type) == (np.int32, np.int8) and c.crd(1) is not t.crd(1)
+    t.copy_(Tensor.from_dense(b, "COO"))
+    assert (t.index_type, t.crd_type) == (np.int32, np.int8)
+    np.testing.assert_array_equal(t.to_dense(), b)
+    np.testing.assert_array_equal(c.to_dense(), a)
