@@ -1,5 +1,5 @@
-"""SpMV with int16 (or int8) column coordinates against today's int32 CSR: same matrix, same kernel path, fewer
-bytes per entry (float32 values + int16 columns = 6 bytes instead of 8).
+"""SpMV with int16 (or int8) column coordinates against int32 CSR (SciPy's layout): same matrix, same kernel
+path, fewer bytes per entry (float32 values + int16 columns = 6 bytes instead of 8).
 
 Matrices: the suite's magnitude-pruned float32 4096^2 weights (``suitekit/matrices.py``, 50% and 90% pruned)
 and its tall-skinny matrix (500k x 1000, the large CSR of the suite whose columns fit int16); ``--quick`` runs

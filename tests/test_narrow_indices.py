@@ -64,7 +64,7 @@ _OPS = [  # (a, b, c, x, xs) -> result
 
 @functools.cache
 def _int32_csr_results(dtype: type) -> list[np.ndarray]:
-    """The operations on today's int32 CSR of the same matrices (what narrow types must reproduce)."""
+    """The operations on int32 CSR (SciPy's layout) of the same matrices (what narrow types must reproduce)."""
     (a, b, c), x, xs = _problem(dtype)
     ts = [Tensor.from_dense(m).convert("CSR", index_type=np.int32) for m in (a, b, c)]
     return [_dense(op(*ts, x, xs)) for op in _OPS]
