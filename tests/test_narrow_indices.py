@@ -215,6 +215,10 @@ def test_exports_widen_to_what_packages_take(fmt: str) -> None:
                                            ("crow_indices", "col_indices") if fmt == "CSR" else
                                            ("ccol_indices", "row_indices") if fmt == "CSC" else
                                            ("crow_indices", "col_indices"))} <= {torch.int32, torch.int64}
+    if fmt != "BSR((2, 2))":  # pydata/sparse: COO, and CSR/CSC as GCXS
+        g = t.to_package("sparse")
+        assert (g.coords if fmt == "COO" else g.indices).dtype == np.int32
+        np.testing.assert_array_equal(g.todense(), a)
     np.testing.assert_array_equal(t.to_dense(), a)
     assert t.crd_type == np.int8  # the tensor itself is unchanged
 
