@@ -1,18 +1,23 @@
-"""SpMV with int16 (or int8) column coordinates against today's int32 CSR: same matrix, same kernel path, fewer
-bytes per entry (float32 values + int16 columns = 6 bytes instead of 8).
+"""SpMV with int16 (or int8) column coordinates against int32 CSR (SciPy's layout): same matrix, same kernel
+path, fewer bytes per entry (float32 values + int16 columns = 6 bytes instead of 8).
 
 Matrices: the suite's magnitude-pruned float32 4096^2 weights (``suitekit/matrices.py``, 50% and 90% pruned)
 and its tall-skinny matrix (500k x 1000, the large CSR of the suite whose columns fit int16); ``--quick`` runs
 the suite's quick sizes. Each line: the index types (positions/coordinates), the matrix bytes, the minimum time
-per call over interleaved repeats, and the speedup over int32 CSR. Results are checked against scipy first.
+per call over interleaved repeats (the schedule's threads, then one thread, with its minimum CPU time too: the
+steadier number on a shared machine), and the speedup over int32 CSR. Results are checked against scipy first.
 
 Run: ``.venv/bin/python benchmarks/bench_narrow.py [--quick] [--repeats 20]``
 """
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,13 +45,29 @@ def bench(case: Case, repeats: int) -> None:
     for t in variants.values():
         got = F.matmul(t, x)
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
-    plans = {k: F.Matmul(t, x) for k, t in variants.items()}
-    best = interleaved_min({k: p.execute for k, p in plans.items()}, repeats)
-    ref = best["int32/int32"]
     print(f"{case.name:28s} nnz {a.nnz:>9d}")
-    for k, t in variants.items():
-        print(f"    {k:12s} path {plans[k].path:13s} {t.nbytes / 2**20:8.1f} MiB  {best[k] * 1e3:8.3f} ms  "
-              f"x{ref / best[k]:.2f}")
+    for threads in (None, 1):
+        plans = {k: F.Matmul(t, x, threads=threads) for k, t in variants.items()}
+        best = interleaved_min({k: p.execute for k, p in plans.items()}, repeats)
+        cpu = cpu_min({k: p.execute for k, p in plans.items()}, repeats) if threads == 1 else None
+        for k, t in variants.items():
+            line = (f"    {k:12s} threads {plans[k].info.threads:<2d} path {plans[k].path:13s} "
+                    f"{t.nbytes / 2**20:6.1f} MiB  wall {best[k] * 1e3:7.3f} ms x{best['int32/int32'] / best[k]:.2f}")
+            if cpu is not None:
+                line += f"  cpu {cpu[k] * 1e3:7.3f} ms x{cpu['int32/int32'] / cpu[k]:.2f}"
+            print(line)
+
+
+def cpu_min(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Minimum CPU seconds of this process per call (one-thread kernels run in the calling thread), interleaved:
+    time other processes take from the shared cores does not count."""
+    best = {k: math.inf for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            t0 = time.process_time()
+            fn()
+            best[k] = min(best[k], time.process_time() - t0)
+    return best
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,7 +2,11 @@
 coordinates under wider positions (``crd_type``), through conversion, validation, exports and the kernels."""
 from __future__ import annotations
 
+import functools
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +17,8 @@ import frontend as F
 from frontend import NamedFormats as N, Tensor
 
 FORMATS = ["CSR", "CSC", "COO", "DCSR", "BSR((2, 2))"]
-# (positions type, coordinates type): one narrow type, narrow coordinates under int32/int64 positions
-TYPES = [(np.int16, np.int16), (np.int32, np.int8), (np.int64, np.int16)]
+# (positions type, coordinates type, values): narrow coordinates under int32 positions, and all-narrow buffers
+CASES = [(np.int32, np.int16, np.float32), (np.int16, np.int8, np.float64)]
 
 
 def _matrix(m: int, n: int, dtype: type, seed: int, density: float = 0.3) -> np.ndarray:
@@ -44,50 +48,58 @@ def _tol(dtype: type) -> dict:
     return {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("it, ct", TYPES)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_operations_match_numpy_and_int32_csr(fmt: str, it: type, ct: type, dtype: type) -> None:
-    a, c = _matrix(12, 18, dtype, 1), _matrix(12, 18, dtype, 2)
-    b = _matrix(18, 10, dtype, 3)
+def _problem(dtype: type) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     rng = np.random.default_rng(4)
-    x, xs = rng.standard_normal(18).astype(dtype), rng.standard_normal((18, 3)).astype(dtype)
+    mats = [_matrix(12, 18, dtype, 1), _matrix(18, 10, dtype, 3), _matrix(12, 18, dtype, 2)]
+    return mats, rng.standard_normal(18).astype(dtype), rng.standard_normal((18, 3)).astype(dtype)
+
+
+_OPS = [  # (a, b, c, x, xs) -> result
+    lambda p, q, r, x, xs: F.matmul(p, x), lambda p, q, r, x, xs: F.matmul(p, xs),
+    lambda p, q, r, x, xs: F.matmul(p, q), lambda p, q, r, x, xs: F.add(p, r),
+    lambda p, q, r, x, xs: F.multiply(p, r), lambda p, q, r, x, xs: F.sum(p, 0),
+    lambda p, q, r, x, xs: F.sum(p, 1), lambda p, q, r, x, xs: F.sum(p),
+]
+
+
+@functools.cache
+def _int32_csr_results(dtype: type) -> list[np.ndarray]:
+    """The operations on int32 CSR (SciPy's layout) of the same matrices (what narrow types must reproduce)."""
+    (a, b, c), x, xs = _problem(dtype)
+    ts = [Tensor.from_dense(m).convert("CSR", index_type=np.int32) for m in (a, b, c)]
+    return [_dense(op(*ts, x, xs)) for op in _OPS]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("it, ct, dtype", CASES)
+def test_operations_match_numpy_and_int32_csr(fmt: str, it: type, ct: type, dtype: type) -> None:
+    (a, b, c), x, xs = _problem(dtype)
     ta, tb, tc = _narrow(a, fmt, it, ct), _narrow(b, fmt, it, ct), _narrow(c, fmt, it, ct)
-    wa, wb, wc = (Tensor.from_dense(m).convert("CSR", index_type=np.int32) for m in (a, b, c))
+    wants = [a @ x, a @ xs, a @ b, a + c, a * c, a.sum(0), a.sum(1), a.sum()]
     tol = _tol(dtype)
-    cases = [
-        (lambda p, q, r: F.matmul(p, x), a @ x),
-        (lambda p, q, r: F.matmul(p, xs), a @ xs),
-        (lambda p, q, r: F.matmul(p, q), a @ b),
-        (lambda p, q, r: F.add(p, r), a + c),
-        (lambda p, q, r: F.multiply(p, r), a * c),
-        (lambda p, q, r: F.sum(p, 0), a.sum(0)),
-        (lambda p, q, r: F.sum(p, 1), a.sum(1)),
-        (lambda p, q, r: F.sum(p), a.sum()),
-    ]
-    for run, want in cases:
-        got, ref = _dense(run(ta, tb, tc)), _dense(run(wa, wb, wc))
+    for op, want, ref in zip(_OPS, wants, _int32_csr_results(dtype)):
+        got = _dense(op(ta, tb, tc, x, xs))
         np.testing.assert_allclose(got, want, **tol)
         np.testing.assert_allclose(got, ref, **tol)
     np.testing.assert_array_equal(ta.to_dense(), a)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (1, 7), (9, 4), (5, 5)])
-def test_small_shapes_and_round_trips(fmt: str, shape: tuple[int, int]) -> None:
+@pytest.mark.parametrize("shape, it, ct", [((0, 0), np.int8, np.int8), ((1, 1), np.int32, np.int8),
+                                           ((9, 4), np.int8, np.int8), ((3, 6), np.int64, np.int16)])
+def test_small_shapes_and_round_trips(fmt: str, shape: tuple[int, int], it: type, ct: type) -> None:
     a = _matrix(*shape, np.float64, sum(shape), density=0.5)
     x = np.arange(shape[1], dtype=np.float64)
-    for it, ct in [(np.int8, np.int8), (np.int32, np.int8)]:
-        t = _narrow(a, fmt, it, ct)
-        np.testing.assert_array_equal(t.to_dense(), a)
-        np.testing.assert_allclose(_dense(F.matmul(t, x)), a @ x, rtol=1e-12)
-        for target in FORMATS:  # conversions keep the types (they fit every level here)
-            u = t.convert(target)
-            assert (u.index_type, u.crd_type) == (np.dtype(it), np.dtype(ct))
-            np.testing.assert_array_equal(u.to_dense(), a)
-        w = t.convert(index_type=np.int64)  # and back to the widest
-        assert w.index_type == w.crd_type == np.int64
-        np.testing.assert_array_equal(w.to_dense(), a)
+    t = _narrow(a, fmt, it, ct)
+    np.testing.assert_array_equal(t.to_dense(), a)
+    np.testing.assert_allclose(_dense(F.matmul(t, x)), a @ x, rtol=1e-12)
+    for target in FORMATS:  # conversions keep the types (they fit every level here)
+        u = t.convert(target)
+        assert (u.index_type, u.crd_type) == (np.dtype(it), np.dtype(ct))
+        np.testing.assert_array_equal(u.to_dense(), a)
+    w = t.convert(index_type=np.int64)  # and back to the widest
+    assert w.index_type == w.crd_type == np.int64
+    np.testing.assert_array_equal(w.to_dense(), a)
 
 
 # ----- the edges of each width ------------------------------------------------------------------------------------
@@ -177,6 +189,8 @@ def test_kernels_read_the_narrow_buffers() -> None:
     assert coo.path == "sparsifier"
     assert set(re.findall(r"posWidth = \d+, crdWidth = \d+", coo.mlir)) == {"posWidth = 32, crdWidth = 8"}
     np.testing.assert_allclose(coo.execute(), a @ x, rtol=1e-5)
+    sparsified = dict(coo.stages())["sparsify"]  # MLIR zero-extends narrow coordinates: signed 0..127 agree
+    assert re.search(r"arith\.extui %\w+ : i8 to", sparsified)
 
 
 def test_sparse_results_of_narrow_operands_have_wide_indices() -> None:
@@ -201,6 +215,10 @@ def test_exports_widen_to_what_packages_take(fmt: str) -> None:
                                            ("crow_indices", "col_indices") if fmt == "CSR" else
                                            ("ccol_indices", "row_indices") if fmt == "CSC" else
                                            ("crow_indices", "col_indices"))} <= {torch.int32, torch.int64}
+    if fmt != "BSR((2, 2))":  # pydata/sparse: COO, and CSR/CSC as GCXS
+        g = t.to_package("sparse")
+        assert (g.coords if fmt == "COO" else g.indices).dtype == np.int32
+        np.testing.assert_array_equal(g.todense(), a)
     np.testing.assert_array_equal(t.to_dense(), a)
     assert t.crd_type == np.int8  # the tensor itself is unchanged
 
@@ -214,3 +232,81 @@ def test_from_buffers_keeps_narrow_buffers_and_widths_in_encodings() -> None:
     np.testing.assert_array_equal(t.to_dense(), want)
     np.testing.assert_allclose(F.matmul(t, np.arange(128.0)), want @ np.arange(128.0))
     assert "posWidth = 16, crdWidth = 8" in N.CSR.to_mlir(pos_width=16, crd_width=8)
+
+
+def test_operator_results_outgrowing_int8_positions() -> None:
+    a, b = _matrix(20, 30, np.float64, 11, 0.2), _matrix(20, 30, np.float64, 12, 0.2)
+    ta, tb = _narrow(a, "CSR", np.int8, np.int8), _narrow(b, "CSR", np.int8, np.int8)  # ~120 entries each
+    for got, want in ((np.maximum(ta, tb), np.maximum(a, b)), (ta - tb, a - b), (ta[3:9], a[3:9]),
+                      (-ta, -a), (abs(ta) ** 2, a ** 2)):
+        np.testing.assert_allclose(_dense(got), want, rtol=1e-12)
+        if isinstance(got, Tensor) and got.is_sparse and got.nse > 127:
+            assert got.index_type.itemsize >= 4
+
+
+def test_optimize_keeps_coordinates_narrow() -> None:
+    a = sps.random_array((300, 120), density=0.05, random_state=3, format="csr", dtype=np.float32)
+    t, report = F.optimize(Tensor.from_package(a))
+    assert report.chosen.name == "CSR" and t.index_type == np.int32 and t.crd_type == np.int8
+    x = np.linspace(-1, 1, 120).astype(np.float32)
+    np.testing.assert_allclose(F.matmul(t, x), a @ x, rtol=1e-5, atol=1e-6)
+    wide = sps.random_array((50, 40000), density=0.001, random_state=4, format="csr", dtype=np.float32)  # > int16
+    t, _ = F.optimize(Tensor.from_package(wide))
+    assert t.crd_type == np.int32
+    f64 = sps.random_array((300, 120), density=0.05, random_state=3, format="csr")  # float64: int32 kept
+    assert F.optimize(Tensor.from_package(f64))[0].crd_type == np.int32
+
+
+CORRUPT_CHILD = """
+import numpy as np, frontend as F
+from frontend import Tensor
+d = np.where(np.random.default_rng(0).random((12, 10)) < 0.4, 1.5, 0.0)
+x = np.ones(10)
+for fmt in ("CSR", "COO", "DCSR", "ELL", "DIAI"):  # row kernel, sparsifier (twice), emitter (twice)
+    for it, ct in ((np.int32, np.int16), (np.int8, np.int8)):
+        for bad in ("large", "negative"):
+            for run in (lambda t: F.matmul(t, x), lambda t: F.sum(t, 1)):
+                t = Tensor.from_dense(d).convert(fmt, index_type=it, crd_type=ct, max_fill=None)
+                run(t)
+                c = next(c for c in t._crd if c is not None and c.size)
+                c[0] = np.iinfo(c.dtype).max if bad == "large" else -3  # in place, after validation
+                try:
+                    out = np.asarray(F.Tensor.to_dense(r) if isinstance(r := run(t), Tensor) else r)
+                    outcome = "finite" if np.isfinite(out).all() else "nonfinite"
+                except ValueError:
+                    outcome = "ValueError"
+                print(fmt, np.dtype(ct), bad, outcome, flush=True)
+"""
+
+
+def test_corrupted_narrow_coordinates_never_crash() -> None:
+    """Narrow coordinates set out of range in place: the kernels clamp them or the operands are refused."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", CORRUPT_CHILD], cwd=root, capture_output=True, text=True,
+                          timeout=600)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0, f"child ended with {proc.returncode} after {lines[-1:]}:\n{proc.stderr[-3000:]}"
+    assert len(lines) == 5 * 2 * 2 * 2
+    assert all(ln.split()[-1] in ("finite", "ValueError") for ln in lines), lines
+
+
+@pytest.mark.parametrize("fmt", ["CSR", "CSC", "COO"])
+def test_sddmm_kernel_reads_narrow_buffers(fmt: str) -> None:
+    a = _matrix(14, 22, np.float64, 13, 0.2)
+    rng = np.random.default_rng(14)
+    x, y = rng.standard_normal((14, 4)), rng.standard_normal((4, 22))
+    for it, ct in ((np.int32, np.int16), (np.int8, np.int8)):
+        t = _narrow(a, fmt, it, ct)
+        assert F.paths_of(F.einsum, "ij,ik,kj->ij", t, x, y) == ["kernel:sddmm"]
+        np.testing.assert_allclose(_dense(F.einsum("ij,ik,kj->ij", t, x, y)), a * (x @ y), rtol=1e-12, atol=1e-12)
+
+
+def test_copy_and_clone_keep_the_narrow_types() -> None:
+    a, b = _matrix(6, 9, np.float64, 15), _matrix(6, 9, np.float64, 16)
+    t = _narrow(a, "CSR", np.int32, np.int8)
+    c = t.clone()
+    assert (c.index_type, c.crd_type) == (np.int32, np.int8) and c.crd(1) is not t.crd(1)
+    t.copy_(Tensor.from_dense(b, "COO"))
+    assert (t.index_type, t.crd_type) == (np.int32, np.int8)
+    np.testing.assert_array_equal(t.to_dense(), b)
+    np.testing.assert_array_equal(c.to_dense(), a)

@@ -122,7 +122,7 @@ def converted(t: Tensor, fmt: TensorFormat | None) -> Tensor:
     if fmt is not None and t.tensor_format == fmt:
         return t
     memo = buffer_memo(t)
-    key = ("converted", fmt, t.shape, t.tensor_format.structure_key(), t.index_type)
+    key = ("converted", fmt, t.shape, t.tensor_format.structure_key(), t.index_type, t.crd_type)
     head = memo_head(t)
     others = tuple(b for b in t.buffers() if b is not head)  # held by the entry: never the memo's key
     vals = np.asarray(t.val)

@@ -23,6 +23,7 @@ import numpy as np
 
 from frontend.format import NamedFormats, TensorFormat, as_format
 from frontend.interop._view_cache import shared_view
+from frontend.storage._layout import INDEX_TYPES
 from frontend.storage._validate import validate_now
 from frontend.tensor._tensor import Tensor
 from lowering.kernels import sddmm as kernel_text
@@ -76,7 +77,7 @@ def _host(buf: Any) -> np.ndarray | None:
         if not (hasattr(buf, "numpy") and getattr(buf, "device", None) is not None and buf.device.type == "cpu"):
             return None
         buf = buf.detach().numpy()
-    if buf.dtype not in (np.int32, np.int64):
+    if buf.dtype not in INDEX_TYPES:  # int8 .. int64 (narrow ones sign-extended on load)
         return None
     return buf if buf.flags.c_contiguous else np.ascontiguousarray(buf)
 

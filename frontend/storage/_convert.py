@@ -252,6 +252,8 @@ def index_types(t: StoredTensor, fmt: TensorFormat, index_type: Any, crd_type: A
 def fit_positions(pos: Sequence[Any], index_type: np.dtype, explicit: bool) -> np.dtype:
     """The positions type: ``index_type``, or (not ``explicit``) the narrowest wider one holding every
     position; a ValueError naming the level and the fix when an explicit one does not hold them."""
+    if all(p is None or p.dtype.itemsize <= index_type.itemsize for p in pos):
+        return index_type  # built in a type no wider: they fit
     top = max((int(p.max()) for p in pos if p is not None and p.size), default=0)
     if top <= np.iinfo(index_type).max:
         return index_type
@@ -337,8 +339,9 @@ def convert(t: TensorT, tensor_format: TensorFormat | str | None = None, index_t
     built = None if is_hypersparse([t]) else convert_direct(t, fmt, work, dt, drop_zeros, max_fill)
     pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros, max_fill, work) if built is None else built
     it = fit_positions(pos, it, explicit=index_type is not None)
-    for k, c in enumerate(crd):  # wide coordinates types are checked by value (a level's extent may exceed them)
-        if c is not None and c.size and c.dtype.kind == "i" and np.abs(c).max() > np.iinfo(ct).max:
+    for k, c in enumerate(crd):  # wide coordinates types are checked by value (narrow ones by extent, above)
+        if (c is not None and c.size and c.dtype.kind == "i" and c.dtype.itemsize > ct.itemsize
+                and not is_narrow(ct) and np.abs(c).max() > np.iinfo(ct).max):
             raise ValueError(f"crd[{k}] holds values beyond {ct}; use index_type=np.int64")
     pos = [None if p is None else p.astype(it, copy=False) for p in pos]
     crd = [c if c is None or c.dtype.kind == "u" else c.astype(ct, copy=False) for c in crd]

@@ -155,10 +155,13 @@ def choose(t: Any, for_: str = "spmv", calls: int | None = None) -> FormatChoice
     return FormatChoice(best, found, reason, conversion, break_even)
 
 
-def narrow_coordinates(fmt: TensorFormat, shape: Any, index_type: np.dtype) -> np.dtype:
-    """The coordinates type of the chosen storage: the narrowest addressing every level of ``fmt`` (int16 up to
-    32768 columns: CSR SpMV of a pruned float32 4096^2 weight took 0.70x the time of int32 coordinates,
-    docs/performance.md), never wider than the positions ``index_type``."""
+def narrow_coordinates(fmt: TensorFormat, shape: Any, index_type: np.dtype, value: np.dtype) -> np.dtype:
+    """The coordinates type of the chosen storage: for values of at most 4 bytes, the narrowest addressing every
+    level of ``fmt`` (int16 up to 32768 columns), never wider than the positions ``index_type``. Measured on CSR
+    SpMV (docs/performance.md, "Narrow coordinates"): pruned float32 4096^2 weights took 0.88-0.97x the CPU time
+    of int32 columns, float64 rows of 8 entries 1.02-1.04x (the bytes saved are a smaller share there)."""
+    if value.itemsize > 4:
+        return index_type
     narrow = fitting_crd_type(fmt, shape)
     return narrow if narrow.itemsize < index_type.itemsize else index_type
 
@@ -169,7 +172,7 @@ def optimize(t: Any, for_: str = "spmv", calls: int | None = None) -> tuple[Any,
     and the :class:`FormatChoice` saying what and why."""
     choice = choose(t, for_, calls)
     c = choice.chosen
-    crd_type = narrow_coordinates(c.fmt, t.shape, c.index_type)
+    crd_type = narrow_coordinates(c.fmt, t.shape, c.index_type, numpy_dtype(t.val))
     same = (t.tensor_format == c.fmt and np.dtype(t.index_type) == c.index_type
             and np.dtype(getattr(t, "crd_type", t.index_type)) == crd_type)
     return (t if same else convert(t, c.fmt, index_type=c.index_type, crd_type=crd_type)), choice

@@ -138,7 +138,10 @@ def _sparse_result(t: StoredTensor, shape: tuple[int, ...], dims: list[np.ndarra
 def from_entries(cls: type, fmt: TensorFormat, shape: tuple[int, ...], dims: Any, vals: np.ndarray,
                  index_type: Any) -> Any:
     """A ``cls`` tensor of ``fmt`` holding the entries ``dims`` (one coordinate array per dimension, any order)
-    and ``vals``; valid by construction."""
+    and ``vals``; valid by construction. Narrow (int8/int16) index types become int32: the entries and extents
+    of a result may outgrow them, as for the sparse results of the operations."""
+    if np.dtype(index_type).itemsize < 4:
+        index_type = np.dtype(np.int32)
     pos, crd, out = from_coordinates(fmt, shape, dims, vals, index_type)
     pos = [None if p is None else p.astype(index_type, copy=False) for p in pos]
     crd = [c if c is None or c.dtype.kind == "u" else c.astype(index_type, copy=False) for c in crd]

@@ -268,7 +268,8 @@ class Tensor:
         are written in place when the sparsity structure is unchanged; otherwise the buffers are replaced."""
         if tuple(src.shape) != self.shape:
             raise ValueError(f"copy_: shape {tuple(src.shape)} does not match {self.shape}")
-        new = src.convert(self.tensor_format, index_type=self.index_type, dtype=numpy_dtype(self._val))
+        new = src.convert(self.tensor_format, index_type=self.index_type, crd_type=self.crd_type,
+                          dtype=numpy_dtype(self._val))
         same = (np.shape(new.val) == tuple(self._val.shape) and all(
             (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
             for a, b in zip(new._pos + new._crd, self._pos + self._crd)))

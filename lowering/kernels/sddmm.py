@@ -66,12 +66,13 @@ func.func @transpose(%y: memref<?x?x{e}>, %yt: memref<?x?x{e}>, %lo: index, %hi:
 def build(elem: str, pos_t: str, crd_t: str, *, rows: str, scaled: bool, lanes: int | None = None,
           unroll: int = UNROLL) -> str:
     """The module text of ``@sddmm`` (module docstring) for values ``elem`` (``f32``/``f64``), positions or
-    row coordinates of type ``pos_t`` and column coordinates of type ``crd_t`` (``i32``/``i64``)."""
+    row coordinates of type ``pos_t`` and column coordinates of type ``crd_t`` (``i8`` to ``i64``, sign-extended
+    on load)."""
     if elem not in LANES:
         raise ValueError(f"sddmm kernel: takes f32 or f64 values, got {elem}")
     for t in (pos_t, crd_t):
-        if t not in ("i32", "i64"):
-            raise ValueError(f"sddmm kernel: takes i32 or i64 indices, got {t}")
+        if t not in ("i8", "i16", "i32", "i64"):
+            raise ValueError(f"sddmm kernel: takes i8, i16, i32 or i64 indices, got {t}")
     if rows not in ("compressed", "coordinates"):
         raise ValueError(f"sddmm kernel: rows must be 'compressed' or 'coordinates', got {rows!r}")
     lanes = LANES[elem] if lanes is None else lanes

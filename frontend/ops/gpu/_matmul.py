@@ -18,6 +18,7 @@ import numpy as np
 
 from frontend.format import dtype_name, mlir_type
 from frontend.storage import _buffers as buffers, _layout as storage
+from frontend.storage._convert import package_index_type, with_index_type
 from frontend.storage._validate import recheck
 from frontend.tensor._tensor import Tensor
 from lowering.contraction import Contraction, TensorSpec
@@ -48,6 +49,13 @@ def to_device(t: Tensor, device: int = 0, package: str = "torch") -> Tensor:
     move = (lambda b: None if b is None else _to_device(b, device, package))  # noqa: E731
     return Tensor(t.tensor_format, t.shape, [move(p) for p in t._pos], [move(c) for c in t._crd],
                   move(t.val), index_type=t.index_type, package=package, device=f"cuda:{device}")
+
+
+def _wide_indices(t: Tensor) -> Tensor:
+    """``t`` with int32 (or wider) index buffers of one type: the GPU paths (cuSPARSE among them) take those;
+    int8/int16 buffers and narrower coordinates than positions are widened (copies of the index buffers)."""
+    wide = package_index_type(t) if t.is_sparse else None
+    return t if wide is None else with_index_type(t, wide)
 
 
 def _package_of(t: Tensor) -> str:
@@ -86,7 +94,7 @@ class GpuMatmul(MatmulPlan):
         self._objs = list(operands) + [c]
         self._subscripts = tuple(subscripts)
         self._options, self._gpu = options, gpu
-        self.tensors = [as_tensor(x, f"operand {k}") for k, x in enumerate(operands)]
+        self.tensors = [_wide_indices(as_tensor(x, f"operand {k}")) for k, x in enumerate(operands)]
         if len(subscripts) != len(self.tensors):
             raise ValueError(f"{len(subscripts)} subscripts for {len(self.tensors)} operands")
         self._check_operands(out_subs)
