@@ -126,9 +126,11 @@ def step_compute(parts: int) -> float:
     for s in states:
         for name in ("r", "w", "z", "u", "p"):
             s.vec[name] = np.ones(s.part.rows)
-    ops = [("lincomb", "z", [(1, "w", False), (0.5, "z", False)]), ("lincomb", "p", [(1, "u", False), (0.5, "p", False)]),
-           ("lincomb", "x", [(1, "x", False), (0.1, "p", False)]), ("lincomb", "r", [(1, "r", False), (-0.1, "z", False)]),
-           ("precond", "u", "r"), ("spmv", "w", "u"), ("dot", "r", "u"), ("dot", "u", "w"), ("dot", "r", "r")]
+    ops = [("lincomb", "z", [(1, "w", False), (0.5, "z", False)]),
+           ("lincomb", "p", [(1, "u", False), (0.5, "p", False)]),
+           ("lincomb", "x", [(1, "x", False), (0.1, "p", False)]),
+           ("lincomb", "r", [(1, "r", False), (-0.1, "z", False)]), ("precond", "u", "r"),
+           ("spmv", "w", "u"), ("dot", "r", "u"), ("dot", "u", "w"), ("dot", "r", "r")]
     export = [("r", True), ("w", True), ("z", True)]
 
     def one() -> None:
@@ -169,7 +171,7 @@ def _drain(box: object, n: int, timeout: float = 60.0) -> float:
 
     from distributed import get_worker
     local = get_worker().state.actors[box.key]  # type: ignore[attr-defined]
-    local.take([(k, "end", "w") for k in range(n)], timeout)
+    local.take([(k, "end", "w") for k in range(n)], timeout)  # type: ignore[attr-defined]
     return time.perf_counter()
 
 
@@ -214,7 +216,9 @@ def planned_product(client: object, k: int, calls: int) -> None:
     planned = min(loop(plan, calls) for _ in range(2))
     unplanned = loop(lambda v: F.matmul(d, v), max(10, calls // 5))
     actor = plan._actors[0]
-    rt = best({"round trip": lambda: actor.rows}, 20)["round trip"]  # an actor call's path, no work
+    rpc = client.rpc(actor._address)  # type: ignore[attr-defined]
+    rt = best({"round trip": lambda: client.sync(rpc.actor_attribute, attribute="rows",  # type: ignore[attr-defined]
+                                                 actor=actor.key)}, 20)["round trip"]  # the plan's path, no work
     bound = 2 * local + rt
     print(f"{'planned SpMV x' + str(calls):<26} {planned * 1e3:.2f} ms a call (frontend.matmul(D, x): "
           f"{unplanned * 1e3:.2f} ms); worker-side compute {local * 1e3:.2f} ms a partition, a client-worker "

@@ -246,8 +246,8 @@ class GroupMachine:
         return received
 
 
-def run_ranks(solve: str, ranks: list[int], parts: list[Part], halos: list[Halo], bs: list[np.ndarray], x0s: list[np.ndarray],
-              jacobi: bool, places: list[str], boxes: dict[str, Any], linked: bool,
+def run_ranks(solve: str, ranks: list[int], parts: list[Part], halos: list[Halo], bs: list[np.ndarray],
+              x0s: list[np.ndarray], jacobi: bool, places: list[str], boxes: dict[str, Any], linked: bool,
               params: dict[str, Any]) -> dict[str, Any]:
     """The long-running task of one worker, holding partitions ``ranks`` (blocks ``parts``): the whole
     iteration; its blocks of the solution and what it counted. ``params``: method, bnorm, tol, maxiter,
