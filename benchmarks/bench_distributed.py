@@ -158,7 +158,7 @@ def _blast(solve: str, address: str, n: int) -> float:
         comm = await worker.rpc.connect(address)
         start = time.perf_counter()
         for k in range(n):
-            await comm.write({"op": HANDLER, "reply": False, "solve": solve, "key": [k, "end", "w"],
+            await comm.write({"op": HANDLER, "reply": False, "solve": solve, "to": address, "key": [k, "end", "w"],
                               "payload": payload})
         worker.rpc.reuse(address, comm)
         return start
