@@ -15,6 +15,8 @@ from ._client import LOG
 from ._run import POLL, DistributedError, WorkerLost, wait_all
 from ._worker import Part, _threads
 
+INLINE_NSE = 1 << 20  # blocks up to this many stored entries multiply on the worker's event loop
+
 
 class BlockProduct:
     """Dask actor: one partition and its product with operands of one shape and dtype, planned once."""
@@ -26,7 +28,7 @@ class BlockProduct:
         options = dict(kwargs)
         options.setdefault("threads", _threads())
         self.plan = Matmul(part.tensor, self.operand, **options).plan()  # reads self.operand in place
-        self.out_dtype = np.result_type(part.tensor.dtype, self.operand.dtype)
+        self.out = np.empty((part.rows, *shape[1:]), dtype=np.result_type(part.tensor.dtype, self.operand.dtype))
 
     @property
     def rows(self) -> int:
@@ -36,8 +38,7 @@ class BlockProduct:
     def multiply(self, rows: np.ndarray) -> np.ndarray:
         """The block times the operand whose rows at the block's columns are ``rows``."""
         self.operand[...] = rows
-        out = np.empty((self.part.rows, *self.operand.shape[1:]), dtype=self.out_dtype)
-        return self.plan.execute(out=out)
+        return self.plan.execute(out=self.out).copy()  # the same out every call: checked once by the plan
 
 
 class DistributedMatmulPlan:
@@ -57,6 +58,9 @@ class DistributedMatmulPlan:
         self.kwargs, self.retries = kwargs, retries
         self.calls = 0
         self._direct = True  # the client reaches the workers directly (else the actors' calls are relayed)
+        # small blocks multiply on the worker's event loop as the call arrives (no hand-off to the actors'
+        # thread, which would cost more than the kernel); larger ones in that thread, the loop kept free
+        self._inline = {"separate_thread": False} if max(a._nse) <= INLINE_NSE else {}
         self._futures: list[Any] = []
         self._actors: list[Any] = []
         self._start()
@@ -116,7 +120,7 @@ class DistributedMatmulPlan:
 
         async def one(p: int, actor: Any, r: np.ndarray) -> np.ndarray:
             got = await client.rpc(actor._address).actor_execute(function="multiply", actor=actor.key,
-                                                                 args=[to_serialize(r)], kwargs={})
+                                                                 args=[to_serialize(r)], kwargs=self._inline)
             if got["status"] != "OK":
                 exc = got["exception"]
                 raise DistributedError(f"partition {p} on worker {self.places[p]} failed: {type(exc).__name__}: "
