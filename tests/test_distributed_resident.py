@@ -226,3 +226,23 @@ def test_planned_product_survives_a_lost_worker(client):
     kill_worker(client, d.workers()[0])
     np.testing.assert_allclose(plan(x), a @ x, rtol=1e-12)
     client.wait_for_workers(2, timeout=60)
+
+
+def test_quick_start_with_worker_processes_prints_no_errors(tmp_path):
+    """The quick start of docs/distributed.md as a guarded script (worker processes, closed at exit): it runs,
+    and neither the solve nor Dask's shutdown prints a traceback or an error."""
+    import os
+    import re
+    import subprocess
+    import sys
+    block = re.search(r"```python\n(.*?)```", (ROOT / "docs" / "distributed.md").read_text(), re.S).group(1)
+    script = tmp_path / "quick_start.py"
+    script.write_text("def main():\n" + "".join(f"    {line}\n" for line in block.splitlines())
+                      + "\n\nif __name__ == '__main__':\n    main()\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["True", "True", "(1000,)"]
+    bad = [line for line in proc.stderr.splitlines() if re.search(r"Traceback|Error|ERROR|cannot schedule", line)]
+    assert not bad, proc.stderr[-3000:]
