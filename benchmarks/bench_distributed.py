@@ -6,15 +6,20 @@ Measures, each contender timed in the same run, interleaved, best of ``--repeats
 - the coordination overhead per CG iteration: distributed CG on a tiny system (Poisson 16^2), where the
   arithmetic is negligible, so the time per iteration is the coordination: with the loop on the client
   (``loop="client"``: one task per partition per step, a gather through the client) and on the workers
-  (``loop="workers"``, the default: halos and dot products exchanged among the workers), 2 and 8 partitions;
-- a planned product (``D.plan_matmul``) called 100 times against ``frontend.matmul(D, x)`` per call and the
-  worker-side compute per call;
+  (``loop="workers"``, the default: one task per worker, its blocks in memory, one message per worker pair
+  and step), 2, 4 and 8 partitions on the 2 workers; one worker's own share of it (its blocks' operations,
+  timed in this process); the worker loop with one partition per worker process on 4 and 8 processes;
+- a planned product (``D.plan_matmul``) called 100 times against ``frontend.matmul(D, x)`` per call, the
+  worker-side compute per call and a client-worker round trip on the plan's path;
 - bytes per CG iteration: the halo entries exchanged (measured by the solve's accounting) and the dot
-  products' scalars; Dask's own task messages are not counted.
+  products' scalars; Dask's own task messages are not counted; the cost of one worker-loop message, sent one
+  way back to back;
 Then a cost model from these numbers (docs/distributed.md): SpMV and CG time per iteration on 8, 64 and 512
-nodes for a 1e10-nonzero matrix (3-D 7-point Poisson, 1-D row blocks) at ``--bandwidth`` GB/s.
+nodes for a 1e10-nonzero matrix (3-D 7-point Poisson, 1-D row blocks) at ``--bandwidth`` GB/s, and the worker
+loop's CG iteration against its compute + halo time.
 
-Run: ``.venv/bin/python benchmarks/bench_distributed.py [--quick]`` (about 2 minutes on 2 idle cores).
+Run: ``PYTHONPATH=. .venv/bin/python benchmarks/bench_distributed.py [--quick]`` from the repository root
+(about 3 minutes on 2 idle cores).
 On a 2-core machine the two workers and the one-process peer share the same two cores, so the distributed
 time can show overhead, not speed-up; the cost model is where the node counts come in.
 """
@@ -88,15 +93,16 @@ def cg_per_iteration(client: object, k: int, iterations: int, repeats: int, part
 PARTITIONS = (2, 4, 8)
 
 
-def coordination(client: object, iterations: int, repeats: int) -> dict[tuple[str, int], float]:
+def coordination(client: object, iterations: int, repeats: int, loops: tuple[str, ...] = ("client", "workers"),
+                 partitions: tuple[int, ...] = PARTITIONS) -> dict[tuple[str, int], float]:
     """Seconds per CG iteration on Poisson 16^2 (compute negligible), per loop and partition count: the
     loop's own pace (``solve_info["seconds_per_iteration"]``: from the first to the last iteration, without
     the solve's start), best of ``repeats``."""
     out = {}
     a = poisson2d(16)
     b = np.ones(a.shape[0])
-    for loop in ("client", "workers"):
-        for parts in PARTITIONS:
+    for loop in loops:
+        for parts in partitions:
             d = fd.from_package(a, partitions=parts, client=client)
             paces = []
             for _ in range(repeats + 1):  # the first warms the kernels up
@@ -106,6 +112,19 @@ def coordination(client: object, iterations: int, repeats: int) -> dict[tuple[st
                              tol=1e-300, on_failure="warn", loop=loop, checkpoint=0)
                 paces.append((d.solve_info or {})["seconds_per_iteration"])
             out[loop, parts] = min(paces[1:])
+    return out
+
+
+def coordination_per_process(iterations: int, repeats: int, counts: tuple[int, ...] = (4, 8)) -> dict[int, float]:
+    """The worker loop's seconds per CG iteration on Poisson 16^2 with one partition per worker process, on
+    a cluster of ``n`` worker processes for each ``n`` in ``counts`` (every exchange crosses processes)."""
+    out = {}
+    for n in counts:
+        client = fd.start_local(n, threads_per_worker=1)
+        try:
+            out[n] = coordination(client, iterations, repeats, loops=("workers",), partitions=(n,))["workers", n]
+        finally:
+            client.close()
     return out
 
 
@@ -126,9 +145,11 @@ def step_compute(parts: int) -> float:
     for s in states:
         for name in ("r", "w", "z", "u", "p"):
             s.vec[name] = np.ones(s.part.rows)
-    ops = [("lincomb", "z", [(1, "w", False), (0.5, "z", False)]), ("lincomb", "p", [(1, "u", False), (0.5, "p", False)]),
-           ("lincomb", "x", [(1, "x", False), (0.1, "p", False)]), ("lincomb", "r", [(1, "r", False), (-0.1, "z", False)]),
-           ("precond", "u", "r"), ("spmv", "w", "u"), ("dot", "r", "u"), ("dot", "u", "w"), ("dot", "r", "r")]
+    ops = [("lincomb", "z", [(1, "w", False), (0.5, "z", False)]),
+           ("lincomb", "p", [(1, "u", False), (0.5, "p", False)]),
+           ("lincomb", "x", [(1, "x", False), (0.1, "p", False)]),
+           ("lincomb", "r", [(1, "r", False), (-0.1, "z", False)]), ("precond", "u", "r"),
+           ("spmv", "w", "u"), ("dot", "r", "u"), ("dot", "u", "w"), ("dot", "r", "r")]
     export = [("r", True), ("w", True), ("z", True)]
 
     def one() -> None:
@@ -156,7 +177,7 @@ def _blast(solve: str, address: str, n: int) -> float:
         comm = await worker.rpc.connect(address)
         start = time.perf_counter()
         for k in range(n):
-            await comm.write({"op": HANDLER, "reply": False, "solve": solve, "key": [k, "end", "w"],
+            await comm.write({"op": HANDLER, "reply": False, "solve": solve, "to": address, "key": [k, "end", "w"],
                               "payload": payload})
         worker.rpc.reuse(address, comm)
         return start
@@ -169,7 +190,7 @@ def _drain(box: object, n: int, timeout: float = 60.0) -> float:
 
     from distributed import get_worker
     local = get_worker().state.actors[box.key]  # type: ignore[attr-defined]
-    local.take([(k, "end", "w") for k in range(n)], timeout)
+    local.take([(k, "end", "w") for k in range(n)], timeout)  # type: ignore[attr-defined]
     return time.perf_counter()
 
 
@@ -214,7 +235,9 @@ def planned_product(client: object, k: int, calls: int) -> None:
     planned = min(loop(plan, calls) for _ in range(2))
     unplanned = loop(lambda v: F.matmul(d, v), max(10, calls // 5))
     actor = plan._actors[0]
-    rt = best({"round trip": lambda: actor.rows}, 20)["round trip"]  # an actor call's path, no work
+    rpc = client.rpc(actor._address)  # type: ignore[attr-defined]
+    rt = best({"round trip": lambda: client.sync(rpc.actor_attribute, attribute="rows",  # type: ignore[attr-defined]
+                                                 actor=actor.key)}, 20)["round trip"]  # the plan's path, no work
     bound = 2 * local + rt
     print(f"{'planned SpMV x' + str(calls):<26} {planned * 1e3:.2f} ms a call (frontend.matmul(D, x): "
           f"{unplanned * 1e3:.2f} ms); worker-side compute {local * 1e3:.2f} ms a partition, a client-worker "
@@ -265,6 +288,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="Poisson 200^2 instead of 1000^2")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--no-process-sweep", action="store_true",
+                        help="skip the clusters of 4 and 8 worker processes (one partition each)")
     parser.add_argument("--bandwidth", type=float, default=12.5, help="link bandwidth in GB/s (100 Gb/s)")
     args = parser.parse_args()
     k = 200 if args.quick else 1000
@@ -289,6 +314,11 @@ def main() -> None:
               f"{k * k * 8} B); {info['steps']} steps for {info['iterations']} iterations")
         step_b = max(0.0, (coord["client", 8] - coord["client", 2]) / 6)
         msg = message_cost(client)
+        if not args.no_process_sweep:
+            per = coordination_per_process(200, 2 if args.quick else 3)
+            print(f"{'coordination per CG iter':<26} loop=workers, one partition per worker process: "
+                  f"{coord['workers', 2] * 1e3:.2f} ms with 2 processes, "
+                  + ", ".join(f"{v * 1e3:.2f} ms with {n}" for n, v in per.items()) + " (Poisson 16^2)")
         print(f"{'message cost':<26} {msg * 1e6:.0f} us a CG step's message (dot products and halo), worker to "
               "worker, one way, back to back")
         model(rate, max(0.0, coord["client", 2] - 2 * step_b), step_b, args.bandwidth, coord["workers", 2], msg)

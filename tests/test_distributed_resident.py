@@ -77,6 +77,51 @@ def test_worker_loop_iterates_match_one_process(client, method, pre, a, parts):
     assert all(r >= 0 for _, r in hist) and hist[0][1] == pytest.approx(np.linalg.norm(b))
 
 
+def _poisson3d(k):
+    t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(k, k))
+    i = sp.eye_array(k)
+    return sp.csr_array(sp.kron(sp.kron(t, i), i) + sp.kron(sp.kron(i, t), i) + sp.kron(sp.kron(i, i), t))
+
+
+def _advection():
+    """pyamg's 2-D upwind advection (nonsymmetric), with a little diffusion so every method converges."""
+    gallery = pytest.importorskip("pyamg.gallery")
+    a, _ = gallery.advection_2d((10, 10), theta=0.6)
+    return sp.csr_array(a + 0.1 * _poisson(9))
+
+
+MATRICES = {"poisson2d": _poisson(9), "poisson3d": _poisson3d(4), "pyamg-advection": None}
+GRID = [(name, method, parts) for name in MATRICES for method in ("cg", "bicgstab", "gmres") for parts in (2, 4, 8)
+        if not (method == "cg" and name == "pyamg-advection")]
+
+
+@pytest.mark.parametrize("name,method,parts", GRID, ids=[f"{m}-{n}-{p}" for n, m, p in GRID])
+def test_iterates_match_one_process_on_2_4_8_partitions(client, name, method, parts):
+    a = MATRICES[name] if MATRICES[name] is not None else _advection()
+    assert name != "pyamg-advection" or abs(a - a.T).max() > 0.1  # really nonsymmetric
+    b = np.cos(np.arange(a.shape[0]) / 3.0) + 1
+    d = fd.from_package(a, partitions=parts, client=client)
+    for its in (2, 7):
+        ref = _one_process(a, b, method=method, maxiter=its, tol=1e-14, restart=4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = fd.solve(d, b, method=method, maxiter=its, tol=1e-14, restart=4, on_failure="warn")
+        assert d.solve_info["iterations"] == its and d.solve_info["workers"] == 2
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-11 * np.abs(ref).max())
+    x = fd.solve(d, b, method=method, tol=1e-10, restart=20)
+    np.testing.assert_allclose(a @ x, b, rtol=1e-8, atol=1e-9)
+
+
+@pytest.mark.parametrize("parts", [2, 4, 8])
+def test_pipelined_cg_reaches_the_tolerance_on_2_4_8_partitions(client, parts):
+    a = _poisson3d(5)
+    b = np.sin(np.arange(125.0))
+    d = fd.from_package(a, partitions=parts, client=client)
+    x = fd.solve(d, b, method="pipelined_cg", tol=1e-10)
+    assert np.linalg.norm(a @ x - b) / np.linalg.norm(b) <= 1e-10 * (1 + 1e-6)
+    np.testing.assert_allclose(x, sp.linalg.spsolve(a.tocsc(), b), rtol=1e-8, atol=1e-10)
+
+
 @pytest.mark.parametrize("parts,pre", [(2, "jacobi"), (3, None)])
 def test_pipelined_cg(client, parts, pre):
     a = _poisson(12) + sp.diags_array(np.linspace(0, 2, 144))
@@ -181,3 +226,23 @@ def test_planned_product_survives_a_lost_worker(client):
     kill_worker(client, d.workers()[0])
     np.testing.assert_allclose(plan(x), a @ x, rtol=1e-12)
     client.wait_for_workers(2, timeout=60)
+
+
+def test_quick_start_with_worker_processes_prints_no_errors(tmp_path):
+    """The quick start of docs/distributed.md as a guarded script (worker processes, closed at exit): it runs,
+    and neither the solve nor Dask's shutdown prints a traceback or an error."""
+    import os
+    import re
+    import subprocess
+    import sys
+    block = re.search(r"```python\n(.*?)```", (ROOT / "docs" / "distributed.md").read_text(), re.S).group(1)
+    script = tmp_path / "quick_start.py"
+    script.write_text("def main():\n" + "".join(f"    {line}\n" for line in block.splitlines())
+                      + "\n\nif __name__ == '__main__':\n    main()\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["True", "True", "(1000,)"]
+    bad = [line for line in proc.stderr.splitlines() if re.search(r"Traceback|Error|ERROR|cannot schedule", line)]
+    assert not bad, proc.stderr[-3000:]

@@ -1,7 +1,8 @@
 """Planned distributed products: ``D.plan_matmul(x_like)`` keeps one Dask actor per partition on the worker
 holding its block, with the block's ``Matmul`` planned once; each call sends every actor the operand's rows
 its columns touch and gathers the row blocks (direct actor calls: no task per partition per call, nothing
-recompiled, nothing resubmitted). A lost worker is noticed while waiting; the partitions are rebuilt from
+recompiled, nothing resubmitted; the client calls the workers directly, through the scheduler only when
+it cannot reach them). A lost worker is noticed while waiting; the partitions are rebuilt from
 their recipes, the actors made again and the call repeated."""
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from ._client import LOG
 from ._run import POLL, DistributedError, WorkerLost, wait_all
 from ._worker import Part, _threads
 
+INLINE_NSE = 1 << 20  # blocks up to this many stored entries multiply on the worker's event loop
+
 
 class BlockProduct:
     """Dask actor: one partition and its product with operands of one shape and dtype, planned once."""
@@ -25,7 +28,7 @@ class BlockProduct:
         options = dict(kwargs)
         options.setdefault("threads", _threads())
         self.plan = Matmul(part.tensor, self.operand, **options).plan()  # reads self.operand in place
-        self.out_dtype = np.result_type(part.tensor.dtype, self.operand.dtype)
+        self.out = np.empty((part.rows, *shape[1:]), dtype=np.result_type(part.tensor.dtype, self.operand.dtype))
 
     @property
     def rows(self) -> int:
@@ -35,8 +38,7 @@ class BlockProduct:
     def multiply(self, rows: np.ndarray) -> np.ndarray:
         """The block times the operand whose rows at the block's columns are ``rows``."""
         self.operand[...] = rows
-        out = np.empty((self.part.rows, *self.operand.shape[1:]), dtype=self.out_dtype)
-        return self.plan.execute(out=out)
+        return self.plan.execute(out=self.out).copy()  # the same out every call: checked once by the plan
 
 
 class DistributedMatmulPlan:
@@ -55,6 +57,10 @@ class DistributedMatmulPlan:
         self.a, self.shape, self.dtype = a, like.shape, like.dtype
         self.kwargs, self.retries = kwargs, retries
         self.calls = 0
+        self._direct = True  # the client reaches the workers directly (else the actors' calls are relayed)
+        # small blocks multiply on the worker's event loop as the call arrives (no hand-off to the actors'
+        # thread, which would cost more than the kernel); larger ones in that thread, the loop kept free
+        self._inline = {"separate_thread": False} if max(a._nse) <= INLINE_NSE else {}
         self._futures: list[Any] = []
         self._actors: list[Any] = []
         self._start()
@@ -75,7 +81,7 @@ class DistributedMatmulPlan:
         rows = [np.ascontiguousarray(x[cols], dtype=self.dtype) for cols in self.a.cols]
         for attempt in itertools.count():
             try:
-                blocks = self._gather(self._send(rows))
+                blocks = self._multiply(rows)
                 break
             except WorkerLost as exc:
                 if attempt >= self.retries:
@@ -88,6 +94,51 @@ class DistributedMatmulPlan:
         for p, blk in enumerate(blocks):
             out[self.a.bounds[p]:self.a.bounds[p + 1]] = blk
         return out
+
+    def _multiply(self, rows: list[np.ndarray]) -> list[np.ndarray]:
+        """Every actor's ``multiply`` at once, straight from the client to the workers holding them (Dask's
+        ``actor_execute`` on each worker, one round trip for all partitions); through the actors' own path
+        (the scheduler relays it unless the client connects to workers directly) when that fails: a lost
+        worker is then noticed, or the workers are not reachable directly and later calls go that way."""
+        if self._direct:
+            try:
+                return self.a.client.sync(self._direct_calls, rows, callback_timeout=self.a.timeout)
+            except OSError:
+                blocks = self._gather(self._send(rows))
+                self._direct = False  # it answered that way: the workers are not reachable directly
+                return blocks
+            except TimeoutError:
+                raise DistributedError(f"timed out after {self.a.timeout:g} s waiting for the planned product on "
+                                       f"workers {sorted(set(map(str, self.places)))}") from None
+        return self._gather(self._send(rows))
+
+    async def _direct_calls(self, rows: list[np.ndarray]) -> list[np.ndarray]:
+        import asyncio
+
+        from distributed.protocol import to_serialize
+        client = self.a.client
+
+        async def one(p: int, actor: Any, r: np.ndarray) -> np.ndarray:
+            got = await client.rpc(actor._address).actor_execute(function="multiply", actor=actor.key,
+                                                                 args=[to_serialize(r)], kwargs=self._inline)
+            if got["status"] != "OK":
+                exc = got["exception"]
+                raise DistributedError(f"partition {p} on worker {self.places[p]} failed: {type(exc).__name__}: "
+                                       f"{exc}", p, self.places[p]) from exc
+            return got["result"]
+        calls = asyncio.ensure_future(asyncio.gather(*(one(p, actor, r) for p, (actor, r) in
+                                                       enumerate(zip(self._actors, rows)))))
+        while True:  # a lost worker is noticed in the scheduler's worker list (a dead address is retried)
+            done, _ = await asyncio.wait({calls}, timeout=POLL)
+            if done:
+                return list(calls.result())
+            live = await client.scheduler.ncores()
+            gone = [p for p, w in enumerate(self.places) if w not in live]
+            if gone:
+                calls.add_done_callback(lambda f: f.cancelled() or f.exception())  # nothing left unretrieved
+                calls.cancel()
+                raise WorkerLost(f"partition {gone[0]}: its worker {self.places[gone[0]]} left the cluster",
+                                 gone[0], self.places[gone[0]])
 
     def _send(self, rows: list[np.ndarray]) -> list[Any]:
         """Every actor's ``multiply`` call (answers pending); :class:`WorkerLost` when an actor's worker is

@@ -31,13 +31,14 @@ from ._worker import Part, SolveState, apply_ops, exports, solve_state
 REPORT_SECONDS = 1.0  # the worker holding partition 0 reports progress at least this often (a sign of life)
 Payload = dict[str, dict]  # {"dots": {partition: [shares]}, "halo": {(sender, receiver): stacked entries}}
 HANDLER = "ust_mailbox"  # the workers' comm handler that delivers a solve's messages
-_MAILBOXES: weakref.WeakValueDictionary[str, Mailbox] = weakref.WeakValueDictionary()  # solve -> this worker's
+# (solve, worker address) -> that worker's mailbox (workers may be threads of one process)
+_MAILBOXES: weakref.WeakValueDictionary[tuple[str, str], Mailbox] = weakref.WeakValueDictionary()
 
 
-def _deliver(solve: str, key: list, payload: bytes) -> None:
-    """The ``ust_mailbox`` handler: a message for this worker's mailbox of ``solve`` (dropped when the solve
+def _deliver(solve: str, to: str, key: list, payload: bytes) -> None:
+    """The ``ust_mailbox`` handler: a message for worker ``to``'s mailbox of ``solve`` (dropped when the solve
     is over)."""
-    box = _MAILBOXES.get(solve)
+    box = _MAILBOXES.get((solve, to))
     if box is not None:
         box.put(tuple(key), pickle.loads(payload))
 
@@ -58,8 +59,9 @@ class Mailbox:
         self._items: dict[tuple, Payload] = {}
         self._cond = threading.Condition()
         self._aborted: str | None = None
-        _MAILBOXES[solve] = self
-        get_worker().handlers.setdefault(HANDLER, _deliver)
+        worker = get_worker()
+        _MAILBOXES[(solve, worker.address)] = self
+        worker.handlers.setdefault(HANDLER, _deliver)
 
     def put(self, key: tuple, payload: Payload) -> None:
         """Deliver a message (on this worker's event loop)."""
@@ -215,7 +217,8 @@ class GroupMachine:
 
     async def _write(self, worker: str, key: tuple, payload: Payload) -> None:
         try:  # the payload pickled in-band: one frame, however many small arrays it holds
-            await self.comms[worker].write({"op": HANDLER, "reply": False, "solve": self.solve, "key": list(key),
+            await self.comms[worker].write({"op": HANDLER, "reply": False, "solve": self.solve, "to": worker,
+                                            "key": list(key),
                                             "payload": pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)})
         except Exception as exc:  # noqa: BLE001 - the peer is gone: stop this worker's loop (it raises Aborted)
             self.local.stop(f"worker {self.me} cannot reach worker {worker}: {type(exc).__name__}: {exc}")
@@ -246,8 +249,8 @@ class GroupMachine:
         return received
 
 
-def run_ranks(solve: str, ranks: list[int], parts: list[Part], halos: list[Halo], bs: list[np.ndarray], x0s: list[np.ndarray],
-              jacobi: bool, places: list[str], boxes: dict[str, Any], linked: bool,
+def run_ranks(solve: str, ranks: list[int], parts: list[Part], halos: list[Halo], bs: list[np.ndarray],
+              x0s: list[np.ndarray], jacobi: bool, places: list[str], boxes: dict[str, Any], linked: bool,
               params: dict[str, Any]) -> dict[str, Any]:
     """The long-running task of one worker, holding partitions ``ranks`` (blocks ``parts``): the whole
     iteration; its blocks of the solution and what it counted. ``params``: method, bnorm, tol, maxiter,

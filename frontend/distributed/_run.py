@@ -2,6 +2,8 @@
 and a failure names the partition and the worker it ran on."""
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import time
 import uuid
 import warnings
@@ -50,36 +52,47 @@ def wait_all(client: Any, futures: Sequence[Any], where: Sequence[tuple[int, str
     """
     from distributed import wait
     deadline = time.monotonic() + timeout
-    gather_for = POLL  # doubles while a gather of finished results is merely slow (large blocks)
-    while True:
-        pending = _wait(wait, futures, POLL)
-        if on_poll is not None:
-            on_poll()
-        for k, f in enumerate(futures):
-            if f.status in ("error", "cancelled", "lost"):
+    gathering: concurrent.futures.Future | None = None  # the gather of finished results, on the client's loop
+    try:
+        while True:
+            pending = _wait(wait, futures, POLL)
+            if on_poll is not None:
+                on_poll()
+            for k, f in enumerate(futures):
+                if f.status in ("error", "cancelled", "lost"):
+                    p, w = where[k]
+                    exc = f.exception() if f.status == "error" else None
+                    if _lost(exc):
+                        raise WorkerLost(f"partition {p}: its worker {w} was lost ({f.status}: {exc})", p, w)
+                    raise DistributedError(f"partition {p} on worker {w} failed: {type(exc).__name__}: {exc}", p,
+                                           w) from exc
+            if not pending:
+                # a slow gather is left running (cutting it would close the workers' connections mid-transfer,
+                # which they log as errors); it is given up only when a worker dying after its task finished
+                # sent the task back to "pending"
+                if gathering is None:
+                    gathering = asyncio.run_coroutine_threadsafe(client._gather(list(futures), direct=True),
+                                                                 client.loop.asyncio_loop)
+                try:
+                    return gathering.result(timeout=POLL)
+                except concurrent.futures.TimeoutError:
+                    pending = {f for f in futures if f.status != "finished"}
+                    if pending:
+                        gathering.cancel()
+                        gathering = None
+            live = set(client.nthreads())
+            for k, f in enumerate(futures):
                 p, w = where[k]
-                exc = f.exception() if f.status == "error" else None
-                if _lost(exc):
-                    raise WorkerLost(f"partition {p}: its worker {w} was lost ({f.status}: {exc})", p, w)
-                raise DistributedError(f"partition {p} on worker {w} failed: {type(exc).__name__}: {exc}", p,
-                                       w) from exc
-        if not pending:
-            try:  # bounded: a worker dying after its task finished sends the task back to "pending"
-                return client.sync(client._gather, list(futures), direct=True,
-                                   callback_timeout=max(POLL, min(gather_for, deadline - time.monotonic())))
-            except TimeoutError:
-                pending = {f for f in futures if f.status != "finished"}
-                gather_for *= 2
-        live = set(client.nthreads())
-        for k, f in enumerate(futures):
-            p, w = where[k]
-            if f in pending and w is not None and w not in live:
-                raise WorkerLost(f"partition {p}: its worker {w} left the cluster", p, w)
-        if time.monotonic() > deadline:
-            stuck = [f"partition {where[k][0]} on worker {where[k][1]}" for k, f in enumerate(futures)
-                     if f in pending]
-            raise DistributedError(f"timed out after {timeout:g} s waiting for {', '.join(stuck)}",
-                                   where[0][0], where[0][1])
+                if f in pending and w is not None and w not in live:
+                    raise WorkerLost(f"partition {p}: its worker {w} left the cluster", p, w)
+            if time.monotonic() > deadline:
+                stuck = [f"partition {where[k][0]} on worker {where[k][1]}" for k, f in enumerate(futures)
+                         if f in pending] or ["the gather of the results"]
+                raise DistributedError(f"timed out after {timeout:g} s waiting for {', '.join(stuck)}",
+                                       where[0][0], where[0][1])
+    finally:
+        if gathering is not None and not gathering.done():
+            gathering.cancel()
 
 
 def _wait(wait: Any, futures: Sequence[Any], poll: float) -> set:
