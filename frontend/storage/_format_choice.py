@@ -21,6 +21,7 @@ from frontend.format import NamedFormats, TensorFormat
 
 from ._buffers import numpy_dtype
 from ._convert import convert
+from ._fill import DELTA_MAX_FILL
 from ._layout import to_host
 
 #: Measured time over byte-bound time of each kernel, relative to CSR's, per product (SpMV: DIA-I 0.71-0.91x
@@ -122,6 +123,8 @@ def candidates(t: Any, for_: str = "spmv") -> tuple[Candidate, ...]:
     first[pos[:-1][np.diff(pos) > 0]] = True
     gaps = np.where(first, crd, crd - np.concatenate(([0], crd[:-1])) - 1)
     padding = int((gaps >> 8).sum())
+    if nnz + padding > DELTA_MAX_FILL * nnz:  # more padding than entries: not built (``_fill.DELTA_MAX_FILL``)
+        return tuple(found)
     add("DELTA(8)", NamedFormats.DELTA(8), (nnz + padding) * (value + 1) + (m + 1) * index.itemsize, nnz + padding,
         "DELTA(8)")
     return tuple(found)
