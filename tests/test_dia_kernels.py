@@ -115,3 +115,11 @@ def test_other_dia_products_keep_the_generic_walk() -> None:
     got = np.asarray(F.matmul(Tensor.from_package(a).convert("DIAJ"), x, semiring="max-plus"))
     rows = np.diff(a.indptr) > 0
     np.testing.assert_allclose(got[rows], ref[rows])
+
+
+@pytest.mark.parametrize("fmt", ["DIAI", "DIAJ"])
+def test_wide_spmm_in_column_groups(fmt: str) -> None:
+    """More output columns than the registers hold: the columns in groups, one row at a time."""
+    a = banded(37, 29, [-6, -1, 0, 2, 30], np.float64)
+    x = operand(29, 140, np.float64)
+    np.testing.assert_allclose(F.matmul(Tensor.from_package(a).convert(fmt), x), a.toarray() @ x)

@@ -30,8 +30,10 @@ LANES = 8
 UNROLL = 4
 #: Rows per block of the whole-matrix variant (its ``scf.parallel`` iterations).
 BLOCK_ROWS = 1 << 16
-#: Most accumulators a row of an SpMM keeps in registers (chunks of ``lanes`` output columns).
+#: Most accumulators an SpMM keeps in registers (chunks of ``lanes`` output columns, over its group of rows).
 ROW_REGISTERS = 16
+#: Rows of an SpMM walked together (each diagonal's offset read once for them) when their chunks fit.
+SPMM_ROWS = 4
 
 
 def plain_product(c: Any) -> bool:
@@ -153,7 +155,7 @@ class _Kernel:
         ib = b.max(b.min(b.min(hi, b.index(self.row_end)), b.sub(b.index(self.col_end), omax)), ia)
         self.edge(lo, ia, d0, d1)
         if self.cols:
-            b.loop(ia, ib, b.index(1), lambda i: self.interior_row(i, d0, d1))
+            self.interior_spmm(ia, ib, d0, d1)
         else:
             self.interior_spmv(ia, ib, d0, d1)
         self.edge(ib, hi, d0, d1)
@@ -187,25 +189,40 @@ class _Kernel:
         for u, acc in enumerate(accs):
             self._store(acc, self.out, b.add(i, b.index(u * v)), v)
 
-    def interior_row(self, i: Value, d0: Value, d1: Value) -> None:
-        """Output row ``i`` of an SpMM: its columns in register chunks (at most :data:`ROW_REGISTERS` a pass)."""
-        b, ar = self.b, self.ar
-        for group in self._column_groups():
-            accs = [b.splat(ar.identity(), w) if w > 1 else ar.identity() for _, w in group]
+    def interior_spmm(self, ia: Value, ib: Value, d0: Value, d1: Value) -> None:
+        """The interior rows of an SpMM, ``rows`` at a time where their column chunks fit the registers (each
+        diagonal's offset read once per group of rows), then one at a time."""
+        b = self.b
+        groups = self._column_groups()
+        rows = max(1, min(SPMM_ROWS, ROW_REGISTERS // len(groups[0]))) if len(groups) == 1 else 1
+        full = ia
+        if rows > 1:
+            span = b.sub(ib, ia)
+            full = b.add(ia, b.sub(span, b.op(f"arith.remui {span}, {b.index(rows)} : index", "index", "i")))
+            b.loop(ia, full, b.index(rows), lambda i: self.spmm_rows(i, d0, d1, rows, groups[0]))
+        b.loop(full, ib, b.index(1), lambda i: [self.spmm_rows(i, d0, d1, 1, g) for g in groups])
 
-            def step(d: Value, carry: list[Value], group: list[tuple[int, int]] = group) -> list[Value]:
-                off = self.offset(d)
-                a = b.load(self.val.name, [b.add(self.base(d, off), i).name], self.val.type)
-                av = Value(a, self.elem)
-                r = b.add(i, off)
-                res = []
-                for (j, w), acc in zip(group, carry):
-                    xv = self._load(self.x, r, w, b.index(j))
-                    res.append(ar.add(acc, ar.mul(b.splat(av, w) if w > 1 else av, xv)))
-                return res
-            accs = b.for_(d0, d1, b.index(1), accs, step)
-            for (j, w), acc in zip(group, accs):
-                self._store(acc, self.out, i, w, b.index(j))
+    def spmm_rows(self, i: Value, d0: Value, d1: Value, rows: int, group: list[tuple[int, int]]) -> None:
+        """Output rows ``i .. i + rows`` of an SpMM, columns ``group`` (chunks): every diagonal accumulated in
+        registers, one store per chunk."""
+        b, ar = self.b, self.ar
+        accs = [b.splat(ar.identity(), w) if w > 1 else ar.identity() for _ in range(rows) for _, w in group]
+
+        def step(d: Value, carry: list[Value]) -> list[Value]:
+            off = self.offset(d)
+            base, r0 = b.add(self.base(d, off), i), b.add(i, off)
+            res = list(carry)
+            for r in range(rows):
+                av = b.vload(self.val, b.add(base, b.index(r)).name, 1)
+                for g, (j, w) in enumerate(group):
+                    xv = self._load(self.x, b.add(r0, b.index(r)), w, b.index(j))
+                    at = r * len(group) + g
+                    res[at] = ar.add(res[at], ar.mul(b.splat(av, w) if w > 1 else av, xv))
+            return res
+        accs = b.for_(d0, d1, b.index(1), accs, step)
+        for r in range(rows):
+            for g, (j, w) in enumerate(group):
+                self._store(accs[r * len(group) + g], self.out, b.add(i, b.index(r)), w, b.index(j))
 
     def _column_groups(self) -> list[list[tuple[int, int]]]:
         v = self.lanes if self.ar.vectorizable else 1
