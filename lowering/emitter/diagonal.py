@@ -200,7 +200,10 @@ class _Kernel:
             span = b.sub(ib, ia)
             full = b.add(ia, b.sub(span, b.op(f"arith.remui {span}, {b.index(rows)} : index", "index", "i")))
             b.loop(ia, full, b.index(rows), lambda i: self.spmm_rows(i, d0, d1, rows, groups[0]))
-        b.loop(full, ib, b.index(1), lambda i: [self.spmm_rows(i, d0, d1, 1, g) for g in groups])
+        def row(i: Value) -> None:
+            for g in groups:
+                self.spmm_rows(i, d0, d1, 1, g)
+        b.loop(full, ib, b.index(1), row)
 
     def spmm_rows(self, i: Value, d0: Value, d1: Value, rows: int, group: list[tuple[int, int]]) -> None:
         """Output rows ``i .. i + rows`` of an SpMM, columns ``group`` (chunks): every diagonal accumulated in
