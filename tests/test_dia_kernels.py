@@ -14,9 +14,10 @@ from lowering.contraction import Contraction, TensorSpec
 from lowering.emitter import diagonal, emit_contraction
 from mlir_bridge import compile_module
 
-# (rows, cols, offsets): the last three have diagonals partly or wholly outside the matrix
+# (rows, cols, offsets): the last four have diagonals partly or wholly outside the matrix (the last: no row
+# has every diagonal inside)
 SHAPES = [(0, 0, [0]), (1, 1, [0]), (6, 11, [-2, 0, 3]), (11, 6, [-4, 1]), (70, 70, [-9, -1, 0, 1, 9]),
-          (5, 9, [-7, -1, 2, 12]), (9, 5, [-3, 0, 6]), (40, 3, [-39, -20, 2])]
+          (5, 9, [-7, -1, 2, 12]), (9, 5, [-3, 0, 6]), (40, 3, [-39, -20, 2]), (90, 90, [-50, 0, 3, 50])]
 
 
 def banded(m: int, n: int, offsets: list[int], dtype: type, seed: int = 0) -> sp.csr_array:

@@ -235,38 +235,50 @@ class _Kernel:
 
     # ----- edges: rows where some diagonal leaves the matrix -----------------------------------------------
     def edge(self, s0: Value, s1: Value, d0: Value, d1: Value) -> None:
-        """Rows ``[s0, s1)``: zeroed, then each diagonal added over the rows where it is inside."""
+        """Rows ``[s0, s1)``: zeroed, then each diagonal added over the rows where it is inside (SpMV: ``lanes``
+        rows a vector; SpMM: a row's column chunks)."""
         b = self.b
         zero = self.ar.identity()
+        chunks = [c for g in self._column_groups() for c in g] if self.cols else []
         if self.cols:
-            b.loop(s0, s1, b.index(1), lambda i: b.loop(b.index(0), b.index(self.cols), b.index(1), lambda j: b.store(
-                zero.name, self.out.name, [i.name, j.name], self.out.type)))
+            def zero_row(i: Value) -> None:
+                for j, w in chunks:
+                    self._store(b.splat(zero, w) if w > 1 else zero, self.out, i, w, b.index(j))
+            b.loop(s0, s1, b.index(1), zero_row)
         else:
-            b.loop(s0, s1, b.index(1), lambda i: b.store(zero.name, self.out.name, [i.name], self.out.type))
+            b.loop(s0, s1, b.index(1), lambda i: self._store(zero, self.out, i, 1))
 
         def diagonal(d: Value) -> None:
             off = self.offset(d)
             r0 = b.max(s0, b.sub(b.index(0), off))
             r1 = b.max(b.min(b.min(s1, b.index(self.row_end)), b.sub(b.index(self.col_end), off)), r0)
             base = self.base(d, off)
-            b.loop(r0, r1, b.index(1), lambda i: self.add_entry(b.add(base, i), i, b.add(i, off)))
+            if self.cols:
+                b.loop(r0, r1, b.index(1), lambda i: self.add_row(b.add(base, i), i, b.add(i, off), chunks))
+                return
+            v = self.lanes if self.ar.vectorizable else 1
+            full = r0
+            if v > 1:
+                span = b.sub(r1, r0)
+                full = b.add(r0, b.sub(span, b.op(f"arith.remui {span}, {b.index(v)} : index", "index", "i")))
+                b.loop(r0, full, b.index(v), lambda i: self.add_rows(b.add(base, i), i, b.add(i, off), v))
+            b.loop(full, r1, b.index(1), lambda i: self.add_rows(b.add(base, i), i, b.add(i, off), 1))
         b.loop(d0, d1, b.index(1), diagonal)
 
-    def add_entry(self, at: Value, i: Value, r: Value) -> None:
-        """``out[i, :] += val[at] * x[r, :]`` (``out[i] += val[at] * x[r]`` for an SpMV)."""
-        b, ar = self.b, self.ar
-        a = Value(b.load(self.val.name, [at.name], self.val.type), self.elem)
-        if not self.cols:
-            xv = Value(b.load(self.x.name, [r.name], self.x.type), self.elem)
-            y = Value(b.load(self.out.name, [i.name], self.out.type), self.elem)
-            b.store(ar.add(y, ar.mul(a, xv)).name, self.out.name, [i.name], self.out.type)
-            return
+    def add_rows(self, at: Value, i: Value, r: Value, w: int) -> None:
+        """``out[i : i + w] += val[at : at + w] * x[r : r + w]`` (an SpMV's edge rows)."""
+        ar = self.ar
+        y = self._load(self.out, i, w)
+        self._store(ar.add(y, ar.mul(self._load(self.val, at, w), self._load(self.x, r, w))), self.out, i, w)
 
-        def col(j: Value) -> None:
-            xv = Value(b.load(self.x.name, [r.name, j.name], self.x.type), self.elem)
-            y = Value(b.load(self.out.name, [i.name, j.name], self.out.type), self.elem)
-            b.store(ar.add(y, ar.mul(a, xv)).name, self.out.name, [i.name, j.name], self.out.type)
-        b.loop(b.index(0), b.index(self.cols), b.index(1), col)
+    def add_row(self, at: Value, i: Value, r: Value, chunks: list[tuple[int, int]]) -> None:
+        """``out[i, :] += val[at] * x[r, :]`` by column chunks (an SpMM's edge rows)."""
+        b, ar = self.b, self.ar
+        a = self._load(self.val, at, 1)
+        for j, w in chunks:
+            y = self._load(self.out, i, w, b.index(j))
+            prod = ar.mul(b.splat(a, w) if w > 1 else a, self._load(self.x, r, w, b.index(j)))
+            self._store(ar.add(y, prod), self.out, i, w, b.index(j))
 
     # ----- loads and stores ------------------------------------------------------------------------------
     def _load(self, mem: Value, at: Value, w: int, col: Value | None = None) -> Value:
