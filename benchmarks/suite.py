@@ -16,7 +16,10 @@ sizes and 3 repeats. A peer that is not installed is "n/a".
 Each row: our result is checked against every peer's first (a mismatch is marked loudly), then the
 contenders run round-robin and the minimum per call is kept (``suitekit/timing.py``); "% of bound" is the
 time to stream the bytes the operation must move at the read bandwidth measured at the start, over the
-time taken. Results go to ``benchmarks/results/suite.json`` and ``suite.md``, never into a tracked document:
+time taken. SpMV, SpMM and CG rows also time ``optimize`` (``Matmul(..., optimize=True)``; CG: the solver
+layout the chosen storage implies) where it chooses another storage than the default's, and give the bytes
+moved in CSR and in the chosen storage, and optimize's share of the bound against both. Results go to
+``benchmarks/results/suite.json`` and ``suite.md``, never into a tracked document:
 the README quotes a table refreshed deliberately, with its date and command. ``make bench-all`` runs the older
 per-area scripts (``benchmarks/run.py``: each ``bench_*.py``).
 """
@@ -78,7 +81,7 @@ def selected(patterns: list[str], family: str, op: str = "*") -> bool:
 
 def run_row(case: Case, op: str, bench: Bench, peers: Peers, bandwidth: float, args: argparse.Namespace) -> Record:
     """Checks every peer against ours, then times them all round-robin."""
-    status: dict[str, str] = {p: "n/a" for p in PEER_NAMES}
+    status: dict[str, str] = {p: "n/a" for p in ("optimize", *PEER_NAMES)}
     single: dict[str, float] = {}
     ours_result: Any = None
     for who, c in bench.contenders.items():
@@ -97,18 +100,22 @@ def run_row(case: Case, op: str, bench: Bench, peers: Peers, bandwidth: float, a
         else:
             status[who] = "ok (unchecked)"
     runs = {who: bench.contenders[who].run for who in single}
-    times: dict[str, float | None] = dict.fromkeys(("ours", *PEER_NAMES))
+    times: dict[str, float | None] = dict.fromkeys(("ours", "optimize", *PEER_NAMES))
     times.update(round_robin(runs, single, args.repeats, args.budget))
     nbytes = float(bench.bytes()) if "ours" in single else None
     bound = None if nbytes is None else nbytes / bandwidth
     pct = {who: None if t is None or bound is None else 100 * bound / t for who, t in times.items()}
-    peer_times = {p: t for p, t in times.items() if p != "ours" and t is not None and status[p] == "ok"}
+    chosen_bytes = float(bench.chosen_bytes()) if bench.chosen_bytes is not None and "ours" in single else None
+    opt_t = times["optimize"]
+    pct_chosen = None if opt_t is None or chosen_bytes is None else 100 * chosen_bytes / bandwidth / opt_t
+    peer_times = {p: t for p, t in times.items() if p in PEER_NAMES and t is not None and status[p] == "ok"}
     best = min(peer_times, key=peer_times.__getitem__) if peer_times else None
     ratio = times["ours"] / peer_times[best] if best and times["ours"] is not None else None
     return {"family": case.family, "matrix": case.name, "op": op, "rows": case.matrix.shape[0],
             "cols": case.matrix.shape[1], "nnz": case.nnz, "dtype": str(case.matrix.dtype), "bytes": nbytes,
             "bound_s": bound, "note": bench.note, "times": times, "status": status, "pct_bound": pct,
-            "best_peer": best, "ratio": ratio}
+            "best_peer": best, "ratio": ratio, "chosen": bench.chosen, "chosen_bytes": chosen_bytes,
+            "pct_chosen": pct_chosen}
 
 
 def progress(rec: Record, start: float) -> str:

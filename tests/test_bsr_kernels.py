@@ -80,3 +80,21 @@ def test_scipy_bsr_and_alpha_beta() -> None:
     np.testing.assert_allclose(F.matmul(b, x), a @ x)
     c = np.ones(a.shape[0])
     np.testing.assert_allclose(F.matmul(b, x, c.copy(), alpha=2.0, beta=-1.0), 2.0 * (a @ x) - c)
+
+
+def test_whole_matrix_variant() -> None:
+    """The variant without row arguments (imported models' single-thread kernels) over all block rows."""
+    from lowering import Pipeline
+    from lowering.contraction import Contraction, TensorSpec
+    from lowering.emitter import emit_contraction
+    from mlir_bridge import compile_module
+
+    a = blocks(30, 20, (4, 4), np.float64, 5)
+    t = Tensor.from_package(a).convert(NF.BSR((4, 4)))
+    c = Contraction(("abik", "bk"), (TensorSpec(blocked.BLOCK_VIEW, (30, 20, 4, 4), "f64", 32, 32),
+                                     TensorSpec(None, (20, 4), "f64")), "ai", TensorSpec(None, (30, 4), "f64"))
+    assert blocked.applies(c)
+    fn = compile_module(emit_contraction(c), Pipeline()).function("main")
+    x = np.linspace(0, 1, 80)
+    got = fn(np.asarray(t.pos(1)), np.asarray(t.crd(1)), np.asarray(t.val).reshape(-1), x.reshape(20, 4))
+    np.testing.assert_allclose(np.asarray(got).reshape(-1), a @ x)

@@ -188,3 +188,39 @@ def test_within_the_limit_equals_scipy() -> None:
     got = Tensor.from_package(blocks).convert(N.BSR((8, 8)))
     assert value_count(np.asarray(got.val), 0) == blocks.nnz
     np.testing.assert_array_equal(got.to_dense(), blocks.toarray())
+
+
+def _poisson2d(n: int) -> sp.csr_array:
+    one = sp.diags_array([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], offsets=[-1, 0, 1])
+    return (sp.kron(one, sp.eye_array(n)) + sp.kron(sp.eye_array(n), one)).tocsr()
+
+
+@pytest.mark.parametrize("bits", [8, 16])
+def test_delta_of_a_2d_stencil_is_refused_at_once(bits: int) -> None:
+    """Poisson 2-D (1000^2): each row's first entry lies ~row columns from column 0, so DELTA would store
+    1.96e9 (8 bits) or 2e7 (16 bits) slots for 5e6 entries; the count is refused before anything is allocated,
+    naming the padding and the wider format."""
+    t = Tensor.from_package(_poisson2d(1000))
+    with pytest.raises(ValueError) as err:
+        t.convert(N.DELTA(bits))
+    msg = str(err.value)
+    assert f"for {t.nse} stored entries" in msg and "padding entries" in msg and "first gap" in msg
+    assert ("a wider DELTA(bits)" in msg) == (bits < 32)
+
+
+def test_delta_default_limit_is_no_more_padding_than_entries() -> None:
+    """A DELTA target under the default max_fill stores at most as much padding as entries (beyond the small
+    matrices' slack); an explicit max_fill moves that limit like for every padded format."""
+    rows = 600_000
+    a = _far_rows(rows, 700, 600)  # first gap 600: two padding entries per row, 3 slots per entry
+    t = Tensor.from_package(a)
+    with pytest.raises(ValueError, match=f"{2 * rows} of them padding entries"):
+        t.convert(N.DELTA(8))
+    got = t.convert(N.DELTA(8), max_fill=4.0)
+    assert value_count(np.asarray(got.val), 0) == 3 * rows
+    back = got.convert(N.CSR)
+    np.testing.assert_array_equal(np.asarray(back.crd(1)), a.indices)
+    np.testing.assert_array_equal(np.asarray(back.val), a.data)
+    assert t.convert(N.DELTA(16)).nse == rows  # 16-bit gaps: no padding
+    small = Tensor.from_package(_far_rows(1000, 700, 600))  # padding within the slack: converts
+    np.testing.assert_array_equal(small.convert(N.DELTA(8)).to_dense(), small.to_dense())

@@ -14,9 +14,10 @@ from lowering.contraction import Contraction, TensorSpec
 from lowering.emitter import diagonal, emit_contraction
 from mlir_bridge import compile_module
 
-# (rows, cols, offsets): the last three have diagonals partly or wholly outside the matrix
+# (rows, cols, offsets): the last four have diagonals partly or wholly outside the matrix (the last: no row
+# has every diagonal inside)
 SHAPES = [(0, 0, [0]), (1, 1, [0]), (6, 11, [-2, 0, 3]), (11, 6, [-4, 1]), (70, 70, [-9, -1, 0, 1, 9]),
-          (5, 9, [-7, -1, 2, 12]), (9, 5, [-3, 0, 6]), (40, 3, [-39, -20, 2])]
+          (5, 9, [-7, -1, 2, 12]), (9, 5, [-3, 0, 6]), (40, 3, [-39, -20, 2]), (90, 90, [-50, 0, 3, 50])]
 
 
 def banded(m: int, n: int, offsets: list[int], dtype: type, seed: int = 0) -> sp.csr_array:
@@ -115,3 +116,11 @@ def test_other_dia_products_keep_the_generic_walk() -> None:
     got = np.asarray(F.matmul(Tensor.from_package(a).convert("DIAJ"), x, semiring="max-plus"))
     rows = np.diff(a.indptr) > 0
     np.testing.assert_allclose(got[rows], ref[rows])
+
+
+@pytest.mark.parametrize("fmt", ["DIAI", "DIAJ"])
+def test_wide_spmm_in_column_groups(fmt: str) -> None:
+    """More output columns than the registers hold: the columns in groups, one row at a time."""
+    a = banded(37, 29, [-6, -1, 0, 2, 30], np.float64)
+    x = operand(29, 140, np.float64)
+    np.testing.assert_allclose(F.matmul(Tensor.from_package(a).convert(fmt), x), a.toarray() @ x)

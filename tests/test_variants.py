@@ -425,11 +425,13 @@ def test_fixed_stride_rule():
 def test_dia_tiles_fill_their_own_rows(op, monkeypatch):
     """DIA-I's row-range kernel zeroes each tile's output rows at the tile's start (no separate fill pass);
     over several tiles and chunk bounds that cut tiles, every row is written once, as numpy's (tiles of 2048
-    rows here, to keep the dense reference small)."""
-    from lowering.emitter import walker
+    rows here, to keep the dense reference small). Plain products take ``emitter.diagonal`` (no tiles), the
+    generic walk still runs DIA-I products with a semiring, alpha or c: both are checked."""
+    from lowering.emitter import diagonal, walker
 
     RANGE_TILE = 2048
     monkeypatch.setattr(walker, "range_tile", lambda row_bytes: RANGE_TILE)
+    monkeypatch.setattr(diagonal, "applies", lambda c: False)
     rows = 2 * RANGE_TILE + 77
     a = np.zeros((rows, rows - 300))
     for off in (-40, -1, 0, 3, 500):
@@ -446,6 +448,12 @@ def test_dia_tiles_fill_their_own_rows(op, monkeypatch):
     out = np.full(c.output.shape, np.nan)
     for lo, hi in ((0, 1001), (1001, RANGE_TILE + 5), (RANGE_TILE + 5, rows)):
         fn(*args, out, lo, hi)
+    check(out, a @ x, np.float64)
+    monkeypatch.undo()
+    own = compile_module(emit_contraction(c, rows=True), Pipeline()).function("main")
+    out = np.full(c.output.shape, np.nan)
+    for lo, hi in ((0, 39), (39, 1001), (1001, rows - 3), (rows - 3, rows)):  # cuts inside the edge rows too
+        own(*args, out, lo, hi)
     check(out, a @ x, np.float64)
 
 

@@ -5,6 +5,10 @@ Bytes of the bound: the stored operand's buffers (values, indices, positions: of
 e.g. DIA-I or DELTA(8) for those rows), each dense operand once and the result; for CG, per iteration
 the matrix and 11 n-vectors (SpMV in/out, fused x/r updates with the dot product, p update) times our
 iteration count. An operation that does not fit a matrix raises :class:`Skip`.
+
+SpMV, SpMM and CG also time the ``"optimize"`` contender: ``Matmul(..., optimize=True)`` (CG: the solver's
+layout from ``frontend.optimize``'s choice, DIA for DIA-I, else CSR), with the chosen storage's bytes
+(``Bench.chosen_bytes``) beside CSR's; where the choice is the default's own storage it is not timed again.
 """
 from __future__ import annotations
 
@@ -55,6 +59,8 @@ class Bench:
     bytes: Callable[[], float]  # evaluated after our first run
     note: str = ""
     keep: list[Any] = field(default_factory=list)  # objects the contenders need alive
+    chosen: str = ""  # the storage optimize chose ("" where there is no optimize contender)
+    chosen_bytes: Callable[[], float] | None = None  # the bytes the optimize contender moves in it
 
 
 def keeping_first(fn: Callable[[], Any]) -> tuple[Callable[[], Any], list[Any]]:
@@ -151,12 +157,24 @@ def ours_matmul(a: Any, b: np.ndarray, s: Settings, **kwargs: Any) -> Contender:
     return Contender(mm.execute, as_numpy)
 
 
+def optimized(bench: Bench, a: sp.csr_array, b: np.ndarray, s: Settings, io: int) -> Bench:
+    """``bench`` with the ``"optimize"`` contender (``Matmul(a, b, optimize=True)``) after ours, unless the
+    chosen storage is CSR (then it is the default plan: not timed twice); its storage and bytes either way."""
+    mm = F.Matmul(a, b, threads=s.threads, optimize=True).plan()
+    chosen = mm.format_choice.chosen
+    bench.chosen, bench.chosen_bytes = chosen.name, lambda: chosen.bytes + io
+    if chosen.name != "CSR":
+        bench.contenders = {"ours": bench.contenders["ours"], "optimize": Contender(mm.execute),
+                            **{k: v for k, v in bench.contenders.items() if k != "ours"}}
+    return bench
+
+
 def spmv(case: Case, peers: Peers, s: Settings) -> Bench:
     a = case.matrix
     x = dense(np.random.default_rng(0), (a.shape[1],), a.dtype)
     io = (a.shape[0] + a.shape[1]) * a.dtype.itemsize
-    return Bench({"ours": ours_matmul(a, x, s), **product_peers(a, x, peers)}, dense_same(tolerance(a.dtype)),
-                 lambda: csr_bytes(a) + io)
+    return optimized(Bench({"ours": ours_matmul(a, x, s), **product_peers(a, x, peers)},
+                           dense_same(tolerance(a.dtype)), lambda: csr_bytes(a) + io), a, x, s, io)
 
 
 def spmm(k: int) -> Callable[[Case, Peers, Settings], Bench]:
@@ -166,8 +184,8 @@ def spmm(k: int) -> Callable[[Case, Peers, Settings], Bench]:
             raise Skip(f"nnz x {k} above {s.spmm_max_work:.0e}")
         b = dense(np.random.default_rng(0), (a.shape[1], k), a.dtype)
         io = (a.shape[0] + a.shape[1]) * k * a.dtype.itemsize
-        return Bench({"ours": ours_matmul(a, b, s), **product_peers(a, b, peers)}, dense_same(tolerance(a.dtype)),
-                     lambda: csr_bytes(a) + io)
+        return optimized(Bench({"ours": ours_matmul(a, b, s), **product_peers(a, b, peers)},
+                               dense_same(tolerance(a.dtype)), lambda: csr_bytes(a) + io), a, b, s, io)
     op.__doc__ = f"SpMM with {k} dense columns"
     return op
 
@@ -356,7 +374,25 @@ def cg(case: Case, peers: Peers, s: Settings) -> Bench:
     walked = dia_bytes(a) if solver.info.format == "DIA" else csr_bytes(a)  # the matrix as our kernel streams it
     if solver.info.format != "CSR":
         note += f", walks {solver.info.format}"
-    return Bench(out, same, lambda: solver.info.iterations * (walked + CG_VECTORS * b.nbytes), note)
+    bench = Bench(out, same, lambda: solver.info.iterations * (walked + CG_VECTORS * b.nbytes), note)
+    # optimize: the layout frontend.optimize's choice implies (DIA-I -> DIA, anything else -> CSR)
+    choice = F.optimize(a)[1].chosen
+    layout = "DIA" if choice.name == "DIAI" else "CSR"
+    steps = (dia_bytes(a) if layout == "DIA" else csr_bytes(a)) + CG_VECTORS * b.nbytes
+    if layout != solver.info.format:
+        opt = F.Solve(a, method="cg", tol=TOL, maxiter=maxiter, on_failure="warn", layout=layout.lower()).plan()
+
+        def ours_optimized() -> np.ndarray:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return opt.execute(b)
+        bench.contenders = {"ours": out["ours"], "optimize": Contender(ours_optimized),
+                            **{k: v for k, v in out.items() if k != "ours"}}
+        bench.chosen_bytes = lambda: opt.info.iterations * steps
+    else:
+        bench.chosen_bytes = lambda: solver.info.iterations * steps
+    bench.chosen = f"{choice.name} ({layout})"
+    return bench
 
 
 OPS: dict[str, Callable[[Case, Peers, Settings], Bench]] = {

@@ -21,6 +21,9 @@ from frontend.format import LevelFormat as F, TensorFormat, stores_padding
 MAX_FILL = 16.0
 #: ... or 2**20 slots more than the entries (8 MiB of float64), so that small matrices convert to any format.
 FILL_SLACK = 1 << 20
+#: The default ``max_fill`` of a DELTA target: no more padding entries than stored entries (a DELTA(8) slot
+#: with its gap is 9 bytes of float64; twice the entries already move more bytes than CSR's 12 per entry).
+DELTA_MAX_FILL = 2.0
 
 
 def may_pad(fmt: TensorFormat) -> bool:
@@ -44,16 +47,29 @@ def fill_limit(nnz: int, max_fill: float | None) -> int | None:
 
 
 def check_fill(fmt: TensorFormat, slots: int, nnz: int, max_fill: float | None) -> None:
-    """ValueError when ``slots`` value slots for ``nnz`` stored entries exceed :func:`fill_limit`."""
+    """ValueError when ``slots`` value slots for ``nnz`` stored entries exceed :func:`fill_limit` (a DELTA
+    target under the default ``max_fill``: :data:`DELTA_MAX_FILL`)."""
+    bits = _delta_bits(fmt)
+    if bits is not None and max_fill == MAX_FILL:
+        max_fill = DELTA_MAX_FILL
     limit = fill_limit(nnz, max_fill)
     if limit is None or max_fill is None or slots <= limit:
         return
     ratio = f"{slots / nnz:.1f}x" if nnz else "no entries"
+    why = "" if bits is None else (
+        f"; {slots - nnz} of them padding entries: a delta row's first gap counts from column 0 and every gap "
+        f"over {(1 << bits) - 1} takes a padding entry, so more padding than entries moves more bytes than CSR")
+    wider = "" if bits is None or bits >= 32 else ", a wider DELTA(bits)"
     raise ValueError(
         f"converting to {_named(fmt)} would store {slots} value slots "
         f"(padding included) for {nnz} stored entries ({ratio}), over the limit of {limit} slots "
-        f"= max({float(max_fill):g} x entries, entries + {FILL_SLACK}); pass a larger max_fill, or max_fill=None "
-        f"for no limit, or choose a format that stores no padding (CSR, CSC, COO, DCSR)")
+        f"= max({float(max_fill):g} x entries, entries + {FILL_SLACK}){why}; pass a larger max_fill, or "
+        f"max_fill=None for no limit, or choose a format that stores no padding (CSR, CSC, COO, DCSR){wider}")
+
+
+def _delta_bits(fmt: TensorFormat) -> int | None:
+    """The bit width of ``fmt``'s delta level, None when it has none."""
+    return next((lv.bits for lv in fmt.levels if lv.format is F.DELTA), None)
 
 
 def _named(fmt: TensorFormat) -> str:

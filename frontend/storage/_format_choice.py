@@ -21,13 +21,16 @@ from frontend.format import NamedFormats, TensorFormat
 
 from ._buffers import numpy_dtype
 from ._convert import convert, fitting_crd_type
+from ._fill import DELTA_MAX_FILL
 from ._layout import to_host
 
-#: Measured time over byte-bound time of each kernel, relative to CSR's, per product (SpMV: DIA-I 0.71-0.91x
-#: CSR's time at 0.63-0.67x its bytes, BSR 4x4 0.87x at 0.69x, ELL 0.83-1.20x at 0.8-1.0x. SpMM: the dense
-#: operand's rows dominate and CSR's 8-lane kernel beat DIA-I and BSR by 1.2-4x, so only CSR's index width
-#: is chosen there; docs/performance.md, "Choosing a format").
-KERNEL_FACTOR = {"spmv": {"CSR": 1.0, "DIAI": 1.2, "BSR": 1.25, "ELL": 1.3, "DELTA(8)": 1.4},
+#: Measured time over byte-bound time of each kernel, relative to CSR's, per product (SpMV: DIA-I 0.35-0.55x
+#: CSR's time at 0.68-0.70x its bytes and BSR 4x4 0.28-0.44x at 0.70x since their kernels write each output
+#: row once (lowering.emitter.diagonal / blocked): taken as 1.0, as good as CSR at reaching the bound; ELL
+#: 0.83-1.20x at 0.8-1.0x. SpMM: the dense operand's rows dominate; DIA-I and BSR reach about their byte ratio
+#: (0.84-1.08x CSR's time at 0.81-0.88x its bytes with 8 columns), within the estimate's margin, so only CSR's
+#: index width is chosen there; docs/performance.md, "Choosing a format").
+KERNEL_FACTOR = {"spmv": {"CSR": 1.0, "DIAI": 1.0, "BSR": 1.0, "ELL": 1.3, "DELTA(8)": 1.4},
                  "spmm": {"CSR": 1.0}}
 #: Switch from CSR only when the estimate is at most this share of CSR's (the estimate's error margin: the
 #: kernels above were measured 0.71-0.91x CSR's time where this model gives them 0.82-0.88).
@@ -122,6 +125,8 @@ def candidates(t: Any, for_: str = "spmv") -> tuple[Candidate, ...]:
     first[pos[:-1][np.diff(pos) > 0]] = True
     gaps = np.where(first, crd, crd - np.concatenate(([0], crd[:-1])) - 1)
     padding = int((gaps >> 8).sum())
+    if nnz + padding > DELTA_MAX_FILL * nnz:  # more padding than entries: not built (``_fill.DELTA_MAX_FILL``)
+        return tuple(found)
     add("DELTA(8)", NamedFormats.DELTA(8), (nnz + padding) * (value + 1) + (m + 1) * index.itemsize, nnz + padding,
         "DELTA(8)")
     return tuple(found)

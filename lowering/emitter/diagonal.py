@@ -30,8 +30,10 @@ LANES = 8
 UNROLL = 4
 #: Rows per block of the whole-matrix variant (its ``scf.parallel`` iterations).
 BLOCK_ROWS = 1 << 16
-#: Most accumulators a row of an SpMM keeps in registers (chunks of ``lanes`` output columns).
+#: Most accumulators an SpMM keeps in registers (chunks of ``lanes`` output columns, over its group of rows).
 ROW_REGISTERS = 16
+#: Rows of an SpMM walked together (each diagonal's offset read once for them) when their chunks fit.
+SPMM_ROWS = 4
 
 
 def plain_product(c: Any) -> bool:
@@ -153,7 +155,7 @@ class _Kernel:
         ib = b.max(b.min(b.min(hi, b.index(self.row_end)), b.sub(b.index(self.col_end), omax)), ia)
         self.edge(lo, ia, d0, d1)
         if self.cols:
-            b.loop(ia, ib, b.index(1), lambda i: self.interior_row(i, d0, d1))
+            self.interior_spmm(ia, ib, d0, d1)
         else:
             self.interior_spmv(ia, ib, d0, d1)
         self.edge(ib, hi, d0, d1)
@@ -187,25 +189,43 @@ class _Kernel:
         for u, acc in enumerate(accs):
             self._store(acc, self.out, b.add(i, b.index(u * v)), v)
 
-    def interior_row(self, i: Value, d0: Value, d1: Value) -> None:
-        """Output row ``i`` of an SpMM: its columns in register chunks (at most :data:`ROW_REGISTERS` a pass)."""
-        b, ar = self.b, self.ar
-        for group in self._column_groups():
-            accs = [b.splat(ar.identity(), w) if w > 1 else ar.identity() for _, w in group]
+    def interior_spmm(self, ia: Value, ib: Value, d0: Value, d1: Value) -> None:
+        """The interior rows of an SpMM, ``rows`` at a time where their column chunks fit the registers (each
+        diagonal's offset read once per group of rows), then one at a time."""
+        b = self.b
+        groups = self._column_groups()
+        rows = max(1, min(SPMM_ROWS, ROW_REGISTERS // len(groups[0]))) if len(groups) == 1 else 1
+        full = ia
+        if rows > 1:
+            span = b.sub(ib, ia)
+            full = b.add(ia, b.sub(span, b.op(f"arith.remui {span}, {b.index(rows)} : index", "index", "i")))
+            b.loop(ia, full, b.index(rows), lambda i: self.spmm_rows(i, d0, d1, rows, groups[0]))
+        def row(i: Value) -> None:
+            for g in groups:
+                self.spmm_rows(i, d0, d1, 1, g)
+        b.loop(full, ib, b.index(1), row)
 
-            def step(d: Value, carry: list[Value], group: list[tuple[int, int]] = group) -> list[Value]:
-                off = self.offset(d)
-                a = b.load(self.val.name, [b.add(self.base(d, off), i).name], self.val.type)
-                av = Value(a, self.elem)
-                r = b.add(i, off)
-                res = []
-                for (j, w), acc in zip(group, carry):
-                    xv = self._load(self.x, r, w, b.index(j))
-                    res.append(ar.add(acc, ar.mul(b.splat(av, w) if w > 1 else av, xv)))
-                return res
-            accs = b.for_(d0, d1, b.index(1), accs, step)
-            for (j, w), acc in zip(group, accs):
-                self._store(acc, self.out, i, w, b.index(j))
+    def spmm_rows(self, i: Value, d0: Value, d1: Value, rows: int, group: list[tuple[int, int]]) -> None:
+        """Output rows ``i .. i + rows`` of an SpMM, columns ``group`` (chunks): every diagonal accumulated in
+        registers, one store per chunk."""
+        b, ar = self.b, self.ar
+        accs = [b.splat(ar.identity(), w) if w > 1 else ar.identity() for _ in range(rows) for _, w in group]
+
+        def step(d: Value, carry: list[Value]) -> list[Value]:
+            off = self.offset(d)
+            base, r0 = b.add(self.base(d, off), i), b.add(i, off)
+            res = list(carry)
+            for r in range(rows):
+                av = b.vload(self.val, b.add(base, b.index(r)).name, 1)
+                for g, (j, w) in enumerate(group):
+                    xv = self._load(self.x, b.add(r0, b.index(r)), w, b.index(j))
+                    at = r * len(group) + g
+                    res[at] = ar.add(res[at], ar.mul(b.splat(av, w) if w > 1 else av, xv))
+            return res
+        accs = b.for_(d0, d1, b.index(1), accs, step)
+        for r in range(rows):
+            for g, (j, w) in enumerate(group):
+                self._store(accs[r * len(group) + g], self.out, b.add(i, b.index(r)), w, b.index(j))
 
     def _column_groups(self) -> list[list[tuple[int, int]]]:
         v = self.lanes if self.ar.vectorizable else 1
@@ -215,38 +235,50 @@ class _Kernel:
 
     # ----- edges: rows where some diagonal leaves the matrix -----------------------------------------------
     def edge(self, s0: Value, s1: Value, d0: Value, d1: Value) -> None:
-        """Rows ``[s0, s1)``: zeroed, then each diagonal added over the rows where it is inside."""
+        """Rows ``[s0, s1)``: zeroed, then each diagonal added over the rows where it is inside (SpMV: ``lanes``
+        rows a vector; SpMM: a row's column chunks)."""
         b = self.b
         zero = self.ar.identity()
+        chunks = [c for g in self._column_groups() for c in g] if self.cols else []
         if self.cols:
-            b.loop(s0, s1, b.index(1), lambda i: b.loop(b.index(0), b.index(self.cols), b.index(1), lambda j: b.store(
-                zero.name, self.out.name, [i.name, j.name], self.out.type)))
+            def zero_row(i: Value) -> None:
+                for j, w in chunks:
+                    self._store(b.splat(zero, w) if w > 1 else zero, self.out, i, w, b.index(j))
+            b.loop(s0, s1, b.index(1), zero_row)
         else:
-            b.loop(s0, s1, b.index(1), lambda i: b.store(zero.name, self.out.name, [i.name], self.out.type))
+            b.loop(s0, s1, b.index(1), lambda i: self._store(zero, self.out, i, 1))
 
         def diagonal(d: Value) -> None:
             off = self.offset(d)
             r0 = b.max(s0, b.sub(b.index(0), off))
             r1 = b.max(b.min(b.min(s1, b.index(self.row_end)), b.sub(b.index(self.col_end), off)), r0)
             base = self.base(d, off)
-            b.loop(r0, r1, b.index(1), lambda i: self.add_entry(b.add(base, i), i, b.add(i, off)))
+            if self.cols:
+                b.loop(r0, r1, b.index(1), lambda i: self.add_row(b.add(base, i), i, b.add(i, off), chunks))
+                return
+            v = self.lanes if self.ar.vectorizable else 1
+            full = r0
+            if v > 1:
+                span = b.sub(r1, r0)
+                full = b.add(r0, b.sub(span, b.op(f"arith.remui {span}, {b.index(v)} : index", "index", "i")))
+                b.loop(r0, full, b.index(v), lambda i: self.add_rows(b.add(base, i), i, b.add(i, off), v))
+            b.loop(full, r1, b.index(1), lambda i: self.add_rows(b.add(base, i), i, b.add(i, off), 1))
         b.loop(d0, d1, b.index(1), diagonal)
 
-    def add_entry(self, at: Value, i: Value, r: Value) -> None:
-        """``out[i, :] += val[at] * x[r, :]`` (``out[i] += val[at] * x[r]`` for an SpMV)."""
-        b, ar = self.b, self.ar
-        a = Value(b.load(self.val.name, [at.name], self.val.type), self.elem)
-        if not self.cols:
-            xv = Value(b.load(self.x.name, [r.name], self.x.type), self.elem)
-            y = Value(b.load(self.out.name, [i.name], self.out.type), self.elem)
-            b.store(ar.add(y, ar.mul(a, xv)).name, self.out.name, [i.name], self.out.type)
-            return
+    def add_rows(self, at: Value, i: Value, r: Value, w: int) -> None:
+        """``out[i : i + w] += val[at : at + w] * x[r : r + w]`` (an SpMV's edge rows)."""
+        ar = self.ar
+        y = self._load(self.out, i, w)
+        self._store(ar.add(y, ar.mul(self._load(self.val, at, w), self._load(self.x, r, w))), self.out, i, w)
 
-        def col(j: Value) -> None:
-            xv = Value(b.load(self.x.name, [r.name, j.name], self.x.type), self.elem)
-            y = Value(b.load(self.out.name, [i.name, j.name], self.out.type), self.elem)
-            b.store(ar.add(y, ar.mul(a, xv)).name, self.out.name, [i.name, j.name], self.out.type)
-        b.loop(b.index(0), b.index(self.cols), b.index(1), col)
+    def add_row(self, at: Value, i: Value, r: Value, chunks: list[tuple[int, int]]) -> None:
+        """``out[i, :] += val[at] * x[r, :]`` by column chunks (an SpMM's edge rows)."""
+        b, ar = self.b, self.ar
+        a = self._load(self.val, at, 1)
+        for j, w in chunks:
+            y = self._load(self.out, i, w, b.index(j))
+            prod = ar.mul(b.splat(a, w) if w > 1 else a, self._load(self.x, r, w, b.index(j)))
+            self._store(ar.add(y, prod), self.out, i, w, b.index(j))
 
     # ----- loads and stores ------------------------------------------------------------------------------
     def _load(self, mem: Value, at: Value, w: int, col: Value | None = None) -> Value:
