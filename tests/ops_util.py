@@ -76,3 +76,19 @@ def kill_worker(client: Any, addr: str) -> None:
     deadline = time.monotonic() + 30
     while addr in client.nthreads() and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def restore_workers(client: Any, n: int, timeout: float = 120.0) -> None:
+    """Waits until ``n`` workers are back after :func:`kill_worker`. A worker's nanny restarts it; on a loaded
+    machine the restart can outlast Dask's ``lost-worker-timeout`` (15 s), after which the cluster closes that
+    nanny, so the cluster is asked to scale back to ``n`` (which starts the missing worker) while waiting."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while len(client.nthreads()) < n:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(client.nthreads())} of {n} Dask workers after {timeout:.0f} s")
+        cluster = getattr(client, "cluster", None)
+        if cluster is not None:
+            cluster.scale(n)
+        time.sleep(0.5)

@@ -10,7 +10,7 @@ import scipy.sparse.linalg as spla
 
 import frontend as F
 from frontend import NamedFormats as N, Tensor, distributed as fd
-from ops_util import kill_worker
+from ops_util import kill_worker, restore_workers
 
 pytest.importorskip("distributed")
 
@@ -166,11 +166,11 @@ def test_worker_loss_rebuilds_partitions(client):
     dead = _kill(client, d, 0)
     np.testing.assert_allclose(F.matmul(d, x), a @ x, rtol=1e-12)
     assert dead not in d.workers()
-    client.wait_for_workers(2, timeout=60)
+    restore_workers(client, 2)
     _kill(client, d, 1)
     xs = F.solve(d, x + 1, method="cg", tol=1e-10)
     np.testing.assert_allclose(a @ xs, x + 1, rtol=1e-8)
-    client.wait_for_workers(2, timeout=60)
+    restore_workers(client, 2)
 
 
 def test_worker_loss_during_a_solve(client):
@@ -187,7 +187,7 @@ def test_worker_loss_during_a_solve(client):
     timer.join()
     np.testing.assert_allclose(a @ x, b, rtol=1e-9)
     assert killed and killed[0][1] < done, "the worker was killed after the solve ended"
-    client.wait_for_workers(2, timeout=60)
+    restore_workers(client, 2)
 
 
 def test_bad_input(client, monkeypatch):

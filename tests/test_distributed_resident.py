@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 import frontend as F
 from frontend import distributed as fd
-from ops_util import kill_worker
+from ops_util import kill_worker, restore_workers
 
 pytest.importorskip("distributed")
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,7 +182,7 @@ def test_worker_killed_in_the_worker_side_loop(client):
     assert info["iterations"] > info["restarted_from"][0]
     np.testing.assert_allclose(a @ x, b, rtol=1e-7, atol=1e-7)
     assert victim not in d.workers()
-    client.wait_for_workers(2, timeout=60)
+    restore_workers(client, 2)
 
 
 @pytest.mark.parametrize("parts", [2, 3])
@@ -225,7 +225,7 @@ def test_planned_product_survives_a_lost_worker(client):
     np.testing.assert_allclose(plan(x), a @ x, rtol=1e-12)
     kill_worker(client, d.workers()[0])
     np.testing.assert_allclose(plan(x), a @ x, rtol=1e-12)
-    client.wait_for_workers(2, timeout=60)
+    restore_workers(client, 2)
 
 
 def test_quick_start_with_worker_processes_prints_no_errors(tmp_path):
