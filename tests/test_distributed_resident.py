@@ -217,6 +217,24 @@ def test_planned_product_power_iteration(client, parts):
         d.plan_matmul(x0, beta=1.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_planned_product_optimized_blocks(client, dtype):
+    n = 600
+    band = sp.diags_array([np.ones(n - 2), -np.ones(n - 1), 4 * np.ones(n), -np.ones(n - 1)], offsets=[-2, -1, 0, 1],
+                          format="csr", dtype=dtype)
+    d = fd.from_package(band, partitions=3, client=client)
+    x = np.linspace(1, 2, n).astype(dtype)
+    with d.plan_matmul(x, optimize=True) as plan, d.plan_matmul(x) as default:
+        assert plan.storages() == ["DIAI"] * 3 and default.storages() == ["CSR"] * 3
+        for _ in range(3):
+            np.testing.assert_allclose(plan(x), band @ x, rtol=1e-5 if dtype == np.float32 else 1e-13)
+            x = (band @ x) / np.abs(band @ x).max()
+    scattered = sp.random_array((n, n), density=0.01, format="csr", random_state=1, dtype=dtype)
+    with fd.from_package(scattered, partitions=2, client=client).plan_matmul(x, optimize=True) as plan:
+        assert "DIAI" not in plan.storages()
+        np.testing.assert_allclose(plan(x), scattered @ x, rtol=1e-5 if dtype == np.float32 else 1e-13)
+
+
 def test_planned_product_survives_a_lost_worker(client):
     a = _poisson(8)
     d = fd.from_package(a, partitions=2, client=client)

@@ -35,6 +35,13 @@ class BlockProduct:
         """The block's rows (read through the actor: one round trip, no work)."""
         return self.part.rows
 
+    @property
+    def storage(self) -> str:
+        """The storage the block's kernel streams (with ``optimize=True``: what the format chooser picked)."""
+        choice = self.plan.format_choice
+        fmt = self.part.tensor.tensor_format
+        return (fmt.name or str(fmt)) if choice is None else choice.chosen.name
+
     def multiply(self, rows: np.ndarray) -> np.ndarray:
         """The block times the operand whose rows at the block's columns are ``rows``."""
         self.operand[...] = rows
@@ -51,9 +58,10 @@ class DistributedMatmulPlan:
         if like.ndim not in (1, 2) or like.shape[0] != a.shape[1]:
             raise ValueError(f"plan_matmul takes a vector or matrix with {a.shape[1]} rows (the "
                              f"DistributedTensor is {a.shape[0]}x{a.shape[1]}), got shape {like.shape}")
-        bad = sorted(set(kwargs) - {"alpha", "semiring", "prolog", "epilog", "threads"})
+        bad = sorted(set(kwargs) - {"alpha", "semiring", "prolog", "epilog", "threads", "optimize"})
         if bad:
-            raise ValueError(f"plan_matmul takes alpha, semiring, prolog, epilog and threads; not {', '.join(bad)}")
+            raise ValueError("plan_matmul takes alpha, semiring, prolog, epilog, threads and optimize; not "
+                             f"{', '.join(bad)}")
         self.a, self.shape, self.dtype = a, like.shape, like.dtype
         self.kwargs, self.retries = kwargs, retries
         self.calls = 0
@@ -73,6 +81,11 @@ class DistributedMatmulPlan:
                                          workers=None if self.places[p] is None else [self.places[p]], actor=True,
                                          pure=False) for p in range(a.partitions)]
         self._actors = wait_all(a.client, self._futures, list(enumerate(self.places)), a.timeout)
+
+    def storages(self) -> list[str]:
+        """Each partition's storage as its kernel streams it (``optimize=True``: the format chooser's pick for
+        that row block, the same chooser as ``frontend.optimize``), one round trip per partition."""
+        return [actor.storage for actor in self._actors]
 
     def __call__(self, x: Any, out: np.ndarray | None = None) -> np.ndarray:
         x = np.asarray(x)

@@ -186,7 +186,8 @@ class DistributedTensor:
         """A planned product for repeated ``frontend.matmul(self, x)`` with NumPy ``x`` shaped like ``x_like``:
         every partition's kernel planned once and kept on its worker (a Dask actor); ``plan(x)`` sends only the
         rows of ``x`` each partition's columns touch (``kwargs``: ``alpha``, ``semiring``, ``prolog``,
-        ``epilog``, ``threads``)."""
+        ``epilog``, ``threads``, ``optimize``: each row block stored as ``frontend.optimize`` picks for the
+        product, see ``plan.storages()``)."""
         return _planned.DistributedMatmulPlan(self, x_like, **kwargs)
 
     def __ust_function__(self, op: str, args: tuple, kwargs: dict[str, Any]) -> Any:
