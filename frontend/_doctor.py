@@ -3,7 +3,7 @@
 Prints one line per check: the toolchain (MLIR bindings, mlir-opt / mlir-translate / opt / llc, the C compiler,
 torch, torch-mlir, CuPy, ptxas / fatbinary), the compile cache folder, threads, the CUDA driver and device
 (probed in a child process); then compiles (in a fresh cache folder) and runs one tiny product per available
-path and checks it against numpy: on the CPU the sparsifier (CSC SpMV), the emitter (DIA-J SpMV), the
+path and checks it against numpy: on the CPU the sparsifier (CSC SpMV), the emitter (skew DIA-J SpMV), the
 emitter's row-range kernel (CSR SpMV, what one-thread row-splittable products take) and the registered kernel
 (SpGEMM CSR @ CSR); with a CUDA device ``cusparse``, ``blocked-ELL`` (cuSPARSE's blocked-ELL SpMM),
 ``sparsifier-gpu`` and ``emitter-gpu`` (CSR / BlockedELL 2x2 / CSR / DELTA(8) SpMV). A closing verdict and
@@ -259,7 +259,7 @@ def cpu_runs(report: Report) -> None:
             return mm.path, out.to_dense() if isinstance(out, Tensor) else out, want
         return go
 
-    dia = Tensor.from_package(a).convert(tensor_format=NamedFormats.DIAJ)
+    dia = Tensor.from_package(a).convert(tensor_format=NamedFormats.SkewDIAJ)  # no row ranges to split
     _check_run(report, "cpu sparsifier", "cpu", run(a.tocsc(), x, a.toarray() @ x, "sparsifier"))
     _check_run(report, "cpu emitter", "cpu", run(dia, x, a.toarray() @ x, "emitter"))
     _check_run(report, "cpu emitter-rows", "cpu", run(a, x, a.toarray() @ x, "emitter-rows"))
