@@ -167,16 +167,65 @@ def _row_bounds(f: _Fn, ptr: str, i: str) -> tuple[str, str]:
     return f.ld(ptr, i), f.ld(ptr, f.add(i, "%c1"))
 
 
+def _clamped_rows(f: _Fn, check: bool, row: Any, body: Any) -> str | None:
+    """Rows ``[lo, hi)`` of ``ptr``/``idx`` walked in bounds whatever the buffers hold: the range's first
+    position and each row's end clamped to ``len(idx)`` (unsigned: negative ones too) and never below the
+    previous row's end (rows never overlap), each column clamped to ``m - 1``. The count and fill passes walk
+    the same entries, so a fill never writes past what its count sized. ``row(i)``: values for the row's
+    entries; ``body(i, k, j, r)``: one entry (``j`` its clamped column). ``check``: returns an i1 that is set
+    where a clamp changed something or a row's columns do not increase (the buffers are not valid)."""
+    size = f.v(f"memref.dim %idx, %c0 : memref<?x{f.lay.ity}>")
+    top = f.v("arith.subi %m, %c1 : index")
+    first_raw = f.ld("ptr", "%lo")
+    first = f.v(f"arith.minui {first_raw}, {size} : index")
+    carried = [("pv", first, "index")]
+    if check:
+        carried.append(("bd", f.cmp("ne", first, first_raw), "i1"))
+    res = f.open_for("i", "%lo", "%hi", carried)
+    r = row("%i")
+    end_raw = f.ld("ptr", f.add("%i", "%c1"))
+    end = f.v(f"arith.maxui {f.v(f'arith.minui {end_raw}, {size} : index')}, %pv : index")
+    if check:
+        bad_row = f.v(f"arith.ori %bd, {f.cmp('ne', end, end_raw)} : i1")
+        inner = f.open_for("k", "%pv", end, [("nx", "%c0", "index"), ("bk", bad_row, "i1")])
+    else:
+        f.open_for("k", "%pv", end)
+    j_raw = f.ld("idx", "%k")
+    j = f.v(f"arith.minui {j_raw}, {top} : index")
+    body("%i", "%k", j, r)
+    if check:
+        ok = f.v(f"arith.andi {f.cmp('ule', j_raw, top)}, {f.cmp('uge', j_raw, '%nx')} : i1")
+        wrong = f.v(f"arith.xori {ok}, %true : i1")
+        bad = f.v(f"arith.ori %bk, {wrong} : i1")
+        f.emit(f"scf.yield {f.add(j, '%c1')}, {bad} : index, i1")
+        f.emit("}")
+        f.emit(f"scf.yield {end}, {inner}#1 : index, i1")
+    else:
+        f.emit("}")
+        f.emit(f"scf.yield {end} : index")
+    f.emit("}")
+    return f"{res}#1" if check else None
+
+
+def _store_flag(f: _Fn, flag: str | None) -> None:
+    """``bad[0] = flag`` (an i1)."""
+    f.emit(f"memref.store {f.v(f'arith.extui {flag} : i1 to i8')}, %bad[%c0] : memref<?xi8>")
+
+
+def _no_row(i: str) -> None:
+    return None
+
+
 def _transpose_count(lay: Layout) -> str:
-    f = _Fn(lay, "transpose_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("lo", "x"), ("hi", "x")])
+    f = _Fn(lay, "transpose_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("bad", "B"), ("lo", "x"),
+                                     ("hi", "x"), ("m", "x")])
     I = lay.ity
     one = f.v(f"arith.constant 1 : {I}")
-    a, b = f.ld("ptr", "%lo"), f.ld("ptr", "%hi")
-    f.open_for("k", a, b)
-    j = f.ld("idx", "%k")
-    n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
-    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
-    f.emit("}")
+
+    def body(i: str, k: str, j: str, r: Any) -> None:
+        n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
+        f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
+    _store_flag(f, _clamped_rows(f, True, _no_row, body))
     return f.text()
 
 
@@ -203,34 +252,33 @@ def _transpose_offsets(lay: Layout) -> str:
 
 def _transpose_fill(lay: Layout) -> str:
     f = _Fn(lay, "transpose_fill", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("cur", "I"), ("oidx", "I"),
-                                    ("oval", "V"), ("lo", "x"), ("hi", "x")])
+                                    ("oval", "V"), ("lo", "x"), ("hi", "x"), ("m", "x")])
     I = lay.ity
-    f.open_for("i", "%lo", "%hi")
-    ii = f.v(f"arith.index_cast %i : index to {I}")
-    a, b = _row_bounds(f, "ptr", "%i")
-    f.open_for("k", a, b)
-    j = f.ld("idx", "%k")
-    p = f.ld("cur", j)
-    f.st(f.add(p, "%c1"), "cur", j)
-    f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
-    f.copy_value("val", "%k", "oval", p)
-    f.emit("}")
-    f.emit("}")
+
+    def row(i: str) -> str:
+        return f.v(f"arith.index_cast {i} : index to {I}")
+
+    def body(i: str, k: str, j: str, ii: str) -> None:
+        p = f.ld("cur", j)
+        f.st(f.add(p, "%c1"), "cur", j)
+        f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
+        f.copy_value("val", k, "oval", p)
+    _clamped_rows(f, False, row, body)
     return f.text()
 
 
 def _bucket_count(lay: Layout) -> str:
     """``cnt[idx[k] >> shift] += 1`` for the entries of rows ``[lo, hi)`` (a few thousand buckets: in L1)."""
-    f = _Fn(lay, "bucket_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("lo", "x"), ("hi", "x"),
-                                  ("shift", "x")])
+    f = _Fn(lay, "bucket_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("bad", "B"), ("lo", "x"),
+                                  ("hi", "x"), ("shift", "x"), ("m", "x")])
     I = lay.ity
     one = f.v(f"arith.constant 1 : {I}")
-    a, b = f.ld("ptr", "%lo"), f.ld("ptr", "%hi")
-    f.open_for("k", a, b)
-    j = f.v(f"arith.shrui {f.ld('idx', '%k')}, %shift : index")
-    n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
-    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
-    f.emit("}")
+
+    def body(i: str, k: str, j: str, r: Any) -> None:
+        b = f.v(f"arith.shrui {j}, %shift : index")
+        n = f.v(f"memref.load %cnt[{b}] : memref<?x{I}>")
+        f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{b}] : memref<?x{I}>")
+    _store_flag(f, _clamped_rows(f, True, _no_row, body))
     return f.text()
 
 
@@ -239,24 +287,23 @@ def _bucket_scatter(lay: Layout) -> str:
     shift]++`` (one write stream per bucket): its row to ``oidx[p]``, its value to ``oval[p]``, its column
     inside the bucket to ``tcol[p]`` (16 bits)."""
     f = _Fn(lay, "bucket_scatter", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("cur", "I"), ("oidx", "I"),
-                                    ("oval", "V"), ("tcol", "G"), ("lo", "x"), ("hi", "x"), ("shift", "x")],
-            gap="i16")
+                                    ("oval", "V"), ("tcol", "G"), ("lo", "x"), ("hi", "x"), ("shift", "x"),
+                                    ("m", "x")], gap="i16")
     I = lay.ity
     mask = f.v("arith.subi " + f.v("arith.shli %c1, %shift : index") + ", %c1 : index")
-    f.open_for("i", "%lo", "%hi")
-    ii = f.v(f"arith.index_cast %i : index to {I}")
-    a, b = _row_bounds(f, "ptr", "%i")
-    f.open_for("k", a, b)
-    j = f.ld("idx", "%k")
-    bk = f.v(f"arith.shrui {j}, %shift : index")
-    p = f.ld("cur", bk)
-    f.st(f.add(p, "%c1"), "cur", bk)
-    f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
-    low = f.v(f"arith.index_cast {f.v(f'arith.andi {j}, {mask} : index')} : index to i16")
-    f.emit(f"memref.store {low}, %tcol[{p}] : memref<?xi16>")
-    f.copy_value("val", "%k", "oval", p)
-    f.emit("}")
-    f.emit("}")
+
+    def row(i: str) -> str:
+        return f.v(f"arith.index_cast {i} : index to {I}")
+
+    def body(i: str, k: str, j: str, ii: str) -> None:
+        bk = f.v(f"arith.shrui {j}, %shift : index")
+        p = f.ld("cur", bk)
+        f.st(f.add(p, "%c1"), "cur", bk)
+        f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
+        low = f.v(f"arith.index_cast {f.v(f'arith.andi {j}, {mask} : index')} : index to i16")
+        f.emit(f"memref.store {low}, %tcol[{p}] : memref<?xi16>")
+        f.copy_value("val", k, "oval", p)
+    _clamped_rows(f, False, row, body)
     return f.text()
 
 
