@@ -303,9 +303,10 @@ def expand(ptr: np.ndarray) -> np.ndarray:
     return out
 
 
-def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray) -> np.ndarray | None:
+def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray, m: int | None = None) -> np.ndarray | None:
     """Row pointers (``n + 1``, dtype of ``majors``) of COO entries sorted by (major, other) without
-    duplicates; None when they are not (or a major coordinate is outside ``[0, n)``)."""
+    duplicates; None when they are not (or a major coordinate is outside ``[0, n)``, or an other one outside
+    ``[0, m)``; ``m=None``: no bound)."""
     lay = layout(np.dtype(np.int8), majors.dtype)
     assert lay is not None and others.dtype == majors.dtype
     nnz = len(majors)
@@ -316,7 +317,8 @@ def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray) -> np.ndarray |
     cuts = [nnz * j // k for j in range(k + 1)]
     bad = np.zeros((k, 1), dtype=np.int8)
     fn = _functions(lay).function("coo_ptr")
-    _run([partial(fn, majors, others, ptr, bad[j], cuts[j], cuts[j + 1], n, nnz) for j in range(k)])
+    top = np.iinfo(np.int64).max if m is None else m
+    _run([partial(fn, majors, others, ptr, bad[j], cuts[j], cuts[j + 1], n, nnz, top) for j in range(k)])
     return None if bad.any() else ptr
 
 
@@ -388,15 +390,17 @@ def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, 
     ``val`` of an ``n x m`` matrix in ``r x c`` blocks, sorted by block column in every block row;
     ``check`` sees the number of value slots once counted, before they are allocated (it may raise)."""
     lay = layout(val.dtype, ptr.dtype)
-    assert lay is not None and idx.dtype == ptr.dtype
+    assert lay is not None and idx.dtype == ptr.dtype and len(val) >= len(idx) and len(ptr) == n + 1
     fns = _block_functions(lay, r, c)
     nbr, nbc = -(-n // r), -(-m // c)
+    if m == 0:  # no column to address: no entry is kept
+        return np.zeros(nbr + 1, dtype=ptr.dtype), np.zeros(0, dtype=ptr.dtype), np.zeros(0, dtype=val.dtype)
     starts = ptr[np.minimum(np.arange(nbr + 1, dtype=np.int64) * r, n)]  # entries before each block row
     ranges = _bounds(starts, _threads(len(idx)))
     marks = np.full((len(ranges), nbc), -1, dtype=ptr.dtype)  # one per range: ranges run in parallel
     bptr = np.empty(nbr + 1, dtype=ptr.dtype)
     count = fns.function("to_blocks_count")
-    _run([partial(count, ptr, idx, bptr, marks[k], lo, hi, n) for k, (lo, hi) in enumerate(ranges)])
+    _run([partial(count, ptr, idx, bptr, marks[k], lo, hi, n, m) for k, (lo, hi) in enumerate(ranges)])
     _prefix_sums(bptr)
     nblocks = int(bptr[-1])
     if check is not None:
@@ -406,7 +410,7 @@ def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, 
     words, out_words = _words(val, lay), _words(bval, lay)
     marks[:] = -1
     fill = fns.function("to_blocks_fill")
-    _run([partial(fill, ptr, idx, words, bptr, bidx, out_words, marks[k], lo, hi, n)
+    _run([partial(fill, ptr, idx, words, bptr, bidx, out_words, marks[k], lo, hi, n, m)
           for k, (lo, hi) in enumerate(ranges)])
     return bptr, bidx, bval
 

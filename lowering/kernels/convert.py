@@ -375,13 +375,13 @@ def _expand(lay: Layout) -> str:
 def _coo_ptr(lay: Layout) -> str:
     """Row pointers of sorted entries ``[lo, hi)``: for entry ``k`` with row ``a``, ``ptr[r] = k`` for the rows
     ``r`` after the previous entry's row up to ``a`` (entry 0: from row 0); the last entry also fills the
-    rows after it with ``nnz = hi``. Out of order or out of range entries set ``bad[0]`` and write nothing
-    outside ``ptr[0 .. n]``."""
+    rows after it with ``nnz = hi``. Out of order entries, or a row outside ``[0, n)`` or other coordinate
+    outside ``[0, m)``, set ``bad[0]`` and write nothing outside ``ptr[0 .. n]``."""
     f = _Fn(lay, "coo_ptr", [("maj", "I"), ("oth", "I"), ("ptr", "I"), ("bad", "B"), ("lo", "x"), ("hi", "x"),
-                             ("n", "x"), ("nnz", "x")])
+                             ("n", "x"), ("nnz", "x"), ("m", "x")])
     res = f.open_for("k", "%lo", "%hi", [("bad0", "%false", "i1")])
     a = f.ld("maj", "%k")
-    inside = f.cmp("ult", a, "%n")
+    inside = f.v(f"arith.andi {f.cmp('ult', a, '%n')}, {f.cmp('ult', f.ld('oth', '%k'), '%m')} : i1")
     first = f.cmp("eq", "%k", "%c0")
     out = f.name()
     f.emit(f"{out} = scf.if {first} -> (i1) {{")
@@ -700,7 +700,9 @@ def module(lay: Layout) -> str:
 
 
 def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
-    """Block rows ``[blo, bhi)``. A block column's mark holds the block row (count) or the slot (fill)
+    """Block rows ``[blo, bhi)``; each row's positions clamped to ``len(idx)`` (its end never below its start)
+    and every column to ``m - 1``, the same in both passes, so that they read and write in bounds whatever
+    ``ptr``/``idx`` hold. A block column's mark holds the block row (count) or the slot (fill)
     that last saw it (``mark`` starts negative). Fill: blocks are listed in order of first appearance,
     sorted (insertion sort, or a scan of the marks over the block-column range when that is cheaper),
     their slots marked, then every entry is written into its block."""
@@ -708,9 +710,19 @@ def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     if fill:
         params += [("bidx", "I"), ("bval", "V")]
     f = _Fn(lay, f"to_blocks_{'fill' if fill else 'count'}",
-            params + [("mark", "I"), ("blo", "x"), ("bhi", "x"), ("n", "x")])
+            params + [("mark", "I"), ("blo", "x"), ("bhi", "x"), ("n", "x"), ("m", "x")])
     I = lay.ity
     R, C = f.c(r), f.c(c)
+    size = f.v(f"memref.dim %idx, %c0 : memref<?x{I}>")
+    top_col = f.v("arith.subi %m, %c1 : index")
+
+    def bounds(i: str) -> tuple[str, str]:  # the row's positions clamped to len(idx), never decreasing
+        a = f.v(f"arith.minui {f.ld('ptr', i)}, {size} : index")
+        b = f.v(f"arith.minui {f.ld('ptr', f.add(i, '%c1'))}, {size} : index")
+        return a, f.v(f"arith.maxui {b}, {a} : index")
+
+    def column(k: str) -> str:  # clamped to [0, m - 1] (unsigned: negative ones too)
+        return f.v(f"arith.minui {f.ld('idx', k)}, {top_col} : index")
     f.open_for("br", "%blo", "%bhi")
     if not fill:
         tag = f.v(f"arith.index_cast %br : index to {I}")
@@ -718,9 +730,9 @@ def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
         i = f.add(f.mul("%br", R), "%t")
         inner = f.name()
         f.emit(f"{inner} = scf.if {f.cmp('ult', i, '%n')} -> (index) {{")
-        a, b = _row_bounds(f, "ptr", i)
+        a, b = bounds(i)
         kres = f.open_for("k", a, b, [("q", "%nb", "index")])
-        bc = f.v(f"arith.divui {f.ld('idx', '%k')}, {C} : index")
+        bc = f.v(f"arith.divui {column('%k')}, {C} : index")
         seen = f.v(f"memref.load %mark[{bc}] : memref<?x{I}>")
         new = f.v(f"arith.cmpi ne, {seen}, {tag} : {I}")
         f.emit(f"memref.store {tag}, %mark[{bc}] : memref<?x{I}>")
@@ -744,9 +756,9 @@ def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     i = f.add(f.mul("%br", R), "%t")
     inner = f.name()
     f.emit(f"{inner}:3 = scf.if {f.cmp('ult', i, '%n')} -> (index, index, index) {{")
-    a, b = _row_bounds(f, "ptr", i)
+    a, b = bounds(i)
     kres = f.open_for("k", a, b, [("q", "%nb", "index"), ("l", "%lo", "index"), ("h", "%hi", "index")])
-    bc = f.v(f"arith.divui {f.ld('idx', '%k')}, {C} : index")
+    bc = f.v(f"arith.divui {column('%k')}, {C} : index")
     seen = f.v(f"memref.load %mark[{bc}] : memref<?x{I}>")
     new = f.v(f"arith.cmpi slt, {seen}, {base_i} : {I}")
     f.emit(f"scf.if {new} {{")
@@ -807,9 +819,9 @@ def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     f.open_for("t2", "%c0", R)
     i2 = f.add(f.mul("%br", R), "%t2")
     f.emit(f"scf.if {f.cmp('ult', i2, '%n')} {{")
-    a2, b2 = _row_bounds(f, "ptr", i2)
+    a2, b2 = bounds(i2)
     f.open_for("k2", a2, b2)
-    col = f.ld("idx", "%k2")
+    col = column("%k2")
     bc2 = f.v(f"arith.divui {col}, {C} : index")
     slot = f.ld("mark", bc2)
     within = f.v(f"arith.subi {col}, {f.mul(bc2, C)} : index")
