@@ -1,16 +1,20 @@
 """Conversion kernels between 2-D layouts as MLIR text: plain loops over raw buffers (``scf``/``memref``).
 
 The frontend's direct conversions (:mod:`frontend.storage._direct`) run them in row (or entry) ranges, one
-range per thread. Every function writes only inside the range it is given, so ranges run in parallel:
+range per thread. Every function writes only inside the range it is given, so ranges run in parallel.
+Bounds-safe (in bounds whatever ``ptr``/``idx`` hold): the transposes and ``to_blocks_*`` clamp every row's
+positions to ``len(idx)`` and every column to ``m - 1`` (:func:`_clamped_rows`), the same in the count and
+fill passes; ``coo_ptr`` refuses what is out of range. The others trust their buffers (their callers check them):
 
-- ``transpose_count(ptr, idx, cnt, lo, hi)``: ``cnt[j] += 1`` for every entry of rows ``[lo, hi)`` in
-  column ``j``; ``transpose_offsets(cnt, optr, chunks, m)``: the ranges' counts to their first slots;
-  ``transpose_fill(ptr, idx, val, cur, oidx, oval, lo, hi)``: each entry goes to slot ``cur[j]++`` of its
+- ``transpose_count(ptr, idx, cnt, bad, lo, hi, m)``: ``cnt[j] += 1`` for every entry of rows ``[lo, hi)`` in
+  column ``j``, ``bad[0] = 1`` where a row's positions or columns are out of range or its columns do not
+  increase; ``transpose_offsets(cnt, optr, chunks, m)``: the ranges' counts to their first slots;
+  ``transpose_fill(ptr, idx, val, cur, oidx, oval, lo, hi, m)``: each entry goes to slot ``cur[j]++`` of its
   column (a counting sort: rows stay increasing within a column).
 - ``expand(ptr, out, lo, hi)``: ``out[k] = i`` for the entries ``k`` of rows ``i`` in ``[lo, hi)``.
-- ``coo_ptr(maj, oth, ptr, bad, lo, hi, n)``: the row pointers of sorted COO entries ``[lo, hi)``, from the
-  steps between neighbours (no histogram); ``bad[0] = 1`` where entries are out of order or a row is
-  outside ``[0, n)``.
+- ``coo_ptr(maj, oth, ptr, bad, lo, hi, n, nnz, m)``: the row pointers of sorted COO entries ``[lo, hi)``,
+  from the steps between neighbours (no histogram); ``bad[0] = 1`` where entries are out of order, a row is
+  outside ``[0, n)`` or another coordinate outside ``[0, m)``.
 - ``dia_rows_<s><z>``: rows of diagonals (offset ``d``; other coordinate ``d + i`` for ``s = m`` (``x - y``),
   ``d - i`` for ``s = p`` (``x + y``); the range level follows the row (``z = r``) or the other dimension
   (``z = o``)), nonzeros only, in one pass from a given first slot (the caller bounds every range's slots);
@@ -20,8 +24,8 @@ range per thread. Every function writes only inside the range it is given, so ra
 
 Block kernels (a module per block shape ``r x c``, constants so that divisions are shifts):
 
-- ``to_blocks_count(ptr, idx, bptr, mark, blo, bhi, n)`` / ``to_blocks_fill(ptr, idx, val, bptr, bidx, bval,
-  mark, blo, bhi, n)``: the distinct block columns of each block row (``mark``: one word per block column,
+- ``to_blocks_count(ptr, idx, bptr, mark, blo, bhi, n, m)`` / ``to_blocks_fill(ptr, idx, val, bptr, bidx, bval,
+  mark, blo, bhi, n, m)``: the distinct block columns of each block row (``mark``: one word per block column,
   negative at first, one array per range), sorted, then the entries written into their blocks (``bval``
   comes zeroed: fresh pages are zero already).
 - ``from_blocks_count(bptr, bidx, bval, ptr, blo, bhi, n, m)`` / ``from_blocks_fill(...)``: rows of a block
@@ -39,7 +43,7 @@ from typing import Any
 INDEX_TYPES = ("i32", "i64")
 VALUE_BITS = (8, 16, 32, 64)
 #: Version of the kernels' text (part of nothing but the text itself; bump on semantic changes).
-VERSION = "1"
+VERSION = "2"
 
 
 @dataclass(frozen=True)
