@@ -79,6 +79,56 @@ def test_coo_pointers(it: type, many_ranges: None) -> None:
     assert _kernels.coo_pointers(6, rows, np.array([1, 1, 0, 4, 2], dtype=it)) is None  # duplicate
     assert _kernels.coo_pointers(6, rows, np.array([3, 1, 0, 4, 2], dtype=it)) is None  # columns out of order
     assert _kernels.coo_pointers(6, np.array([-1, 0], dtype=it), np.array([0, 0], dtype=it)) is None
+    assert _kernels.coo_pointers(6, rows, cols, 5) is not None
+    assert _kernels.coo_pointers(6, rows, cols, 4) is None  # column 4 outside 4 columns
+    assert _kernels.coo_pointers(6, rows, np.array([1, 3, -2, 4, 2], dtype=it), 5) is None  # negative column
+
+
+INVALID_ROWS = {  # (ptr, idx) of 3 rows over 4 columns, valid but for one thing
+    "column too large": ([0, 2, 3, 5], [0, 9, 1, 2, 3]),
+    "negative column": ([0, 2, 3, 5], [0, 1, -1, 2, 3]),
+    "duplicate column": ([0, 2, 3, 5], [1, 1, 1, 2, 3]),
+    "unsorted row": ([0, 2, 3, 5], [3, 1, 1, 2, 3]),
+    "positions decrease": ([0, 4, 2, 5], [0, 1, 2, 3, 3]),
+    "negative position": ([0, -7, 3, 5], [0, 1, 1, 2, 3]),
+    "position past the end": ([0, 2, 3, 50], [0, 1, 1, 2, 3]),
+}
+
+
+@pytest.mark.parametrize("what", sorted(INVALID_ROWS))
+@pytest.mark.parametrize("it", [np.int32, np.int64])
+@pytest.mark.parametrize("bucketed", [False, True])
+def test_transpose_flags_invalid_rows(what: str, it: type, bucketed: bool, many_ranges: None) -> None:
+    """Both transposes read in bounds whatever ``ptr``/``idx`` hold and raise InvalidRows (a ValueError)."""
+    ptr, idx = (np.array(b, dtype=it) for b in INVALID_ROWS[what])
+    val = np.arange(1.0, 6.0)
+    run = (lambda: _kernels.transpose_bucketed(3, 4, ptr, idx, val, shift=1)) if bucketed else \
+        (lambda: _kernels.transpose(3, 4, ptr, idx, val))
+    with pytest.raises(_kernels.InvalidRows):
+        run()
+
+
+@pytest.mark.parametrize("it", [np.int32, np.int64])
+def test_to_blocks_clamps_rows_and_columns(it: type, many_ranges: None) -> None:
+    """CSR -> blocks over invalid rows stays in bounds: a row's positions are clamped to the coordinates (never
+    decreasing), a column to the last one (negative ones too); the blocks stay sorted and unique."""
+    ptr = np.array([0, 2, 1, 9], dtype=it)  # row 1 ends before it starts: empty; row 2 ends past the end
+    idx = np.array([0, 77, 2, -3, 1], dtype=it)
+    val = np.arange(1.0, 6.0)
+    bptr, bidx, bval = _kernels.to_blocks(3, 4, 2, 2, ptr, idx, val)
+    np.testing.assert_array_equal(bptr, [0, 2, 4])
+    np.testing.assert_array_equal(bidx, [0, 1, 0, 1])
+    assert len(bval) == 4 * 4 and np.isfinite(bval).all()
+    # row 0: columns 0 and 3 (77 clamped); row 2: positions 1 (its start as stored) to the end: columns 3 (77),
+    # 2, 3 (-3), 1, the later entry in a slot kept
+    expect = np.zeros((4, 4))
+    expect[0, 0], expect[0, 3] = 1.0, 2.0
+    expect[2, 2], expect[2, 3], expect[2, 1] = 3.0, 4.0, 5.0
+    dense = np.zeros((4, 4))
+    for br in range(2):
+        for k in range(bptr[br], bptr[br + 1]):
+            dense[2 * br:2 * br + 2, 2 * bidx[k]:2 * bidx[k] + 2] = bval[4 * k:4 * k + 4].reshape(2, 2)
+    np.testing.assert_array_equal(dense, expect)
 
 
 def test_layouts() -> None:

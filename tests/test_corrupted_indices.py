@@ -32,6 +32,8 @@ CHILD = textwrap.dedent('''
     D[:, 7] = 0.0  # an empty column
     SQ = D[:10, :10].copy()
     x, X, X12 = np.ones(10), np.ones((10, 3)), np.ones((12, 3))
+    WIDE = sps.random(600, 80000, density=0.004, random_state=7, format="csr")  # 192k entries
+    fmt_name = {"CSR": "csr", "CSC": "csc", "COO": "coo"}
 
     def nm(d):  # at most 2 nonzeros in each group of 4 along the rows
         d = d.copy()
@@ -88,6 +90,18 @@ CHILD = textwrap.dedent('''
             yield f"{name} to ELL", mk, lambda t: t.convert(N.ELL).val
             yield f"{name} to BSR", mk, lambda t: t.convert(N.BSR((2, 2))).val
             yield f"{name} to DELTA", mk, lambda t: t.convert(N.DELTA(8)).val
+            for target in ("CSR", "CSC", "COO", "DIAJ"):  # the checked and the bounds-safe conversions
+                yield f"{name} to {target} (nonsquare)", lambda fmt=fmt: Tensor.from_dense(D, fmt), \
+                    lambda t, target=target: t.convert(FORMATS[target]).val
+            yield f"{name} to BSR 2x3", lambda fmt=fmt: Tensor.from_dense(D, fmt), \
+                lambda t: t.convert(N.BSR((2, 3))).val
+            # parallel row ranges and the bucketed transpose (many columns, rows spanning many of them)
+            yield f"{name} wide to CSC", lambda fmt=fmt: Tensor.from_package(WIDE.copy().asformat(fmt_name[name])), \
+                lambda t: t.convert(N.CSC).val
+            yield f"{name} wide to CSR", lambda fmt=fmt: Tensor.from_package(WIDE.copy().asformat(fmt_name[name])), \
+                lambda t: t.convert(N.CSR).val
+            yield f"{name} wide to BSR", lambda fmt=fmt: Tensor.from_package(WIDE.copy().asformat(fmt_name[name])), \
+                lambda t: t.convert(N.BSR((4, 4))).val
             yield f"{name} solve", lambda fmt=fmt: Tensor.from_dense(SQ + 10 * np.eye(10), fmt), \\
                 lambda t: F.solve(t, x)
         for kind in ("csr", "csc", "coo"):
@@ -164,3 +178,31 @@ def test_corrupted_index_buffers_never_crash(kind: str) -> None:
     assert len(results) == len(started) > 60
     bad = {label: outcome for label, outcome in results.items() if outcome not in ("finite", "ValueError")}
     assert not bad, bad
+
+
+SAFE_CONVERSIONS = [("CSR", "CSC"), ("CSC", "CSR"), ("COO", "CSR"), ("COO", "CSC"), ("CSR", "BSR"), ("CSC", "BSR"),
+                    ("COO", "BSR"), ("CSR", "DIAI"), ("CSC", "DIAJ"), ("COO", "DIAI")]
+CHECKED_CONVERSIONS = [("CSR", "CSR"), ("CSR", "COO"), ("CSR", "DELTA"), ("BSR", "CSR"), ("DIAI", "CSR")]
+
+
+@pytest.mark.parametrize(("src", "dst"), SAFE_CONVERSIONS + CHECKED_CONVERSIONS)
+def test_per_call_check_only_before_paths_that_are_not_bounds_safe(src: str, dst: str, monkeypatch) -> None:
+    """The bounds-safe conversions skip the per-call index check (their results equal SciPy's); the others
+    keep it."""
+    import numpy as np
+    import scipy.sparse as sps
+
+    from frontend import NamedFormats as N, Tensor
+    from frontend.storage import _convert
+
+    formats = {"CSR": N.CSR, "CSC": N.CSC, "COO": N.COO, "BSR": N.BSR((2, 3)), "DIAI": N.DIAI, "DIAJ": N.DIAJ,
+               "DELTA": N.DELTA(8)}
+    dense = sps.random(9, 7, density=0.4, random_state=2).toarray()
+    dense[4] = 0.0
+    t = Tensor.from_dense(dense, formats[src])
+    calls: list[object] = []
+    real = _convert.validate_now
+    monkeypatch.setattr(_convert, "validate_now", lambda x: calls.append(x) or real(x))
+    out = t.convert(formats[dst])
+    np.testing.assert_array_equal(out.to_dense(), dense)
+    assert any(c is t for c in calls) == ((src, dst) in CHECKED_CONVERSIONS)

@@ -18,8 +18,9 @@ from frontend.format import LevelFormat, TensorFormat, as_format, is_dimension, 
 from ._assemble import assemble_levels
 from ._budget import is_hypersparse, require, storage_bytes
 from ._buffers import numpy_dtype
-from ._direct import convert_direct
+from ._direct import bounds_safe, convert_direct
 from ._fill import MAX_FILL, fill_limit, slot_check
+from ._kernels import InvalidRows
 from ._layout import INDEX_TYPES, index_dtype, is_narrow, level_coordinates_of, narrowest_index_type, to_device, to_host
 from ._protocol import StoredTensor, TensorT
 from ._read import walk_levels
@@ -334,9 +335,15 @@ def convert(t: TensorT, tensor_format: TensorFormat | str | None = None, index_t
     work = np.dtype(np.int64) if np.int64 in (it, ct) else np.dtype(np.int32)  # narrow types are built wide
     fill_limit(0, max_fill)  # a bad max_fill is refused whatever the target
     require(f"convert to {fmt.name or fmt}", storage_bytes(fmt, t.shape, 0, dt.itemsize), [t.shape])
-    validate_now(t)  # the conversion kernels are not bounds-safe: NumPy index buffers checked on every call
     # the direct paths walk rows (work and pointers per row): hypersparse sources take the generic one
-    built = None if is_hypersparse([t]) else convert_direct(t, fmt, work, dt, drop_zeros, max_fill)
+    direct = not is_hypersparse([t])
+    if not (direct and bounds_safe(t, fmt, drop_zeros)):
+        validate_now(t)  # NumPy index buffers checked on every call before a path that is not bounds-safe
+    try:
+        built = convert_direct(t, fmt, work, dt, drop_zeros, max_fill) if direct else None
+    except InvalidRows:  # a bounds-safe kernel found invalid rows: the check says which level and what
+        validate_now(t)
+        raise
     pos, crd, out = generic_buffers(t, fmt, dt, drop_zeros, max_fill, work) if built is None else built
     it = fit_positions(pos, it, explicit=index_type is not None)
     for k, c in enumerate(crd):  # wide coordinates types are checked by value (narrow ones by extent, above)

@@ -217,10 +217,20 @@ def _extents(major: int, shape: tuple[int, int]) -> tuple[int, int]:
     return (shape[0], shape[1]) if major == 0 else (shape[1], shape[0])
 
 
+def _stored(n: int, *buffers: Any) -> int:
+    """``n``, the entries the positions say; a ValueError when a buffer holds fewer (or ``n`` is negative):
+    index buffers written in place after validation."""
+    if n < 0 or any(len(b) < n for b in buffers):
+        raise ValueError(f"the positions say {n} entries, outside what the coordinates and values buffers "
+                         f"hold ({min(len(b) for b in buffers)}): index buffers changed after validation")
+    return n
+
+
 def _grouped(major: int, shape: tuple[int, int], ptr: Any, idx: Any, val: np.ndarray) -> Rows | None:
+    """The pair's buffers as they are (the kernels that read them clamp what they address)."""
     if len(ptr) and int(ptr[0]) != 0:
         return None
-    n = int(ptr[-1]) if len(ptr) else 0
+    n = _stored(int(ptr[-1]) if len(ptr) else 0, idx, val)
     return Rows(major, _extents(major, shape), ptr, idx[:n], val[:n])
 
 
@@ -231,11 +241,11 @@ def _coo(major: int, shape: tuple[int, int], pos: Any, majors: Any, others: Any,
     they are."""
     if int(pos[0]) != 0:
         return None
-    n = int(pos[1])
+    n = _stored(int(pos[1]), majors, others, val)
     a = np.ascontiguousarray(majors[:n], dtype=index)
     b = np.ascontiguousarray(others[:n], dtype=index)
     ext = _extents(major, shape)
-    ptr = _kernels.coo_pointers(ext[0], a, b)
+    ptr = _kernels.coo_pointers(ext[0], a, b, ext[1])
     return None if ptr is None else Rows(major, ext, ptr, b, val[:n])
 
 
@@ -327,6 +337,8 @@ def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, 
     """Diagonals present counted by ``bincount`` (no sort), values put at (diagonal, range coordinate);
     ``check`` sees the number of value slots before they are allocated."""
     e, z = diagonal
+    if rows.idx.size and (int(rows.idx.min()) < 0 or int(rows.idx.max()) >= rows.extents[1]):
+        raise ValueError(f"a coordinate lies outside [0, {rows.extents[1]}): index buffers changed after validation")
     dims = rows.dims()
     shape = rows.extents if rows.major == 0 else rows.extents[::-1]
     ext = fmt.level_extents(shape)
@@ -347,6 +359,24 @@ def _write_diagonals(rows: Rows, fmt: TensorFormat, diagonal: tuple[BinaryExpr, 
     at += dims[z]
     np.put(out, at, rows.val)
     return [np.array([0, len(diags)], dtype=index), None], [diags.astype(index), None], out
+
+
+def bounds_safe(t: StoredTensor, fmt: TensorFormat, drop_zeros: bool) -> bool:
+    """Whether the direct path from ``t`` to ``fmt`` reads and writes in bounds whatever ``t``'s index buffers
+    hold, and builds a valid result or raises ValueError (then ``t`` need not be checked first): a CSR/CSC or
+    COO source (read as it is: the kernels clamp what they address; COO's pointer kernel refuses what is out
+    of range or order) to the other grouping (a transpose that flags invalid rows), CSR/CSC from COO, blocks
+    or diagonals. Copies of the source's own buffers (CSR -> CSR, CSR -> COO) and the other targets are not."""
+    if drop_zeros or t.ndim != 2 or fmt.num_dimensions != 2:
+        return False
+    src = t.tensor_format
+    if (major := grouped_axis(src)) is not None:
+        target = grouped_axis(fmt)
+        return (target is not None and target != major) or block_axes(fmt) is not None \
+            or diagonal_axes(fmt) is not None
+    if coo_axis(src) is not None:
+        return grouped_axis(fmt) is not None or block_axes(fmt) is not None or diagonal_axes(fmt) is not None
+    return False
 
 
 def convert_direct(t: StoredTensor, fmt: TensorFormat, index: np.dtype, dtype: np.dtype,

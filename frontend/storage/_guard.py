@@ -11,8 +11,9 @@ scipy's ``sort_indices()``). What notices that:
   raw pointers) does not move torch's: host buffers are *unwatched*, whatever their package. Kernels that are
   bounds-safe whatever the index buffers hold (``Kernel.bounds_safe``: the emitter, SpGEMM, the hand-written row
   kernels (union, intersection, row sums, softmax) and SDDMM, every position range and coordinate clamped in the
-  generated code) read them as they are; every other kernel checks them again before each call
-  (:func:`._validate.validate_now`: a compare with a copy, a full validation when they differ). Only CUDA torch
+  generated code), and the conversions :func:`._direct.bounds_safe` names, read them as they are; every other
+  kernel checks them again before each call (:func:`._validate.validate_now`: a compare with a copy, a full
+  validation when they differ). Only CUDA torch
   buffers count as watched (their version counter is the only way to write them short of raw pointers).
 - Values buffers are not watched: kernels read as many values as the levels say, whatever the values are, so
   changing values in place (``A.data *= 2``, an optimizer step) is free and always seen.

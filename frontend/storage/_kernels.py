@@ -46,6 +46,22 @@ FULL_BLOCKS = 0.9
 CONST_NM = frozenset({(1, 2), (2, 4), (4, 8), (1, 4)})
 
 
+class InvalidRows(ValueError):
+    """The rows' positions or coordinates are not valid (out of range, not increasing): index buffers
+    written in place after validation. The kernel that found it read and wrote in bounds only."""
+
+
+def _rows_checked(bad: np.ndarray) -> None:
+    """Raises :class:`InvalidRows` where a count pass flagged its rows."""
+    if bad.any():
+        raise InvalidRows("the positions or coordinates of the rows are out of range or not increasing")
+
+
+def _empty_minor(n_minor: int, ptr: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The transpose of rows without columns (no entry can be addressed: none is kept)."""
+    return np.zeros(n_minor + 1, dtype=ptr.dtype), np.zeros(0, dtype=ptr.dtype), np.zeros(0, dtype=val.dtype)
+
+
 def layout(values: np.dtype, index: np.dtype) -> Layout | None:
     """The kernels' buffer layout for values of ``values`` and indices of ``index``; None if unsupported."""
     values, index = np.dtype(values), np.dtype(index)
@@ -173,7 +189,7 @@ def scattered(ptr: np.ndarray, idx: np.ndarray, n_minor: int) -> bool:
     if n_minor <= SCATTER_COLUMNS or n == 0 or len(idx) < PARALLEL_WORK:
         return False
     rows = np.linspace(0, n - 1, min(n, SPAN_SAMPLE)).astype(np.int64)
-    a, b = ptr[rows].astype(np.int64), ptr[rows + 1].astype(np.int64)
+    a, b = (np.clip(ptr[x].astype(np.int64), 0, len(idx)) for x in (rows, rows + 1))
     full = b > a
     if not full.any():
         return False
@@ -187,15 +203,19 @@ def transpose_bucketed(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndar
     columns) into a scratch copy, then every bucket sorted by column inside the cache. Row ranges run the
     first pass in parallel, bucket ranges the second."""
     lay = layout(val.dtype, ptr.dtype)
-    assert lay is not None and idx.dtype == ptr.dtype
+    assert lay is not None and idx.dtype == ptr.dtype and len(val) >= len(idx)
+    if n_minor == 0:
+        return _empty_minor(n_minor, ptr, val)
     fns = _functions(lay)
-    nnz = len(idx)
-    shift = _bucket_shift(n_minor, nnz) if shift is None else shift
+    shift = _bucket_shift(n_minor, len(idx)) if shift is None else shift
     nb = max(1, -(-n_minor // (1 << shift)))
-    ranges = _bounds(ptr, _threads(nnz))
+    ranges = _bounds(ptr, _threads(len(idx)))
     counts = np.zeros((len(ranges), nb), dtype=ptr.dtype)
+    bad = np.zeros((len(ranges), 1), dtype=np.int8)
     count = fns.function("bucket_count")
-    _run([partial(count, ptr, idx, counts[k], lo, hi, shift) for k, (lo, hi) in enumerate(ranges)])
+    _run([partial(count, ptr, idx, counts[k], bad[k], lo, hi, shift, n_minor) for k, (lo, hi) in enumerate(ranges)])
+    _rows_checked(bad)
+    nnz = int(counts.sum(dtype=np.int64))  # what the fill writes: the entries the count pass walked
     flat = counts.T.reshape(-1)  # bucket-major, range-minor: each range's first slot in each bucket
     starts = np.empty(len(flat) + 1, dtype=np.int64)
     starts[0] = 0
@@ -211,7 +231,7 @@ def transpose_bucketed(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndar
     words, out_words = _words(val, lay), _words(out_val, lay)
     try:
         scatter = fns.function("bucket_scatter")
-        _run([partial(scatter, ptr, idx, words, cursors[k], out_idx, out_words, tcol, lo, hi, shift)
+        _run([partial(scatter, ptr, idx, words, cursors[k], out_idx, out_words, tcol, lo, hi, shift, n_minor)
               for k, (lo, hi) in enumerate(ranges)])
         if n_minor:
             branges = _bounds(bstart, len(ranges))
@@ -235,10 +255,11 @@ def transpose(n_major: int, n_minor: int, ptr: np.ndarray, idx: np.ndarray, val:
     if scattered(ptr, idx, n_minor):
         return transpose_bucketed(n_major, n_minor, ptr, idx, val)
     lay = layout(val.dtype, ptr.dtype)
-    assert lay is not None and idx.dtype == ptr.dtype
+    assert lay is not None and idx.dtype == ptr.dtype and len(val) >= len(idx)
+    if n_minor == 0:
+        return _empty_minor(n_minor, ptr, val)
     fns = _functions(lay)
-    nnz = len(idx)
-    ranges = _bounds(ptr, _threads(nnz))
+    ranges = _bounds(ptr, _threads(len(idx)))
     held = _take_scratch(len(ranges) * n_minor * ptr.dtype.itemsize)
     counts = _scratch_view(held, (len(ranges), n_minor), ptr.dtype)
     counts.fill(0)
@@ -253,17 +274,19 @@ def _transpose_direct(fns: Any, lay: Layout, n_minor: int, ptr: np.ndarray, idx:
                       ranges: list[tuple[int, int]], counts: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The direct counting sort of :func:`transpose` (``counts``: zeroed, one row of columns per range)."""
-    nnz = len(idx)
+    bad = np.zeros((len(ranges), 1), dtype=np.int8)
     count = fns.function("transpose_count")
-    _run([partial(count, ptr, idx, counts[k], lo, hi) for k, (lo, hi) in enumerate(ranges)])
+    _run([partial(count, ptr, idx, counts[k], bad[k], lo, hi, n_minor) for k, (lo, hi) in enumerate(ranges)])
+    _rows_checked(bad)
     out_ptr = np.empty(n_minor + 1, dtype=ptr.dtype)
     fns.function("transpose_offsets")(counts.reshape(-1), out_ptr, len(ranges), n_minor)  # counts -> cursors
+    nnz = int(out_ptr[-1])  # what the fill writes: the entries the count pass walked
     cursors = counts
     out_idx = np.empty(nnz, dtype=ptr.dtype)
     out_val = np.empty(nnz, dtype=val.dtype)
     words, out_words = _words(val, lay), _words(out_val, lay)
     fill = fns.function("transpose_fill")
-    _run([partial(fill, ptr, idx, words, cursors[k], out_idx, out_words, lo, hi)
+    _run([partial(fill, ptr, idx, words, cursors[k], out_idx, out_words, lo, hi, n_minor)
           for k, (lo, hi) in enumerate(ranges)])
     return out_ptr, out_idx, out_val
 
@@ -280,9 +303,10 @@ def expand(ptr: np.ndarray) -> np.ndarray:
     return out
 
 
-def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray) -> np.ndarray | None:
+def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray, m: int | None = None) -> np.ndarray | None:
     """Row pointers (``n + 1``, dtype of ``majors``) of COO entries sorted by (major, other) without
-    duplicates; None when they are not (or a major coordinate is outside ``[0, n)``)."""
+    duplicates; None when they are not (or a major coordinate is outside ``[0, n)``, or an other one outside
+    ``[0, m)``; ``m=None``: no bound)."""
     lay = layout(np.dtype(np.int8), majors.dtype)
     assert lay is not None and others.dtype == majors.dtype
     nnz = len(majors)
@@ -293,7 +317,8 @@ def coo_pointers(n: int, majors: np.ndarray, others: np.ndarray) -> np.ndarray |
     cuts = [nnz * j // k for j in range(k + 1)]
     bad = np.zeros((k, 1), dtype=np.int8)
     fn = _functions(lay).function("coo_ptr")
-    _run([partial(fn, majors, others, ptr, bad[j], cuts[j], cuts[j + 1], n, nnz) for j in range(k)])
+    top = np.iinfo(np.int64).max if m is None else m
+    _run([partial(fn, majors, others, ptr, bad[j], cuts[j], cuts[j + 1], n, nnz, top) for j in range(k)])
     return None if bad.any() else ptr
 
 
@@ -365,15 +390,17 @@ def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, 
     ``val`` of an ``n x m`` matrix in ``r x c`` blocks, sorted by block column in every block row;
     ``check`` sees the number of value slots once counted, before they are allocated (it may raise)."""
     lay = layout(val.dtype, ptr.dtype)
-    assert lay is not None and idx.dtype == ptr.dtype
+    assert lay is not None and idx.dtype == ptr.dtype and len(val) >= len(idx) and len(ptr) == n + 1
     fns = _block_functions(lay, r, c)
     nbr, nbc = -(-n // r), -(-m // c)
+    if m == 0:  # no column to address: no entry is kept
+        return np.zeros(nbr + 1, dtype=ptr.dtype), np.zeros(0, dtype=ptr.dtype), np.zeros(0, dtype=val.dtype)
     starts = ptr[np.minimum(np.arange(nbr + 1, dtype=np.int64) * r, n)]  # entries before each block row
     ranges = _bounds(starts, _threads(len(idx)))
     marks = np.full((len(ranges), nbc), -1, dtype=ptr.dtype)  # one per range: ranges run in parallel
     bptr = np.empty(nbr + 1, dtype=ptr.dtype)
     count = fns.function("to_blocks_count")
-    _run([partial(count, ptr, idx, bptr, marks[k], lo, hi, n) for k, (lo, hi) in enumerate(ranges)])
+    _run([partial(count, ptr, idx, bptr, marks[k], lo, hi, n, m) for k, (lo, hi) in enumerate(ranges)])
     _prefix_sums(bptr)
     nblocks = int(bptr[-1])
     if check is not None:
@@ -383,7 +410,7 @@ def to_blocks(n: int, m: int, r: int, c: int, ptr: np.ndarray, idx: np.ndarray, 
     words, out_words = _words(val, lay), _words(bval, lay)
     marks[:] = -1
     fill = fns.function("to_blocks_fill")
-    _run([partial(fill, ptr, idx, words, bptr, bidx, out_words, marks[k], lo, hi, n)
+    _run([partial(fill, ptr, idx, words, bptr, bidx, out_words, marks[k], lo, hi, n, m)
           for k, (lo, hi) in enumerate(ranges)])
     return bptr, bidx, bval
 

@@ -1,16 +1,20 @@
 """Conversion kernels between 2-D layouts as MLIR text: plain loops over raw buffers (``scf``/``memref``).
 
 The frontend's direct conversions (:mod:`frontend.storage._direct`) run them in row (or entry) ranges, one
-range per thread. Every function writes only inside the range it is given, so ranges run in parallel:
+range per thread. Every function writes only inside the range it is given, so ranges run in parallel.
+Bounds-safe (in bounds whatever ``ptr``/``idx`` hold): the transposes and ``to_blocks_*`` clamp every row's
+positions to ``len(idx)`` and every column to ``m - 1`` (:func:`_clamped_rows`), the same in the count and
+fill passes; ``coo_ptr`` refuses what is out of range. The others trust their buffers (their callers check them):
 
-- ``transpose_count(ptr, idx, cnt, lo, hi)``: ``cnt[j] += 1`` for every entry of rows ``[lo, hi)`` in
-  column ``j``; ``transpose_offsets(cnt, optr, chunks, m)``: the ranges' counts to their first slots;
-  ``transpose_fill(ptr, idx, val, cur, oidx, oval, lo, hi)``: each entry goes to slot ``cur[j]++`` of its
+- ``transpose_count(ptr, idx, cnt, bad, lo, hi, m)``: ``cnt[j] += 1`` for every entry of rows ``[lo, hi)`` in
+  column ``j``, ``bad[0] = 1`` where a row's positions or columns are out of range or its columns do not
+  increase; ``transpose_offsets(cnt, optr, chunks, m)``: the ranges' counts to their first slots;
+  ``transpose_fill(ptr, idx, val, cur, oidx, oval, lo, hi, m)``: each entry goes to slot ``cur[j]++`` of its
   column (a counting sort: rows stay increasing within a column).
 - ``expand(ptr, out, lo, hi)``: ``out[k] = i`` for the entries ``k`` of rows ``i`` in ``[lo, hi)``.
-- ``coo_ptr(maj, oth, ptr, bad, lo, hi, n)``: the row pointers of sorted COO entries ``[lo, hi)``, from the
-  steps between neighbours (no histogram); ``bad[0] = 1`` where entries are out of order or a row is
-  outside ``[0, n)``.
+- ``coo_ptr(maj, oth, ptr, bad, lo, hi, n, nnz, m)``: the row pointers of sorted COO entries ``[lo, hi)``,
+  from the steps between neighbours (no histogram); ``bad[0] = 1`` where entries are out of order, a row is
+  outside ``[0, n)`` or another coordinate outside ``[0, m)``.
 - ``dia_rows_<s><z>``: rows of diagonals (offset ``d``; other coordinate ``d + i`` for ``s = m`` (``x - y``),
   ``d - i`` for ``s = p`` (``x + y``); the range level follows the row (``z = r``) or the other dimension
   (``z = o``)), nonzeros only, in one pass from a given first slot (the caller bounds every range's slots);
@@ -20,8 +24,8 @@ range per thread. Every function writes only inside the range it is given, so ra
 
 Block kernels (a module per block shape ``r x c``, constants so that divisions are shifts):
 
-- ``to_blocks_count(ptr, idx, bptr, mark, blo, bhi, n)`` / ``to_blocks_fill(ptr, idx, val, bptr, bidx, bval,
-  mark, blo, bhi, n)``: the distinct block columns of each block row (``mark``: one word per block column,
+- ``to_blocks_count(ptr, idx, bptr, mark, blo, bhi, n, m)`` / ``to_blocks_fill(ptr, idx, val, bptr, bidx, bval,
+  mark, blo, bhi, n, m)``: the distinct block columns of each block row (``mark``: one word per block column,
   negative at first, one array per range), sorted, then the entries written into their blocks (``bval``
   comes zeroed: fresh pages are zero already).
 - ``from_blocks_count(bptr, bidx, bval, ptr, blo, bhi, n, m)`` / ``from_blocks_fill(...)``: rows of a block
@@ -39,7 +43,7 @@ from typing import Any
 INDEX_TYPES = ("i32", "i64")
 VALUE_BITS = (8, 16, 32, 64)
 #: Version of the kernels' text (part of nothing but the text itself; bump on semantic changes).
-VERSION = "1"
+VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -167,16 +171,65 @@ def _row_bounds(f: _Fn, ptr: str, i: str) -> tuple[str, str]:
     return f.ld(ptr, i), f.ld(ptr, f.add(i, "%c1"))
 
 
+def _clamped_rows(f: _Fn, check: bool, row: Any, body: Any) -> str | None:
+    """Rows ``[lo, hi)`` of ``ptr``/``idx`` walked in bounds whatever the buffers hold: the range's first
+    position and each row's end clamped to ``len(idx)`` (unsigned: negative ones too) and never below the
+    previous row's end (rows never overlap), each column clamped to ``m - 1``. The count and fill passes walk
+    the same entries, so a fill never writes past what its count sized. ``row(i)``: values for the row's
+    entries; ``body(i, k, j, r)``: one entry (``j`` its clamped column). ``check``: returns an i1 that is set
+    where a clamp changed something or a row's columns do not increase (the buffers are not valid)."""
+    size = f.v(f"memref.dim %idx, %c0 : memref<?x{f.lay.ity}>")
+    top = f.v("arith.subi %m, %c1 : index")
+    first_raw = f.ld("ptr", "%lo")
+    first = f.v(f"arith.minui {first_raw}, {size} : index")
+    carried = [("pv", first, "index")]
+    if check:
+        carried.append(("bd", f.cmp("ne", first, first_raw), "i1"))
+    res = f.open_for("i", "%lo", "%hi", carried)
+    r = row("%i")
+    end_raw = f.ld("ptr", f.add("%i", "%c1"))
+    end = f.v(f"arith.maxui {f.v(f'arith.minui {end_raw}, {size} : index')}, %pv : index")
+    if check:
+        bad_row = f.v(f"arith.ori %bd, {f.cmp('ne', end, end_raw)} : i1")
+        inner = f.open_for("k", "%pv", end, [("nx", "%c0", "index"), ("bk", bad_row, "i1")])
+    else:
+        f.open_for("k", "%pv", end)
+    j_raw = f.ld("idx", "%k")
+    j = f.v(f"arith.minui {j_raw}, {top} : index")
+    body("%i", "%k", j, r)
+    if check:
+        ok = f.v(f"arith.andi {f.cmp('ule', j_raw, top)}, {f.cmp('uge', j_raw, '%nx')} : i1")
+        wrong = f.v(f"arith.xori {ok}, %true : i1")
+        bad = f.v(f"arith.ori %bk, {wrong} : i1")
+        f.emit(f"scf.yield {f.add(j, '%c1')}, {bad} : index, i1")
+        f.emit("}")
+        f.emit(f"scf.yield {end}, {inner}#1 : index, i1")
+    else:
+        f.emit("}")
+        f.emit(f"scf.yield {end} : index")
+    f.emit("}")
+    return f"{res}#1" if check else None
+
+
+def _store_flag(f: _Fn, flag: str | None) -> None:
+    """``bad[0] = flag`` (an i1)."""
+    f.emit(f"memref.store {f.v(f'arith.extui {flag} : i1 to i8')}, %bad[%c0] : memref<?xi8>")
+
+
+def _no_row(i: str) -> None:
+    return None
+
+
 def _transpose_count(lay: Layout) -> str:
-    f = _Fn(lay, "transpose_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("lo", "x"), ("hi", "x")])
+    f = _Fn(lay, "transpose_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("bad", "B"), ("lo", "x"),
+                                     ("hi", "x"), ("m", "x")])
     I = lay.ity
     one = f.v(f"arith.constant 1 : {I}")
-    a, b = f.ld("ptr", "%lo"), f.ld("ptr", "%hi")
-    f.open_for("k", a, b)
-    j = f.ld("idx", "%k")
-    n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
-    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
-    f.emit("}")
+
+    def body(i: str, k: str, j: str, r: Any) -> None:
+        n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
+        f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
+    _store_flag(f, _clamped_rows(f, True, _no_row, body))
     return f.text()
 
 
@@ -203,34 +256,33 @@ def _transpose_offsets(lay: Layout) -> str:
 
 def _transpose_fill(lay: Layout) -> str:
     f = _Fn(lay, "transpose_fill", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("cur", "I"), ("oidx", "I"),
-                                    ("oval", "V"), ("lo", "x"), ("hi", "x")])
+                                    ("oval", "V"), ("lo", "x"), ("hi", "x"), ("m", "x")])
     I = lay.ity
-    f.open_for("i", "%lo", "%hi")
-    ii = f.v(f"arith.index_cast %i : index to {I}")
-    a, b = _row_bounds(f, "ptr", "%i")
-    f.open_for("k", a, b)
-    j = f.ld("idx", "%k")
-    p = f.ld("cur", j)
-    f.st(f.add(p, "%c1"), "cur", j)
-    f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
-    f.copy_value("val", "%k", "oval", p)
-    f.emit("}")
-    f.emit("}")
+
+    def row(i: str) -> str:
+        return f.v(f"arith.index_cast {i} : index to {I}")
+
+    def body(i: str, k: str, j: str, ii: str) -> None:
+        p = f.ld("cur", j)
+        f.st(f.add(p, "%c1"), "cur", j)
+        f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
+        f.copy_value("val", k, "oval", p)
+    _clamped_rows(f, False, row, body)
     return f.text()
 
 
 def _bucket_count(lay: Layout) -> str:
     """``cnt[idx[k] >> shift] += 1`` for the entries of rows ``[lo, hi)`` (a few thousand buckets: in L1)."""
-    f = _Fn(lay, "bucket_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("lo", "x"), ("hi", "x"),
-                                  ("shift", "x")])
+    f = _Fn(lay, "bucket_count", [("ptr", "I"), ("idx", "I"), ("cnt", "I"), ("bad", "B"), ("lo", "x"),
+                                  ("hi", "x"), ("shift", "x"), ("m", "x")])
     I = lay.ity
     one = f.v(f"arith.constant 1 : {I}")
-    a, b = f.ld("ptr", "%lo"), f.ld("ptr", "%hi")
-    f.open_for("k", a, b)
-    j = f.v(f"arith.shrui {f.ld('idx', '%k')}, %shift : index")
-    n = f.v(f"memref.load %cnt[{j}] : memref<?x{I}>")
-    f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{j}] : memref<?x{I}>")
-    f.emit("}")
+
+    def body(i: str, k: str, j: str, r: Any) -> None:
+        b = f.v(f"arith.shrui {j}, %shift : index")
+        n = f.v(f"memref.load %cnt[{b}] : memref<?x{I}>")
+        f.emit(f"memref.store {f.v(f'arith.addi {n}, {one} : {I}')}, %cnt[{b}] : memref<?x{I}>")
+    _store_flag(f, _clamped_rows(f, True, _no_row, body))
     return f.text()
 
 
@@ -239,24 +291,23 @@ def _bucket_scatter(lay: Layout) -> str:
     shift]++`` (one write stream per bucket): its row to ``oidx[p]``, its value to ``oval[p]``, its column
     inside the bucket to ``tcol[p]`` (16 bits)."""
     f = _Fn(lay, "bucket_scatter", [("ptr", "I"), ("idx", "I"), ("val", "V"), ("cur", "I"), ("oidx", "I"),
-                                    ("oval", "V"), ("tcol", "G"), ("lo", "x"), ("hi", "x"), ("shift", "x")],
-            gap="i16")
+                                    ("oval", "V"), ("tcol", "G"), ("lo", "x"), ("hi", "x"), ("shift", "x"),
+                                    ("m", "x")], gap="i16")
     I = lay.ity
     mask = f.v("arith.subi " + f.v("arith.shli %c1, %shift : index") + ", %c1 : index")
-    f.open_for("i", "%lo", "%hi")
-    ii = f.v(f"arith.index_cast %i : index to {I}")
-    a, b = _row_bounds(f, "ptr", "%i")
-    f.open_for("k", a, b)
-    j = f.ld("idx", "%k")
-    bk = f.v(f"arith.shrui {j}, %shift : index")
-    p = f.ld("cur", bk)
-    f.st(f.add(p, "%c1"), "cur", bk)
-    f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
-    low = f.v(f"arith.index_cast {f.v(f'arith.andi {j}, {mask} : index')} : index to i16")
-    f.emit(f"memref.store {low}, %tcol[{p}] : memref<?xi16>")
-    f.copy_value("val", "%k", "oval", p)
-    f.emit("}")
-    f.emit("}")
+
+    def row(i: str) -> str:
+        return f.v(f"arith.index_cast {i} : index to {I}")
+
+    def body(i: str, k: str, j: str, ii: str) -> None:
+        bk = f.v(f"arith.shrui {j}, %shift : index")
+        p = f.ld("cur", bk)
+        f.st(f.add(p, "%c1"), "cur", bk)
+        f.emit(f"memref.store {ii}, %oidx[{p}] : memref<?x{I}>")
+        low = f.v(f"arith.index_cast {f.v(f'arith.andi {j}, {mask} : index')} : index to i16")
+        f.emit(f"memref.store {low}, %tcol[{p}] : memref<?xi16>")
+        f.copy_value("val", k, "oval", p)
+    _clamped_rows(f, False, row, body)
     return f.text()
 
 
@@ -328,13 +379,13 @@ def _expand(lay: Layout) -> str:
 def _coo_ptr(lay: Layout) -> str:
     """Row pointers of sorted entries ``[lo, hi)``: for entry ``k`` with row ``a``, ``ptr[r] = k`` for the rows
     ``r`` after the previous entry's row up to ``a`` (entry 0: from row 0); the last entry also fills the
-    rows after it with ``nnz = hi``. Out of order or out of range entries set ``bad[0]`` and write nothing
-    outside ``ptr[0 .. n]``."""
+    rows after it with ``nnz = hi``. Out of order entries, or a row outside ``[0, n)`` or other coordinate
+    outside ``[0, m)``, set ``bad[0]`` and write nothing outside ``ptr[0 .. n]``."""
     f = _Fn(lay, "coo_ptr", [("maj", "I"), ("oth", "I"), ("ptr", "I"), ("bad", "B"), ("lo", "x"), ("hi", "x"),
-                             ("n", "x"), ("nnz", "x")])
+                             ("n", "x"), ("nnz", "x"), ("m", "x")])
     res = f.open_for("k", "%lo", "%hi", [("bad0", "%false", "i1")])
     a = f.ld("maj", "%k")
-    inside = f.cmp("ult", a, "%n")
+    inside = f.v(f"arith.andi {f.cmp('ult', a, '%n')}, {f.cmp('ult', f.ld('oth', '%k'), '%m')} : i1")
     first = f.cmp("eq", "%k", "%c0")
     out = f.name()
     f.emit(f"{out} = scf.if {first} -> (i1) {{")
@@ -653,7 +704,9 @@ def module(lay: Layout) -> str:
 
 
 def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
-    """Block rows ``[blo, bhi)``. A block column's mark holds the block row (count) or the slot (fill)
+    """Block rows ``[blo, bhi)``; each row's positions clamped to ``len(idx)`` (its end never below its start)
+    and every column to ``m - 1``, the same in both passes, so that they read and write in bounds whatever
+    ``ptr``/``idx`` hold. A block column's mark holds the block row (count) or the slot (fill)
     that last saw it (``mark`` starts negative). Fill: blocks are listed in order of first appearance,
     sorted (insertion sort, or a scan of the marks over the block-column range when that is cheaper),
     their slots marked, then every entry is written into its block."""
@@ -661,9 +714,19 @@ def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     if fill:
         params += [("bidx", "I"), ("bval", "V")]
     f = _Fn(lay, f"to_blocks_{'fill' if fill else 'count'}",
-            params + [("mark", "I"), ("blo", "x"), ("bhi", "x"), ("n", "x")])
+            params + [("mark", "I"), ("blo", "x"), ("bhi", "x"), ("n", "x"), ("m", "x")])
     I = lay.ity
     R, C = f.c(r), f.c(c)
+    size = f.v(f"memref.dim %idx, %c0 : memref<?x{I}>")
+    top_col = f.v("arith.subi %m, %c1 : index")
+
+    def bounds(i: str) -> tuple[str, str]:  # the row's positions clamped to len(idx), never decreasing
+        a = f.v(f"arith.minui {f.ld('ptr', i)}, {size} : index")
+        b = f.v(f"arith.minui {f.ld('ptr', f.add(i, '%c1'))}, {size} : index")
+        return a, f.v(f"arith.maxui {b}, {a} : index")
+
+    def column(k: str) -> str:  # clamped to [0, m - 1] (unsigned: negative ones too)
+        return f.v(f"arith.minui {f.ld('idx', k)}, {top_col} : index")
     f.open_for("br", "%blo", "%bhi")
     if not fill:
         tag = f.v(f"arith.index_cast %br : index to {I}")
@@ -671,9 +734,9 @@ def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
         i = f.add(f.mul("%br", R), "%t")
         inner = f.name()
         f.emit(f"{inner} = scf.if {f.cmp('ult', i, '%n')} -> (index) {{")
-        a, b = _row_bounds(f, "ptr", i)
+        a, b = bounds(i)
         kres = f.open_for("k", a, b, [("q", "%nb", "index")])
-        bc = f.v(f"arith.divui {f.ld('idx', '%k')}, {C} : index")
+        bc = f.v(f"arith.divui {column('%k')}, {C} : index")
         seen = f.v(f"memref.load %mark[{bc}] : memref<?x{I}>")
         new = f.v(f"arith.cmpi ne, {seen}, {tag} : {I}")
         f.emit(f"memref.store {tag}, %mark[{bc}] : memref<?x{I}>")
@@ -697,9 +760,9 @@ def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     i = f.add(f.mul("%br", R), "%t")
     inner = f.name()
     f.emit(f"{inner}:3 = scf.if {f.cmp('ult', i, '%n')} -> (index, index, index) {{")
-    a, b = _row_bounds(f, "ptr", i)
+    a, b = bounds(i)
     kres = f.open_for("k", a, b, [("q", "%nb", "index"), ("l", "%lo", "index"), ("h", "%hi", "index")])
-    bc = f.v(f"arith.divui {f.ld('idx', '%k')}, {C} : index")
+    bc = f.v(f"arith.divui {column('%k')}, {C} : index")
     seen = f.v(f"memref.load %mark[{bc}] : memref<?x{I}>")
     new = f.v(f"arith.cmpi slt, {seen}, {base_i} : {I}")
     f.emit(f"scf.if {new} {{")
@@ -760,9 +823,9 @@ def _to_blocks(lay: Layout, r: int, c: int, fill: bool) -> str:
     f.open_for("t2", "%c0", R)
     i2 = f.add(f.mul("%br", R), "%t2")
     f.emit(f"scf.if {f.cmp('ult', i2, '%n')} {{")
-    a2, b2 = _row_bounds(f, "ptr", i2)
+    a2, b2 = bounds(i2)
     f.open_for("k2", a2, b2)
-    col = f.ld("idx", "%k2")
+    col = column("%k2")
     bc2 = f.v(f"arith.divui {col}, {C} : index")
     slot = f.ld("mark", bc2)
     within = f.v(f"arith.subi {col}, {f.mul(bc2, C)} : index")
