@@ -17,6 +17,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+#: the peers a row may hold (its "optimize" column is ours too, not a peer)
+PEERS = ("scipy", "torch", "mkl", "graphblas")
+
 
 def ratios(run: dict[str, Any], peer: str) -> dict[tuple[str, str], float]:
     """``(op, matrix) -> ours / peer`` (``peer="best"``: the fastest peer of that row)."""
@@ -25,7 +28,7 @@ def ratios(run: dict[str, Any], peer: str) -> dict[tuple[str, str], float]:
         times = r.get("times", {})
         ours = times.get("ours")
         if peer == "best":
-            peers = [t for k, t in times.items() if k != "ours" and t and r["status"].get(k) == "ok"]
+            peers = [t for k, t in times.items() if k in PEERS and t and r["status"].get(k) == "ok"]
             theirs = min(peers) if peers else None
         else:
             theirs = times.get(peer) if r.get("status", {}).get(peer) == "ok" else None
