@@ -92,3 +92,25 @@ def restore_workers(client: Any, n: int, timeout: float = 120.0) -> None:
         if cluster is not None:
             cluster.scale(n)
         time.sleep(0.5)
+
+
+def small_int_operand(n: int, cols: int, dtype: Any) -> Any:
+    """A dense vector (``cols == 0``) or ``n x cols`` matrix of small integers in ``dtype`` (exact products)."""
+    import numpy as np
+
+    rng = np.random.default_rng(n + cols)
+    return rng.integers(-3, 4, (n,) if cols == 0 else (n, cols)).astype(dtype)
+
+
+def assert_threads_match_one_thread(t: Any, x: Any, reference: Any, path: str = "emitter-rows") -> None:
+    """``matmul(t, x)`` on 2 and 5 threads gives the bits of one thread (on ``path``), and that is ``reference``."""
+    import numpy as np
+
+    import frontend as F
+
+    one = np.asarray(F.matmul(t, x, threads=1))
+    for threads in (2, 5):
+        mm = F.Matmul(t, x, threads=threads)
+        assert mm.info.threads == threads and mm.info.path == path
+        np.testing.assert_array_equal(mm.execute(), one)
+    np.testing.assert_allclose(one, reference, rtol=1e-12, atol=1e-12)

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 import frontend as F
 from frontend import NamedFormats as NF, Tensor
 from lowering.emitter import blocked
+from ops_util import assert_threads_match_one_thread, small_int_operand
 
 
 def blocks(mb: int, nb: int, block: tuple[int, int], dtype: type, seed: int = 0) -> sp.csr_array:
@@ -21,17 +22,12 @@ def blocks(mb: int, nb: int, block: tuple[int, int], dtype: type, seed: int = 0)
     return sp.csr_array(dense.astype(dtype))
 
 
-def operand(n: int, cols: int, dtype: type) -> np.ndarray:
-    rng = np.random.default_rng(n + cols)
-    return rng.integers(-3, 4, (n,) if cols == 0 else (n, cols)).astype(dtype)
-
-
 @pytest.mark.parametrize("block", [(1, 1), (2, 2), (3, 2), (4, 4), (2, 5), (8, 8), (17, 1)])
 @pytest.mark.parametrize("mb, nb", [(0, 0), (1, 1), (7, 4), (3, 9)])
 @pytest.mark.parametrize("cols", [0, 3, 11])
 def test_bsr_product_matches_numpy(block: tuple[int, int], mb: int, nb: int, cols: int) -> None:
     a = blocks(mb, nb, block, np.float64, mb * 7 + nb)
-    x = operand(a.shape[1], cols, np.float64)
+    x = small_int_operand(a.shape[1], cols, np.float64)
     t = Tensor.from_package(a).convert(NF.BSR(block))
     got = np.asarray(F.matmul(t, x))
     ref = a.toarray() @ x
@@ -44,7 +40,7 @@ def test_bsr_dtypes(dtype: type) -> None:
     a = blocks(6, 5, (4, 4), dtype)
     t = Tensor.from_package(a).convert(NF.BSR((4, 4)))
     for cols in (0, 9):
-        x = operand(a.shape[1], cols, dtype)
+        x = small_int_operand(a.shape[1], cols, dtype)
         got = np.asarray(F.matmul(t, x))
         assert got.dtype == np.result_type(a.dtype, x.dtype)
         np.testing.assert_array_equal(got, a.toarray() @ x)
@@ -62,21 +58,16 @@ def test_the_kernel_takes_blocks_up_to_its_limit() -> None:
 def test_threads_give_the_bits_of_one_thread(block: tuple[int, int], cols: int) -> None:
     a = blocks(900, 700, block, np.float64, 3)
     a.data = np.random.default_rng(1).standard_normal(a.nnz)
-    x = operand(a.shape[1], cols, np.float64) + 0.25
+    x = small_int_operand(a.shape[1], cols, np.float64) + 0.25
     t = Tensor.from_package(a).convert(NF.BSR(block))
-    one = np.asarray(F.matmul(t, x, threads=1))
-    for threads in (2, 5):
-        mm = F.Matmul(t, x, threads=threads)
-        assert mm.info.threads == threads and mm.info.path == "emitter-rows"
-        np.testing.assert_array_equal(mm.execute(), one)
-    np.testing.assert_allclose(one, a @ x, rtol=1e-12, atol=1e-12)
+    assert_threads_match_one_thread(t, x, a @ x)
 
 
 def test_scipy_bsr_and_alpha_beta() -> None:
     """scipy's ``bsr_array`` runs the same kernel; alpha and c keep the generic walk."""
     a = blocks(10, 8, (2, 2), np.float64)
     b = sp.bsr_array(a, blocksize=(2, 2))
-    x = operand(a.shape[1], 0, np.float64)
+    x = small_int_operand(a.shape[1], 0, np.float64)
     np.testing.assert_allclose(F.matmul(b, x), a @ x)
     c = np.ones(a.shape[0])
     np.testing.assert_allclose(F.matmul(b, x, c.copy(), alpha=2.0, beta=-1.0), 2.0 * (a @ x) - c)

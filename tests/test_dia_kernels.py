@@ -13,6 +13,7 @@ from lowering import Pipeline
 from lowering.contraction import Contraction, TensorSpec
 from lowering.emitter import diagonal, emit_contraction
 from mlir_bridge import compile_module
+from ops_util import assert_threads_match_one_thread, small_int_operand
 
 # (rows, cols, offsets): the last four have diagonals partly or wholly outside the matrix (the last: no row
 # has every diagonal inside)
@@ -30,17 +31,12 @@ def banded(m: int, n: int, offsets: list[int], dtype: type, seed: int = 0) -> sp
     return sp.csr_array(dense)
 
 
-def operand(n: int, cols: int, dtype: type) -> np.ndarray:
-    rng = np.random.default_rng(n + cols)
-    return rng.integers(-3, 4, (n,) if cols == 0 else (n, cols)).astype(dtype)
-
-
 @pytest.mark.parametrize("m, n, offsets", SHAPES)
 @pytest.mark.parametrize("fmt", ["DIAI", "DIAJ"])
 @pytest.mark.parametrize("cols", [0, 5])
 def test_dia_product_matches_numpy(m: int, n: int, offsets: list[int], fmt: str, cols: int) -> None:
     a = banded(m, n, offsets, np.float64)
-    x = operand(n, cols, np.float64)
+    x = small_int_operand(n, cols, np.float64)
     t = Tensor.from_package(a).convert(fmt)
     ref = a.toarray() @ x
     got = np.asarray(F.matmul(t, x))
@@ -53,7 +49,7 @@ def test_dia_product_matches_numpy(m: int, n: int, offsets: list[int], fmt: str,
 def test_dia_dtypes(dtype: type, fmt: str) -> None:
     a = banded(13, 10, [-3, 0, 2, 8], dtype)
     for cols in (0, 9):
-        x = operand(10, cols, dtype)
+        x = small_int_operand(10, cols, dtype)
         got = np.asarray(F.matmul(Tensor.from_package(a).convert(fmt), x))
         assert got.dtype == np.result_type(a.dtype, x.dtype)
         np.testing.assert_array_equal(got, a.toarray() @ x)
@@ -78,14 +74,9 @@ def test_threads_give_the_bits_of_one_thread(fmt: str, cols: int) -> None:
     n = 3000
     a = sp.diags_array([np.random.default_rng(abs(k)).standard_normal(n - abs(k)) for k in (-70, -1, 0, 1, 2, 70)],
                        offsets=[-70, -1, 0, 1, 2, 70]).tocsr()
-    x = operand(n, cols, np.float64) + 0.25
+    x = small_int_operand(n, cols, np.float64) + 0.25
     t = Tensor.from_package(a).convert(fmt)
-    one = np.asarray(F.matmul(t, x, threads=1))
-    for threads in (2, 5):
-        mm = F.Matmul(t, x, threads=threads)
-        assert mm.info.threads == threads and mm.info.path == "emitter-rows"
-        np.testing.assert_array_equal(mm.execute(), one)
-    np.testing.assert_allclose(one, a @ x, rtol=1e-12, atol=1e-12)
+    assert_threads_match_one_thread(t, x, a @ x)
 
 
 @pytest.mark.parametrize("fmt", [NF.DIAI, NF.DIAJ])
@@ -108,7 +99,7 @@ def test_whole_matrix_variant_in_row_blocks(fmt) -> None:
 def test_other_dia_products_keep_the_generic_walk() -> None:
     """Semirings, alpha and c go through the generic walk (DIA-I still in row ranges) and stay right."""
     a = banded(30, 30, [-2, 0, 1], np.float64)
-    x = operand(30, 0, np.float64)
+    x = small_int_operand(30, 0, np.float64)
     t = Tensor.from_package(a).convert("DIAI")
     c = np.ones(30)
     np.testing.assert_allclose(F.matmul(t, x, c.copy(), alpha=2.0, beta=3.0), 2.0 * (a @ x) + 3.0 * c)
@@ -122,5 +113,5 @@ def test_other_dia_products_keep_the_generic_walk() -> None:
 def test_wide_spmm_in_column_groups(fmt: str) -> None:
     """More output columns than the registers hold: the columns in groups, one row at a time."""
     a = banded(37, 29, [-6, -1, 0, 2, 30], np.float64)
-    x = operand(29, 140, np.float64)
+    x = small_int_operand(29, 140, np.float64)
     np.testing.assert_allclose(F.matmul(Tensor.from_package(a).convert(fmt), x), a.toarray() @ x)
