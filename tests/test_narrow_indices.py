@@ -246,15 +246,16 @@ def test_operator_results_outgrowing_int8_positions() -> None:
 
 def test_optimize_keeps_coordinates_narrow() -> None:
     a = sps.random_array((300, 120), density=0.05, random_state=3, format="csr", dtype=np.float32)
-    t, report = F.optimize(Tensor.from_package(a))
+    assert F.optimize(Tensor.from_package(a))[0].crd_type == np.int32      # off by default
+    t, report = F.optimize(Tensor.from_package(a), narrow=True)
     assert report.chosen.name == "CSR" and t.index_type == np.int32 and t.crd_type == np.int8
     x = np.linspace(-1, 1, 120).astype(np.float32)
     np.testing.assert_allclose(F.matmul(t, x), a @ x, rtol=1e-5, atol=1e-6)
     wide = sps.random_array((50, 40000), density=0.001, random_state=4, format="csr", dtype=np.float32)  # > int16
-    t, _ = F.optimize(Tensor.from_package(wide))
+    t, _ = F.optimize(Tensor.from_package(wide), narrow=True)
     assert t.crd_type == np.int32
     f64 = sps.random_array((300, 120), density=0.05, random_state=3, format="csr")  # float64: int32 kept
-    assert F.optimize(Tensor.from_package(f64))[0].crd_type == np.int32
+    assert F.optimize(Tensor.from_package(f64), narrow=True)[0].crd_type == np.int32
 
 
 CORRUPT_CHILD = """

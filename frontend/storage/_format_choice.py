@@ -173,13 +173,15 @@ def narrow_coordinates(fmt: TensorFormat, shape: Any, index_type: np.dtype, valu
     return narrow if narrow.itemsize < index_type.itemsize else index_type
 
 
-def optimize(t: Any, for_: str = "spmv", calls: int | None = None) -> tuple[Any, FormatChoice]:
+def optimize(t: Any, for_: str = "spmv", calls: int | None = None, narrow: bool = False) -> tuple[Any, FormatChoice]:
     """``(tensor, report)``: ``t`` converted once to the storage :func:`choose` picks for repeated ``for_``
-    products (``"spmv"``, ``"spmm"``), with the narrowest coordinates that fit (:func:`narrow_coordinates`),
-    and the :class:`FormatChoice` saying what and why."""
+    products (``"spmv"``, ``"spmm"``), and the :class:`FormatChoice` saying what and why. ``narrow=True`` also
+    narrows its coordinates to the narrowest type that fits (:func:`narrow_coordinates`): off by default, since
+    int16 columns saved 3-12% of one thread's time on the pruned float32 weights but cost 13-23% on two threads
+    (SpMV; SpMM about even; docs/performance.md, "Narrow coordinates")."""
     choice = choose(t, for_, calls)
     c = choice.chosen
-    crd_type = narrow_coordinates(c.fmt, t.shape, c.index_type, numpy_dtype(t.val))
+    crd_type = narrow_coordinates(c.fmt, t.shape, c.index_type, numpy_dtype(t.val)) if narrow else c.index_type
     same = (t.tensor_format == c.fmt and np.dtype(t.index_type) == c.index_type
             and np.dtype(getattr(t, "crd_type", t.index_type)) == crd_type)
     return (t if same else convert(t, c.fmt, index_type=c.index_type, crd_type=crd_type)), choice
