@@ -159,15 +159,11 @@ def ours_matmul(a: Any, b: np.ndarray, s: Settings, **kwargs: Any) -> Contender:
 
 def optimized(bench: Bench, a: sp.csr_array, b: np.ndarray, s: Settings, io: int) -> Bench:
     """``bench`` with the ``"optimize"`` contender (``Matmul(a, b, optimize=True)``) after ours, unless the
-    chosen storage is CSR with the source's own index widths (then it is the default plan: not timed twice);
-    its storage and bytes either way."""
+    chosen storage is CSR (then it is the default plan: not timed twice); its storage and bytes either way."""
     mm = F.Matmul(a, b, threads=s.threads, optimize=True).plan()
     chosen = mm.format_choice.chosen
-    stored, _ = F.optimize(a, "spmv" if b.ndim == 1 else "spmm")  # the storage that plan streams
-    narrowed = np.dtype(stored.crd_type).itemsize < a.indices.dtype.itemsize
-    bench.chosen = chosen.name + (f" ({np.dtype(stored.crd_type)} columns)" if narrowed else "")
-    bench.chosen_bytes = lambda: stored.nbytes + io
-    if chosen.name != "CSR" or narrowed:
+    bench.chosen, bench.chosen_bytes = chosen.name, lambda: chosen.bytes + io
+    if chosen.name != "CSR":
         bench.contenders = {"ours": bench.contenders["ours"], "optimize": Contender(mm.execute),
                             **{k: v for k, v in bench.contenders.items() if k != "ours"}}
     return bench

@@ -105,9 +105,9 @@ def candidates(t: Any, for_: str = "spmv") -> tuple[Candidate, ...]:
     found: list[Candidate] = []
 
     def add(name: str, fmt: TensorFormat, nbytes: int, slots: int, kind: str) -> None:
-        if kind not in factors or slots > MAX_FILL * max(nnz, 1):
+        estimate = estimate_against_csr(kind, nbytes, base_bytes, vectors, for_)
+        if estimate is None or slots > MAX_FILL * max(nnz, 1):
             return
-        estimate = factors[kind] * (nbytes + vectors) / (base_bytes + vectors)
         found.append(Candidate(name, fmt, index, int(nbytes), int(slots), round(estimate, 4)))
 
     add("CSR", NamedFormats.CSR, base_bytes, nnz, "CSR")
