@@ -13,8 +13,28 @@ _ALIASES = {v: v for v in _MLIR_TYPES.values()}
 INDEX_WIDTH_TYPES = {0: "index", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
 
 
+#: dtype -> its canonical name and index width, for dtypes seen before (a handful in a process: the name is
+#: asked on every call of the small-operand fast paths)
+_NAMES: dict[Any, str] = {}
+_WIDTHS: dict[Any, int] = {}
+
+
 def dtype_name(dtype: Any) -> str:
     """Canonical dtype name ("float64", ...) of a NumPy/torch dtype, a type or a string."""
+    try:
+        return _NAMES[dtype]
+    except (KeyError, TypeError):
+        pass
+    text = _name(dtype)
+    if len(_NAMES) < 256:
+        try:
+            _NAMES[dtype] = text
+        except TypeError:  # unhashable: not remembered
+            pass
+    return text
+
+
+def _name(dtype: Any) -> str:
     text = str(dtype)
     if text.startswith("torch."):
         text = text[len("torch."):]
@@ -42,7 +62,14 @@ def mlir_type(dtype: Any) -> str:
 
 def index_width(dtype: Any) -> int:
     """Bit width of an index dtype (int32 -> 32, int64 -> 64)."""
+    try:
+        return _WIDTHS[dtype]
+    except (KeyError, TypeError):
+        pass
     name = dtype_name(dtype)
     if name not in ("int8", "int16", "int32", "int64"):
         raise TypeError(f"index buffers must be int8/16/32/64, got {dtype!r}")
-    return int(name[3:])
+    width = int(name[3:])
+    if len(_WIDTHS) < 256:
+        _WIDTHS[dtype] = width
+    return width

@@ -56,6 +56,7 @@ class TensorFormat:
         key = self._compute_structure_key()
         object.__setattr__(self, "_key", key)
         object.__setattr__(self, "_hash", hash(key))
+        object.__setattr__(self, "_dense", all(lv.is_dense_like for lv in self.levels))
 
     # ----- parsing and printing --------------------------------------------------------------
     @classmethod
@@ -131,8 +132,8 @@ class TensorFormat:
 
     @property
     def is_dense(self) -> bool:
-        """All levels dense (or batch): a strided dense array."""
-        return all(lv.is_dense_like for lv in self.levels)
+        """All levels dense (or batch): a strided dense array (computed once)."""
+        return self._dense  # type: ignore[attr-defined]
 
     @property
     def is_identity(self) -> bool:

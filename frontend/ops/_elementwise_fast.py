@@ -153,15 +153,19 @@ def merge_buffers(op: str, a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tupl
         small = holder if bound <= PREPARED_MAX else None
         inputs = (a_pos, a_crd, a_val, b_pos, b_crd, b_val, _top(minor))
         run_rows(key, build, "merge", small, inputs, (c_pos, crd, val), outer)
-        end = int(c_pos[-1])
+        end = int(c_pos[-1]) if op != "mul" else _join_chunks(crd, val, c_pos, a, b, (0, outer))
         return c_pos, crd[:end], val[:end]
     bounds = summed_bounds(a_pos, b_pos, cpu_count())  # balanced by both operands' entries
     kernel = row_kernel_for(key, build)
     union = op != "mul"
     if union:  # count the rows before each chunk: every chunk writes at its exact offset
-        _union_starts(kernel, a_pos, a_crd, b_pos, b_crd, c_pos, bounds)
+        starts = _union_starts(kernel, a_pos, a_crd, b_pos, b_crd, c_pos, bounds)
     kernel([a_pos, a_crd, a_val, b_pos, b_crd, b_val, _top(minor), c_pos, crd], val, bounds, "merge")
-    end = int(c_pos[-1]) if union else _join_chunks(crd, val, c_pos, a_pos, b_pos, bounds)
+    if union and any(int(c_pos[r]) != start for r, start in starts.items()):
+        # each chunk ends where the count put the next one's start, unless positions changed in place
+        raise ValueError(f"{op}: an operand's row positions are not non-decreasing (changed in place since "
+                         "they were checked?); rebuild the matrix from valid buffers")
+    end = int(c_pos[-1]) if union else _join_chunks(crd, val, c_pos, a, b, bounds)
     return c_pos, crd[:end], val[:end]
 
 
@@ -179,17 +183,18 @@ def _top(extent: int) -> np.ndarray:
     return got
 
 
-def _join_chunks(crd: np.ndarray, val: np.ndarray, c_pos: np.ndarray, a_pos: np.ndarray, b_pos: np.ndarray,
-                 bounds: tuple[int, ...]) -> int:
-    """Join the chunks an intersection wrote from their bound's offsets (``min(a_pos[r0], b_pos[r0])``) in
-    place: each chunk moved down to the end of the ones before (no move when no row before lost entries
-    against its shorter operand row, e.g. equal patterns), its positions shifted; returns the number of
-    entries."""
+def _join_chunks(crd: np.ndarray, val: np.ndarray, c_pos: np.ndarray, a: tuple[np.ndarray, ...],
+                 b: tuple[np.ndarray, ...], bounds: tuple[int, ...]) -> int:
+    """Join the chunks an intersection wrote from their bound's offsets (``min(a_pos[r0], b_pos[r0])``,
+    :func:`_intersection_start`) in place: each chunk moved down to the end of the ones before (no move when no
+    row before lost entries against its shorter operand row, e.g. equal patterns), its positions shifted;
+    returns the number of entries. ``a``, ``b``: the operands' (positions, coordinates)."""
     end = 0
+    cap = min(crd.size, val.size)
     for r0, r1 in zip(bounds, bounds[1:]):
         if r1 <= r0:
             continue
-        lo, hi = min(int(a_pos[r0]), int(b_pos[r0])), int(c_pos[r1])
+        lo, hi = _intersection_start(a, b, r0, cap), int(c_pos[r1])
         if lo != end:
             _move_down(crd, lo, hi, end)
             _move_down(val, lo, hi, end)
@@ -198,15 +203,26 @@ def _join_chunks(crd: np.ndarray, val: np.ndarray, c_pos: np.ndarray, a_pos: np.
     return end
 
 
+def _intersection_start(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...], r0: int, cap: int) -> int:
+    """The slot from which the intersection kernel writes the chunk of rows from ``r0``, as the kernel takes
+    it: ``min(a_pos[r0], b_pos[r0])``, each position clamped (unsigned, as the kernel does) into its
+    coordinates' length and the result into the output's ``cap`` slots, so a chunk is found where the kernel
+    put it whatever the positions hold."""
+    def clamped(pos: np.ndarray, crd: np.ndarray) -> int:
+        p = int(pos[r0])
+        return len(crd) if p < 0 else min(p, len(crd))
+    return min(clamped(a[0], a[1]), clamped(b[0], b[1]), cap)
+
+
 def _union_starts(kernel: Any, a_pos: np.ndarray, a_crd: np.ndarray, b_pos: np.ndarray, b_crd: np.ndarray,
-                  c_pos: np.ndarray, bounds: tuple[int, ...]) -> None:
+                  c_pos: np.ndarray, bounds: tuple[int, ...]) -> dict[int, int]:
     """Set ``c_pos[r]`` to the union's size of rows ``[0, r)`` at every chunk start ``r`` of ``bounds``: the
     rows before the last chunk are counted (``@union_count``) in pieces on every core, each piece's running
     counts starting from 0, then summed across pieces. ``@merge``'s chunks read their start there; the chunk
-    before one writes the same value there when it ends."""
+    before one writes the same value there when it ends. Returns ``{r: c_pos[r]}``."""
     starts = sorted({r for r in bounds[1:-1] if 0 < r < bounds[-1]})
     if not starts:
-        return
+        return {}
     last = starts[-1]
     pieces = summed_bounds(a_pos[:last + 1], b_pos[:last + 1], cpu_count())
     kernel([a_pos, a_crd, b_pos, b_crd], c_pos, pieces, "union_count")
@@ -219,6 +235,7 @@ def _union_starts(kernel: Any, a_pos: np.ndarray, a_crd: np.ndarray, b_pos: np.n
     for r in starts:  # each start reads only its own running count: set it in place
         base = next(before for p0, p1, before in spans if p0 < r <= p1)
         c_pos[r] = base + int(c_pos[r])
+    return {r: int(c_pos[r]) for r in starts}
 
 
 def _move_down(buf: np.ndarray, lo: int, hi: int, to: int) -> None:

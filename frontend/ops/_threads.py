@@ -86,7 +86,8 @@ def balanced_bounds(offsets: np.ndarray, n: int) -> tuple[int, ...]:
 def summed_bounds(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, ...]:
     """``balanced_bounds(a + b, n)`` for two cumulative-entry buffers of one length (two operands' row
     positions), found by bisection on the sum at each target: a few dozen scalar reads instead of a pass that
-    adds (and widens) both buffers (2 ms on 1M rows)."""
+    adds (and widens) both buffers (2 ms on 1M rows). The bounds never decrease and stay inside ``[0, rows]``
+    whatever the buffers hold."""
     rows = len(a) - 1
 
     def at(r: int) -> int:
@@ -94,7 +95,7 @@ def summed_bounds(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, ...]:
     first = at(0)
     out = [0]
     for target in _share_starts(first, at(rows) - first, n):
-        out.append(bisect.bisect_left(range(rows + 1), target, lo=out[-1], key=at))
+        out.append(min(bisect.bisect_left(range(rows + 1), target, lo=out[-1], key=at), rows))
     return (*out, rows)
 
 

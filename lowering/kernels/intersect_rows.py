@@ -23,16 +23,25 @@ Each row pair takes one of four methods, picked from the two rows' lengths and f
   min(a_pos[r1], b_pos[r1]))``, so chunks never overlap and ``min(nnz(A), nnz(B))`` slots hold the result.
   ``top[0]`` (int64) is the largest coordinate of the merged dimension.
 
-Bounds-safe whatever the operands' index buffers hold, as the union (:mod:`lowering.kernels.merge_rows`): each
-row's position ranges are clamped into the coordinates' length, the start offset into the result's buffers,
-a row pair whose shorter row would not fit in them is taken as empty (:func:`~.merge_rows.row_room`), and
-every loaded coordinate is clamped to ``top[0]``. Every method reads only inside the clamped ranges and writes
-at most the shorter row's entries, so a corrupted operand gives a wrong result, never a read or write out of
-bounds.
+Bounds-safe whatever the operands' index buffers hold, as the union (:mod:`lowering.kernels.merge_rows`): the
+chunk's ends are clamped into the coordinates' length and each row's range follows the row before's inside
+them, the start offset is clamped into the result's buffers, a chunk whose shorter ranges would not fit in them
+is taken as empty (:func:`~.merge_rows.chunk_room`), and every stored coordinate is clamped to ``top[0]``.
+Every method reads only inside the clamped ranges and writes at most the shorter row's entries, so a
+corrupted operand gives a wrong result, never a read or write out of bounds.
 """
 from __future__ import annotations
 
-from .merge_rows import ROW_ENDS, clamped_coordinates, match_step, merge_head, row_room
+from .merge_rows import (
+    ROW_BOUNDS,
+    ROW_ENDS,
+    chunk_room,
+    clamped_coordinates,
+    match_step,
+    merge_head,
+    row_loop,
+    row_yield,
+)
 
 #: A row pair is searched (binary search of the shorter row's entries in the longer one) when the longer row
 #: has more than this many times the shorter one's entries; below it the rows are merged.
@@ -41,9 +50,9 @@ SEARCH_RATIO = 16
 _MUL = {"float": "arith.mulf", "int": "arith.muli"}
 
 # rows: lengths, column ranges, and the method of each row pair
-_ROW = """\
-  %last = scf.for %r = %row_begin to %row_end step %c1 iter_args(%n0 = %o) -> (index) {{
-""" + row_room("minui") + """    %ane = arith.cmpi ult, %alo, %ahi : index
+_ROW_START = chunk_room("minui", "  %o = arith.minui %pa0, %pb0 : index\n") + row_loop("last", "%o_in") + ROW_BOUNDS
+_ROW = _ROW_START + """\
+    %ane = arith.cmpi ult, %alo, %ahi : index
     %bne = arith.cmpi ult, %blo, %bhi : index
     %bothne = arith.andi %ane, %bne : i1
     %rowend = scf.if %bothne -> (index) {{
@@ -102,8 +111,7 @@ _ROW = """\
     }}
     %end = arith.index_cast %rowend : index to {cp}
     memref.store %end, %c_pos[%r1] : memref<?x{cp}>
-    scf.yield %rowend : index
-  }}
+""" + row_yield("%rowend") + """  }}
   return
 """
 
@@ -234,9 +242,9 @@ def build(elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc:
                                  e=elem, mul=mul, cc=cc)
     steps = _STEPS.format(ac=ac, bc=bc, cc=cc, e=elem, mul=mul,
                           head_ms=merge_head("ms", "%alo", "%n0", "%ahi", ac, bc, " " * 14))
-    rows = _ROW.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, search_in_a=search_in_a, search_in_b=search_in_b,
-                       merge=merge, steps=steps)
-    body = clamped_coordinates(rows, ac, bc)
+    rows = _ROW.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, cc=cc, e=elem, search_in_a=search_in_a,
+                       search_in_b=search_in_b, merge=merge, steps=steps)
+    body = clamped_coordinates(rows, cc)
     return (f"func.func @merge(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>, "
             f"%b_pos: memref<?x{bp}>, %b_crd: memref<?x{bc}>, %b_val: memref<?x{elem}>, %top: memref<?xi64>, "
             f"%c_pos: memref<?x{cp}>, %c_crd: memref<?x{cc}>, %c_val: memref<?x{elem}>, %row_begin: index, "
@@ -246,12 +254,6 @@ def build(elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc:
             "  %c1 = arith.constant 1 : index\n"
             "  %c2 = arith.constant 2 : index\n"
             f"  %cratio = arith.constant {ratio} : index\n"
-            f"  %oa_p = memref.load %a_pos[%row_begin] : memref<?x{ap}>\n"
-            f"  %ob_p = memref.load %b_pos[%row_begin] : memref<?x{bp}>\n"
-            f"  %oa = arith.index_cast %oa_p : {ap} to index\n"
-            f"  %ob = arith.index_cast %ob_p : {bp} to index\n"
-            "  %o_u = arith.minui %oa, %ob : index\n"
-            f"  %cap = memref.dim %c_crd, %c0 : memref<?x{cc}>\n"
-            "  %o = arith.minui %o_u, %cap : index\n" + body + "}\n")
+            + body + "}\n")
 
 
