@@ -1,4 +1,5 @@
-"""COO with unsorted or repeated coordinates (scipy, uncoalesced torch) and scipy lil/dok arrays: accepted by
+"""COO with unsorted or repeated coordinates (scipy, uncoalesced torch), scipy CSR/CSC with unsorted or repeated
+indices within a row, and scipy lil/dok arrays: accepted by
 matmul, the elementwise operations and reductions, with the results scipy and torch give, and the caller's
 objects left exactly as they were (bytes, flags, scipy's canonical-format attributes)."""
 from __future__ import annotations
@@ -94,6 +95,43 @@ def test_scipy_noncanonical_coo_elementwise_and_sums(shape, dtype):
         assert np.allclose(frontend.sum(a, axis=axis), d.sum(axis=axis))
     # (scipy's own a.sum/a.multiply would sort a in place: references come from the dense arrays)
     assert _same_state(before[0], _state(a)) and _same_state(before[1], _state(b))
+
+
+def _noncanonical_compressed(d: np.ndarray, kind: str, seed: int):
+    """A scipy CSR/CSC of ``d`` with each row's (column's) entries shuffled and some split into two repeated
+    indices."""
+    coo = _noncanonical(d, seed)
+    major = coo.coords[0] if kind == "csr" else coo.coords[1]
+    order = np.argsort(major, kind="stable")  # grouped by row (column), shuffled inside
+    minor = (coo.coords[1] if kind == "csr" else coo.coords[0])[order]
+    counts = np.bincount(major, minlength=d.shape[0] if kind == "csr" else d.shape[1])
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    m = getattr(sp, kind + "_array")((coo.data[order], minor.astype(np.int32), indptr), shape=d.shape)
+    return m
+
+
+@pytest.mark.parametrize("kind", ["csr", "csc"])
+@pytest.mark.parametrize(("shape", "dtype"), CASES)
+def test_scipy_noncanonical_compressed(kind, shape, dtype):
+    d, e = _dense(shape, dtype, 6), _dense(shape, dtype, 7)
+    a, b = _noncanonical_compressed(d, kind, 8), _noncanonical_compressed(e, kind, 9)
+    if shape[0] > 2:
+        assert not sp.csr_array(a).has_canonical_format  # (asked of a copy: a's own attributes stay unset)
+    before = [_state(a), _state(b), dict(vars(a))]
+    rng = np.random.default_rng(3)
+    x, X = rng.integers(0, 5, shape[1]).astype(dtype), rng.integers(0, 5, (shape[1], 3)).astype(dtype)
+    assert np.array_equal(frontend.matmul(a, x), d @ x)
+    assert np.array_equal(frontend.matmul(a, X), d @ X)
+    total = frontend.add(a, b)
+    assert isinstance(total, sp.sparray) and np.array_equal(_array(total), d + e)
+    assert np.array_equal(_array(frontend.multiply(a, b)), d * e)
+    for axis in (None, 0, 1):
+        assert np.allclose(frontend.sum(a, axis=axis), d.sum(axis=axis))
+    assert np.array_equal(frontend.Tensor.from_package(a).to_dense(), d)
+    assert _same_state(before[0], _state(a)) and _same_state(before[1], _state(b)) and before[2] == vars(a)
+    if a.nnz:  # values changed in place are seen (the sorted copy is made again on every call)
+        a.data[:] = a.data * 2
+        assert np.array_equal(frontend.matmul(a, x), (2 * d) @ x)
 
 
 def test_scipy_random_array_coo_matmul():

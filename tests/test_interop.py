@@ -163,8 +163,11 @@ def test_scipy_refusals():
     s.indices = np.array([0, 1, 2], dtype=np.int32)
     s.indptr = np.array([0, 2, 3, 3], dtype=np.int32)
     s.indices[:2] = [1, 0]  # row 0 unsorted
-    s.has_sorted_indices = False
-    with pytest.raises(ValueError, match=r"scipy csr input: .*strictly increasing.*sum_duplicates"):
+    s.has_sorted_indices = False  # valid to scipy: viewed through a sorted copy, s left as it is
+    assert np.array_equal(Tensor.from_package(s).to_dense(), s.toarray())
+    assert s.indices[:2].tolist() == [1, 0]
+    s.indices[0] = 7  # out of range: refused, without the sorting hint
+    with pytest.raises(ValueError, match=r"scipy csr input: .*out of bounds \[0, 3\)$"):
         Tensor.from_package(s)
     dup = sp.coo_array((np.ones(2), ([0, 0], [1, 1])), shape=(2, 2))
     dup.has_canonical_format = True  # claimed canonical, but not: refused

@@ -8,12 +8,12 @@ i : dense)``, any permuted array likewise (``val`` is then the C-contiguous tran
 no permutation of a contiguous block (``x[::2]``, ``X[:, ::2]``, negative strides) are copied into a new
 C-ordered array (the Tensor then shares no memory with them).  Sparse layouts are listed in
 :mod:`frontend.interop._scipy` and :mod:`frontend.interop._torch`; COO with unsorted or duplicate coordinates
-(scipy, torch) gets a sorted, summed copy (:mod:`frontend.interop._canonical`), and scipy's ``lil``/``dok``
-arrays are converted to CSR (a copy).
+(scipy, torch) gets a sorted, summed copy (:mod:`frontend.interop._canonical`), a scipy CSR/CSC with unsorted
+or repeated indices within a row a sorted, summed copy (made on every call), and scipy's ``lil``/``dok`` arrays
+are converted to CSR (a copy).
 
-Index buffers that are not a plain view (non-contiguous, length mismatches, unsorted compressed indices) are
-refused with a ``ValueError``; formats a package cannot hold raise a ``TypeError`` naming the package and the
-format.
+Index buffers that are not a plain view (non-contiguous, length mismatches) are refused with a ``ValueError``;
+formats a package cannot hold raise a ``TypeError`` naming the package and the format.
 """
 from __future__ import annotations
 
@@ -127,14 +127,32 @@ def from_package(x: Any, cls: type[TensorT]) -> TensorT:
             validate(t)
         except ValueError as e:
             kind = getattr(x, "format", None) or str(getattr(x, "layout", "")).replace("torch.", "")
-            raise ValueError(f"{package} {kind} input: {e}{f'; {hint}' if hint else ''}") from None
+            ordering = "increasing" in str(e) or "duplicate" in str(e)  # the hint is about sorting
+            raise ValueError(f"{package} {kind} input: {e}{f'; {hint}' if hint and ordering else ''}") from None
         return t
 
-    if buffers is None:
-        t = checked()
-    else:
-        t = cached_view(x, buffers, checked, cls)
+    try:
+        t = checked() if buffers is None else cached_view(x, buffers, checked, cls)
+    except ValueError as err:
+        t = _sorted_copy(x, package, cls, err)
     t._source_key = t.buffer_key()  # to_package: is the source still current?
+    return t
+
+
+def _sorted_copy(x: Any, package: str, cls: type[TensorT], err: ValueError) -> TensorT:
+    """A view of a sorted, duplicate-free copy of SciPy CSR/CSC ``x`` whose indices are unsorted or repeated
+    within a row (valid to SciPy; the kernels read each row's coordinates in order, once): the copy is the
+    library's (``x`` is never changed), made again on every call so that values changed in place are seen.
+    Re-raises ``err`` for anything else, or when the copy is not valid either (coordinates out of range)."""
+    if package != "scipy" or getattr(x, "format", None) not in ("csr", "csc") or "increasing" not in str(err):
+        raise err
+    try:
+        y = x.copy()
+        y.sum_duplicates()  # SciPy's own, on our copy: sorts each row's indices and sums repeated ones
+        t = from_scipy(y, cls, package)
+        validate(t)
+    except (ValueError, IndexError):
+        raise err from None
     return t
 
 
