@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from frontend.format import delta_packed
 
-from .builder import Carry, Value
+from .builder import Carry, Value, element_type
 
 Inner = Callable[[Value, Value, Carry, int], Carry]
 
@@ -29,8 +29,10 @@ Inner = Callable[[Value, Value, Carry, int], Carry]
 #: (as frontend.storage._assemble stores them: ``c[0] = g[0]``, ``c[t] = c[t-1] + g[t] + 1``).
 DELTA_START = -1
 DELTA_STEP = 1
-#: Gathered delta walks compute coordinates in i32 below this level extent (else in ``index``).
-DELTA_I32_EXTENT = 1 << 31
+#: Gathered walks (compressed and delta levels) compute coordinates in i32 below this level extent (else in
+#: ``index``): one dword-indexed gather instead of two qword ones, and a one-instruction unsigned clamp
+#: (AVX2 has no unsigned 64-bit minimum) (docs/performance.md, "Tuning constants").
+I32_EXTENT = 1 << 31
 #: Entries ahead of the current one that an unrolled delta walk prefetches (values and gaps), once per unrolled
 #: iteration, into L2 (:data:`DELTA_LOCALITY`) (docs/performance.md, "Tuning constants").
 DELTA_PREFETCH = 2048
@@ -113,10 +115,20 @@ def compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> C
 
 
 def _coordinates(ctx: Any, k: int, p: Value, lanes: int) -> Value:
-    """``crd[p]``, or ``crd[p : p + lanes]`` as an index vector when the walker gathers (clamped)."""
-    if lanes > 1:
-        return clamp_coordinate(ctx, k, ctx.b.vload_index(ctx.args[k].crd, ctx.at(p), lanes))
-    return clamp_coordinate(ctx, k, ctx.b.load_index(ctx.args[k].crd, ctx.at(p)))
+    """``crd[p]``, or ``crd[p : p + lanes]`` as a vector when the walker gathers (clamped): of i32 where the
+    coordinates are at most 32 bits wide and the level's range fits (:data:`I32_EXTENT`), else of index."""
+    b, crd = ctx.b, ctx.args[k].crd
+    if lanes == 1:
+        return clamp_coordinate(ctx, k, b.load_index(crd, ctx.at(p)))
+    elem = element_type(crd.type)
+    if elem in ("i8", "i16", "i32") and 0 <= int(ctx.offsets[k]) and \
+            int(ctx.offsets[k]) + int(ctx.extents[k]) < I32_EXTENT:
+        vt = f"vector<{lanes}xi32>"
+        raw = b.assign(f"vector.load {crd}[{ctx.at(p)}] : {crd.type}, vector<{lanes}x{elem}>", "l")
+        if elem != "i32":  # sign-extended, as the scalar path's index_cast
+            raw = b.cast("arith.extsi", raw, f"vector<{lanes}x{elem}>", vt, "l")
+        return clamp_coordinate(ctx, k, Value(raw, vt))
+    return clamp_coordinate(ctx, k, b.vload_index(crd, ctx.at(p), lanes))
 
 
 def loose_compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
@@ -211,7 +223,7 @@ def delta_span(ctx: Any, k: int, lo: Value, hi: Value, run: Value, carry: Carry,
         run, rest = c[0], c[1:]
         if lanes > 1:  # lanes consecutive entries: prefix sum of the steps, in i32 where the extent fits
             # (one dword-indexed gather of 16 lanes instead of two qword ones, half the shuffle work)
-            it = "i32" if ctx.extents[k] < DELTA_I32_EXTENT else "index"
+            it = "i32" if ctx.extents[k] < I32_EXTENT else "index"
             vt = f"vector<{lanes}x{it}>"
             gaps = (b.vload_int(args.crd, ctx.at(p), lanes, it) if it != "index"
                     else b.vload_index(args.crd, ctx.at(p), lanes, unsigned=True))
