@@ -1,13 +1,15 @@
 """Two runs of the benchmark suite compared: how our time changed against the peers between them.
 
     .venv/bin/python benchmarks/suite_compare.py BEFORE.json AFTER.json [--ops spmv spmm16 ...] [--peer best]
+    .venv/bin/python benchmarks/suite_compare.py B1.json,B2.json A1.json,A2.json   (several runs a side)
 
 Each run's ``suite.json`` (``benchmarks/suite.py --out``) gives ours/peer per matrix and operation. Runs on a
 shared machine differ in load and bandwidth, so the comparison divides each row's ours/peer ratio after by
 the same ratio before: the peer's time in the same run cancels the machine's state. Per operation it prints
 the geometric mean of that quotient over the matrices both runs measured (below 1: ours got faster relative to
 the peer), the worst matrix, and each run's geometric mean of ours/peer. ``git show REV:benchmarks/results/
-suite.json`` gives a committed run.
+suite.json`` gives a committed run. Several runs of one side (comma-separated, e.g. each tree run twice,
+alternately, in one window) are joined first: each contender's minimum time per row over them.
 """
 from __future__ import annotations
 
@@ -37,6 +39,21 @@ def ratios(run: dict[str, Any], peer: str) -> dict[tuple[str, str], float]:
     return found
 
 
+def joined(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run from several: per row (operation, matrix), each contender's minimum time over the runs where it
+    measured ``ok``."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        for r in run["records"]:
+            key = (r["op"], r["matrix"])
+            got = rows.setdefault(key, {"op": r["op"], "matrix": r["matrix"], "times": {}, "status": {}})
+            for k, t in r.get("times", {}).items():
+                ok = k == "ours" or r.get("status", {}).get(k) == "ok"
+                if t and ok and (got["times"].get(k) is None or t < got["times"][k]):
+                    got["times"][k], got["status"][k] = t, "ok"
+    return {"records": list(rows.values())}
+
+
 def geomean(xs: list[float]) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
@@ -59,12 +76,13 @@ def compare(before: dict[str, Any], after: dict[str, Any], ops: list[str] | None
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("before", type=Path)
-    ap.add_argument("after", type=Path)
+    ap.add_argument("before", help="suite.json of the run before (several: comma-separated)")
+    ap.add_argument("after", help="suite.json of the run after (several: comma-separated)")
     ap.add_argument("--ops", nargs="*", default=None, help="operations to compare (default: every one)")
     ap.add_argument("--peer", default="best", help="scipy, torch, mkl, graphblas or best (default)")
     args = ap.parse_args()
-    before, after = (json.loads(p.read_text()) for p in (args.before, args.after))
+    before, after = (joined([json.loads(Path(p).read_text()) for p in side.split(",")])
+                     for side in (args.before, args.after))
     rows = compare(before, after, args.ops, args.peer)
     print(f"ours / {args.peer} peer, geometric mean over the matrices both runs measured")
     print("| op | matrices | before | after | after / before | worst (matrix) |")
