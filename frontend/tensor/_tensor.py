@@ -481,6 +481,75 @@ class Tensor:
         """The mean along ``axis``; implicit zeros take part."""
         return self._reduce("mean", axis, dtype, out, keepdims)
 
+    def std(self, axis: Any = None, dtype: Any = None, out: None = None, ddof: float = 0, keepdims: bool = False
+            ) -> Any:
+        """The standard deviation along ``axis`` (NumPy's ``ddof``); implicit zeros take part."""
+        return self._statistic("std", axis, dtype, out, ddof, keepdims)
+
+    def var(self, axis: Any = None, dtype: Any = None, out: None = None, ddof: float = 0, keepdims: bool = False
+            ) -> Any:
+        """The variance along ``axis`` (NumPy's ``ddof``); implicit zeros take part."""
+        return self._statistic("var", axis, dtype, out, ddof, keepdims)
+
+    def any(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+        """Whether any element along ``axis`` is nonzero (a bool Tensor)."""
+        self._no_out("any", out)
+        return self._xp().any(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+        """Whether every element along ``axis`` is nonzero (implicit zeros are zeros)."""
+        self._no_out("all", out)
+        return self._xp().all(self, axis=axis, keepdims=keepdims)
+
+    def nonzero(self) -> tuple[Any, ...]:
+        """The coordinates of the nonzero elements, one array per axis, in row-major order (NumPy's)."""
+        return tuple(np.asarray(c.todense()) if isinstance(c, Tensor) else np.asarray(c)
+                     for c in self._xp().nonzero(self))
+
+    def round(self, decimals: int = 0, out: None = None) -> Tensor:
+        """The values rounded to ``decimals`` decimals (NumPy's ``round``: halves to even); same pattern."""
+        self._no_out("round", out)
+        return self._with_values(np.round(to_host(self._val), decimals))
+
+    def clip(self, min: Any = None, max: Any = None, out: None = None) -> Any:  # noqa: A002 - NumPy's names
+        """The values limited to ``[min, max]`` (``frontend.array_api.clip``: a sparse result while zero stays
+        zero, else ``ValueError``, as other operations whose absent entries would become nonzero)."""
+        self._no_out("clip", out)
+        return self._xp().clip(self, min, max)
+
+    def reshape(self, *shape: Any, copy: bool | None = None) -> Tensor:
+        """The tensor with a new shape of the same size (``-1`` once: inferred), entries in row-major order."""
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        return self._xp().reshape(self, tuple(int(s) for s in shape), copy=copy)
+
+    def flatten(self) -> Tensor:
+        """The tensor as one dimension, entries in row-major order (a new tensor)."""
+        return self.reshape(-1, copy=True)
+
+    def ravel(self) -> Tensor:
+        """The tensor as one dimension, entries in row-major order."""
+        return self.reshape(-1)
+
+    def diagonal(self, offset: int = 0) -> Any:
+        """The ``offset`` diagonal of a matrix (``frontend.array_api.linalg.diagonal``)."""
+        return self._xp().linalg.diagonal(self, offset=offset)
+
+    def _statistic(self, name: str, axis: Any, dtype: Any, out: Any, ddof: float, keepdims: bool) -> Any:
+        self._no_out(name, out)
+        if dtype is None and np.dtype(self.dtype).kind in "biu":
+            dtype = np.float64  # NumPy's: integers give float64 statistics
+        t = self if dtype is None else self.astype(dtype)
+        return getattr(self._xp(), name)(t, axis=axis, correction=ddof, keepdims=keepdims)
+
+    def _xp(self) -> Any:
+        return _OPS["array_namespace"]()
+
+    @staticmethod
+    def _no_out(name: str, out: Any) -> None:
+        if out is not None:
+            raise TypeError(f"Tensor.{name}: out= is not supported (results are new arrays)")
+
     def _reduce(self, name: str, axis: Any, dtype: Any, out: Any, keepdims: bool) -> Any:
         if out is not None:
             raise TypeError(f"Tensor.{name}: out= is not supported (results are new arrays)")

@@ -245,6 +245,32 @@ def _size(a: Any, axis: int | None = None) -> int:
     return t.size if axis is None else t.shape[axis]
 
 
+def _method(name: str, params: tuple[str, ...]) -> Callable[..., Any]:
+    """``np.<name>(a, *args, **kwargs)`` as ``Tensor.<name>``, the positional arguments after ``a`` named
+    ``params`` in NumPy's order; keywords NumPy has and the method lacks raise ``TypeError``."""
+    def call(a: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.update(zip(params, args))
+        extra = sorted(k for k, v in kwargs.items() if k not in params and v is not np._NoValue)
+        if extra:
+            raise TypeError(f"np.{name}: the keywords {extra} are not supported with Tensors")
+        given = {k: v for k, v in kwargs.items() if v is not np._NoValue}
+        return getattr(_tensor(a), name)(**given)
+    return call
+
+
+def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """NumPy's ``count_nonzero``: an int without ``axis``, else an int array."""
+    got = _tensor(a).__array_namespace__().count_nonzero(_tensor(a), axis=axis, keepdims=keepdims)
+    got = np.asarray(got.todense() if isinstance(got, Tensor) else got)
+    return int(got) if axis is None and not keepdims else got
+
+
+def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None, copy: bool | None = None) -> Any:
+    if order != "C":
+        raise TypeError("np.reshape: only order='C' is supported with Tensors")
+    return _tensor(a).reshape(shape if shape is not None else newshape, copy=copy)
+
+
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.sum: _reduction("sum", True), np.prod: _reduction("prod", True), np.mean: _reduction("mean", True),
     np.max: _reduction("max", False), np.min: _reduction("min", False),
@@ -252,4 +278,11 @@ FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.concatenate: concatenate, np.stack: stack, np.allclose: allclose, np.array_equal: array_equal,
     np.shape: lambda a: tuple(_tensor(a).shape), np.ndim: lambda a: _tensor(a).ndim, np.size: _size,
     np.copy: lambda a, **kw: _tensor(a).copy(), np.conjugate: lambda a: _tensor(a).conj(),
+    np.std: _method("std", ("axis", "dtype", "out", "ddof", "keepdims")),
+    np.var: _method("var", ("axis", "dtype", "out", "ddof", "keepdims")),
+    np.any: _method("any", ("axis", "out", "keepdims")), np.all: _method("all", ("axis", "out", "keepdims")),
+    np.nonzero: lambda a: _tensor(a).nonzero(), np.round: _method("round", ("decimals", "out")),
+    np.around: _method("round", ("decimals", "out")), np.clip: _method("clip", ("min", "max", "out")),
+    np.reshape: reshape, np.ravel: lambda a, order="C": _tensor(a).ravel() if order == "C" else reshape(a, -1, order),
+    np.diagonal: lambda a, offset=0: _tensor(a).diagonal(offset), np.count_nonzero: count_nonzero,
 }
