@@ -13,9 +13,7 @@ import numpy as np
 
 from ._client import LOG
 from ._run import POLL, DistributedError, WorkerLost, wait_all
-from ._worker import Part, _threads
-
-INLINE_NSE = 1 << 20  # blocks up to this many stored entries multiply on the worker's event loop
+from ._worker import INLINE_NSE, Part, _threads
 
 
 class BlockProduct:
