@@ -1,12 +1,16 @@
 """Planned distributed products: ``D.plan_matmul(x_like)`` keeps one Dask actor per partition on the worker
 holding its block, with the block's ``Matmul`` planned once; each call sends every actor the operand's rows
-its columns touch and gathers the row blocks (direct actor calls: no task per partition per call, nothing
-recompiled, nothing resubmitted; the client calls the workers directly, through the scheduler only when
-it cannot reach them). A lost worker is noticed while waiting; the partitions are rebuilt from
-their recipes, the actors made again and the call repeated."""
+its columns touch and gathers the row blocks (no task per partition per call, nothing recompiled, nothing
+resubmitted). The client calls the workers directly, on the ``ust_product`` comm handler the actors register
+on their workers (the rows and the result travel as raw bytes: nothing pickled, nothing serialized per
+array); through the actors' own path (relayed by the scheduler) only when it cannot reach them. A lost worker
+is noticed while waiting; the partitions are rebuilt from their recipes, the actors made again and the call
+repeated."""
 from __future__ import annotations
 
 import itertools
+import uuid
+import weakref
 from typing import Any
 
 import numpy as np
@@ -15,18 +19,47 @@ from ._client import LOG
 from ._run import POLL, DistributedError, WorkerLost, wait_all
 from ._worker import INLINE_NSE, Part, _threads
 
+HANDLER = "ust_product"  # the workers' comm handler that runs a planned block's product
+_BLOCKS: weakref.WeakValueDictionary[str, BlockProduct] = weakref.WeakValueDictionary()  # name -> actor
+
+
+async def _product(name: str, rows: bytes) -> dict[str, Any]:
+    """The ``ust_product`` handler: block ``name`` times the operand rows ``rows`` (raw bytes), its result as
+    raw bytes; on the worker's event loop for blocks of up to :data:`INLINE_NSE` stored entries, else in the
+    worker's actor thread (one call at a time, as the actor's own calls)."""
+    block = _BLOCKS.get(name)
+    if block is None:
+        return {"status": "missing"}
+    try:
+        if block.nse <= INLINE_NSE:
+            return {"status": "OK", "result": block.multiply_bytes(rows)}
+        import asyncio
+        result = await asyncio.get_running_loop().run_in_executor(block.executor, block.multiply_bytes, rows)
+        return {"status": "OK", "result": result}
+    except Exception as exc:  # noqa: BLE001 - reported to the caller, which names the partition
+        return {"status": "error", "exception": f"{type(exc).__name__}: {exc}"}
+
 
 class BlockProduct:
     """Dask actor: one partition and its product with operands of one shape and dtype, planned once."""
 
-    def __init__(self, part: Part, shape: tuple[int, ...], dtype: str, kwargs: dict[str, Any]) -> None:
+    def __init__(self, part: Part, shape: tuple[int, ...], dtype: str, kwargs: dict[str, Any],
+                 name: str | None = None) -> None:
         from frontend.ops._api import Matmul
         self.part = part
+        self.nse = int(part.tensor.nse)
         self.operand = np.zeros((len(part.cols), *shape[1:]), dtype=np.dtype(dtype))
         options = dict(kwargs)
         options.setdefault("threads", _threads())
         self.plan = Matmul(part.tensor, self.operand, **options).plan()  # reads self.operand in place
         self.out = np.empty((part.rows, *shape[1:]), dtype=np.result_type(part.tensor.dtype, self.operand.dtype))
+        self.executor: Any = None  # the worker's actor thread
+        if name is not None:  # reachable on this worker's ust_product handler
+            from distributed import get_worker
+            worker = get_worker()
+            self.executor = worker.executors.get("actor")
+            _BLOCKS[name] = self
+            worker.handlers.setdefault(HANDLER, _product)
 
     @property
     def rows(self) -> int:
@@ -44,6 +77,11 @@ class BlockProduct:
         """The block times the operand whose rows at the block's columns are ``rows``."""
         self.operand[...] = rows
         return self.plan.execute(out=self.out).copy()  # the same out every call: checked once by the plan
+
+    def multiply_bytes(self, rows: bytes) -> bytes:
+        """:meth:`multiply` with the operand rows and the result as raw bytes (C order)."""
+        self.operand[...] = np.frombuffer(rows, dtype=self.operand.dtype).reshape(self.operand.shape)
+        return self.plan.execute(out=self.out).tobytes()
 
 
 class DistributedMatmulPlan:
@@ -64,9 +102,10 @@ class DistributedMatmulPlan:
         self.kwargs, self.retries = kwargs, retries
         self.calls = 0
         self._direct = True  # the client reaches the workers directly (else the actors' calls are relayed)
-        # small blocks multiply on the worker's event loop as the call arrives (no hand-off to the actors'
-        # thread, which would cost more than the kernel); larger ones in that thread, the loop kept free
-        self._inline = {"separate_thread": False} if max(a._nse) <= INLINE_NSE else {}
+        # each partition's touched rows of the operand: a slice (no copy) when they are a contiguous range
+        self._rows: list[slice | np.ndarray] = [slice(int(c[0]), int(c[-1]) + 1) if len(c) and
+                                                int(c[-1]) - int(c[0]) + 1 == len(c) else c for c in a.cols]
+        self._out_dtype = np.result_type(a.dtype, self.dtype)
         self._futures: list[Any] = []
         self._actors: list[Any] = []
         self._start()
@@ -75,9 +114,10 @@ class DistributedMatmulPlan:
         a = self.a
         a.heal()
         self.places: list[str | None] = a.workers()
+        self._names = [f"ust-product-{uuid.uuid4().hex}" for _ in range(a.partitions)]
         self._futures = [a.client.submit(BlockProduct, a.block(p), self.shape, self.dtype.str, self.kwargs,
-                                         workers=None if self.places[p] is None else [self.places[p]], actor=True,
-                                         pure=False) for p in range(a.partitions)]
+                                         self._names[p], workers=None if self.places[p] is None else
+                                         [self.places[p]], actor=True, pure=False) for p in range(a.partitions)]
         self._actors = wait_all(a.client, self._futures, list(enumerate(self.places)), a.timeout)
 
     def storages(self) -> list[str]:
@@ -89,7 +129,7 @@ class DistributedMatmulPlan:
         x = np.asarray(x)
         if x.shape != self.shape:
             raise ValueError(f"the plan was made for operands of shape {self.shape}, got {x.shape}")
-        rows = [np.ascontiguousarray(x[cols], dtype=self.dtype) for cols in self.a.cols]
+        rows = [np.ascontiguousarray(x[cols], dtype=self.dtype) for cols in self._rows]
         for attempt in itertools.count():
             try:
                 blocks = self._multiply(rows)
@@ -107,8 +147,8 @@ class DistributedMatmulPlan:
         return out
 
     def _multiply(self, rows: list[np.ndarray]) -> list[np.ndarray]:
-        """Every actor's ``multiply`` at once, straight from the client to the workers holding them (Dask's
-        ``actor_execute`` on each worker, one round trip for all partitions); through the actors' own path
+        """Every block's product at once, straight from the client to the workers holding them (their
+        ``ust_product`` handler, one round trip for all partitions); through the actors' own path
         (the scheduler relays it unless the client connects to workers directly) when that fails: a lost
         worker is then noticed, or the workers are not reachable directly and later calls go that way."""
         if self._direct:
@@ -125,18 +165,19 @@ class DistributedMatmulPlan:
 
     async def _direct_calls(self, rows: list[np.ndarray]) -> list[np.ndarray]:
         import asyncio
-
-        from distributed.protocol import to_serialize
         client = self.a.client
+        bounds = self.a.bounds
 
         async def one(p: int, actor: Any, r: np.ndarray) -> np.ndarray:
-            got = await client.rpc(actor._address).actor_execute(function="multiply", actor=actor.key,
-                                                                 args=[to_serialize(r)], kwargs=self._inline)
+            got = await client.rpc(actor._address).ust_product(name=self._names[p], rows=r.data.cast("B"))
+            if got["status"] == "missing":  # the worker holding the actor was replaced
+                raise WorkerLost(f"partition {p}: its worker {self.places[p]} no longer holds its block", p,
+                                 self.places[p])
             if got["status"] != "OK":
-                exc = got["exception"]
-                raise DistributedError(f"partition {p} on worker {self.places[p]} failed: {type(exc).__name__}: "
-                                       f"{exc}", p, self.places[p]) from exc
-            return got["result"]
+                raise DistributedError(f"partition {p} on worker {self.places[p]} failed: {got['exception']}", p,
+                                       self.places[p])
+            shape = (bounds[p + 1] - bounds[p], *self.shape[1:])
+            return np.frombuffer(got["result"], dtype=self._out_dtype).reshape(shape)
         calls = asyncio.ensure_future(asyncio.gather(*(one(p, actor, r) for p, (actor, r) in
                                                        enumerate(zip(self._actors, rows)))))
         while True:  # a lost worker is noticed in the scheduler's worker list (a dead address is retried)
