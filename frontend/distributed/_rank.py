@@ -122,6 +122,7 @@ class GroupMachine:
         self.worker, self.solve = worker, solve
         self.group, self.places, self.local = group, places, local
         self.comms: dict[str, Any] = {}
+        self._offload: dict[str, bool] = {}  # the connections' own setting, given back with them
         self.workers = sorted(set(places))  # every worker sums the shares in this order
         self.me, self.peers = group.me, group.peers
         self.linked, self.timeout = linked, timeout
@@ -231,7 +232,8 @@ class GroupMachine:
         ``x`` reads."""
         try:
             for w in self.peers:
-                self.comms[w] = await self.worker.rpc.connect(w)
+                comm = self.comms[w] = await self.worker.rpc.connect(w)
+                self._offload[w], comm.allow_offload = comm.allow_offload, False  # small messages: never sized
         except OSError as exc:
             raise Aborted(f"worker {self.me} cannot reach the other workers: {exc}") from exc
         self.steps = -1
@@ -240,6 +242,7 @@ class GroupMachine:
     def close(self) -> None:
         """Hand the connections back to the worker's pool (after the messages already written on them)."""
         for w, comm in self.comms.items():
+            comm.allow_offload = self._offload[w]
             self.worker.rpc.reuse(w, comm)
         self.comms = {}
 
