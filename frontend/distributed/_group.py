@@ -69,6 +69,8 @@ class GroupState:
                 width += len(dict(halo[p].recv)[q])
             self.width[w] = width - start
         self.blocks = [self._block(p, parts[k], halo, places, far_at) for k, p in enumerate(self.ranks)]
+        for blk in self.blocks:  # planned here, before the iteration runs on the worker's event loop
+            self._plan(blk, self.vec["b"].dtype)
 
     def _block(self, p: int, part: Part, halo: dict[int, Halo], places: list[str],
                far_at: dict[tuple[int, int], int]) -> Block:
@@ -99,17 +101,23 @@ class GroupState:
                 blk.outs[dst] = out[blk.rows]
         for blk in self.blocks:
             if blk.operand is None or blk.operand.dtype != own.dtype:
-                from frontend.ops._api import Matmul
-
-                from ._worker import _threads
-                blk.operand = np.zeros(len(blk.part.cols), dtype=own.dtype)
-                blk.plan = Matmul(blk.part.tensor, blk.operand, threads=_threads()).plan()
+                self._plan(blk, own.dtype)
             operand = blk.operand
+            assert operand is not None
             operand[blk.near_pos] = own[blk.near_src]
             if far is not None and len(blk.far_pos):
                 operand[blk.far_pos] = far[blk.far_src]
             blk.plan.execute(out=blk.outs[dst])
         return out
+
+    @staticmethod
+    def _plan(blk: Block, dtype: np.dtype) -> None:
+        """The block's SpMV planned (and compiled, if not cached) for operands of ``dtype``."""
+        from frontend.ops._api import Matmul
+
+        from ._worker import _threads
+        blk.operand = np.zeros(len(blk.part.cols), dtype=dtype)
+        blk.plan = Matmul(blk.part.tensor, blk.operand, threads=_threads()).plan()
 
     def exports(self, export: Export) -> dict[str, np.ndarray]:
         """Per other worker, the vectors ``export`` names (``(name, Jacobi-scaled)``) at the rows its blocks
