@@ -153,7 +153,7 @@ class DistributedMatmulPlan:
         worker is then noticed, or the workers are not reachable directly and later calls go that way."""
         if self._direct:
             try:
-                return self.a.client.sync(self._direct_calls, rows, callback_timeout=self.a.timeout)
+                return self.a.client.sync(self._direct_calls, rows)
             except OSError:
                 blocks = self._gather(self._send(rows))
                 self._direct = False  # it answered that way: the workers are not reachable directly
@@ -165,6 +165,7 @@ class DistributedMatmulPlan:
 
     async def _direct_calls(self, rows: list[np.ndarray]) -> list[np.ndarray]:
         import asyncio
+        import time
         client = self.a.client
         bounds = self.a.bounds
 
@@ -178,19 +179,28 @@ class DistributedMatmulPlan:
                                        self.places[p])
             shape = (bounds[p + 1] - bounds[p], *self.shape[1:])
             return np.frombuffer(got["result"], dtype=self._out_dtype).reshape(shape)
-        calls = asyncio.ensure_future(asyncio.gather(*(one(p, actor, r) for p, (actor, r) in
-                                                       enumerate(zip(self._actors, rows)))))
-        while True:  # a lost worker is noticed in the scheduler's worker list (a dead address is retried)
-            done, _ = await asyncio.wait({calls}, timeout=POLL)
-            if done:
-                return list(calls.result())
-            live = await client.scheduler.ncores()
-            gone = [p for p, w in enumerate(self.places) if w not in live]
-            if gone:
-                calls.add_done_callback(lambda f: f.cancelled() or f.exception())  # nothing left unretrieved
-                calls.cancel()
-                raise WorkerLost(f"partition {gone[0]}: its worker {self.places[gone[0]]} left the cluster",
-                                 gone[0], self.places[gone[0]])
+        calls = [asyncio.ensure_future(one(p, actor, r)) for p, (actor, r) in enumerate(zip(self._actors, rows))]
+        deadline = time.monotonic() + self.a.timeout
+        try:
+            while True:  # a lost worker is noticed in the scheduler's worker list (a dead address is retried)
+                _, pending = await asyncio.wait(calls, timeout=POLL, return_when=asyncio.FIRST_EXCEPTION)
+                failed = [c for c in calls if c.done() and c.exception() is not None]
+                if failed:
+                    failed[0].result()  # raises the failure of the first partition that failed
+                if not pending:
+                    return [c.result() for c in calls]
+                live = await client.scheduler.ncores()
+                gone = [p for p, w in enumerate(self.places) if w not in live]
+                if gone:
+                    raise WorkerLost(f"partition {gone[0]}: its worker {self.places[gone[0]]} left the cluster",
+                                     gone[0], self.places[gone[0]])
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+        finally:
+            for c in calls:  # nothing left running, nothing left unretrieved
+                if not c.done():
+                    c.cancel()
+                    c.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     def _send(self, rows: list[np.ndarray]) -> list[Any]:
         """Every actor's ``multiply`` call (answers pending); :class:`WorkerLost` when an actor's worker is
