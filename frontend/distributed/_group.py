@@ -17,6 +17,11 @@ from ._plan import Halo
 from ._worker import Part, solve_state
 
 
+def _indices(pieces: list[np.ndarray]) -> np.ndarray:
+    """The index arrays ``pieces`` one after the other (empty when there are none)."""
+    return np.concatenate([np.zeros(0, dtype=np.intp), *pieces]).astype(np.intp)
+
+
 @dataclass
 class Block:
     """One partition in a worker's vectors: its rows ``rows`` of them, and where its SpMV operand's entries
@@ -55,9 +60,7 @@ class GroupState:
         # the pairs (sender, receiver) of blocks on different workers, sorted: the order of a message's entries
         sent = {w: sorted((q, p) for q in self.ranks for p in halo[q].send if places[p] == w) for w in self.peers}
         got = {w: sorted((q, p) for p in self.ranks for q, _ in halo[p].recv if places[q] == w) for w in self.peers}
-        self.send = {w: np.concatenate([np.zeros(0, dtype=np.intp)] +
-                                       [self.rows[q].start + halo[q].send[p] for q, p in sent[w]]).astype(np.intp)
-                     for w in self.peers}
+        self.send = {w: _indices([self.rows[q].start + halo[q].send[p] for q, p in sent[w]]) for w in self.peers}
         self.dinv_send = {w: None if self.dinv is None else self.dinv[idx] for w, idx in self.send.items()}
         far_at: dict[tuple[int, int], int] = {}  # (sender, receiver) -> where its entries start in the halo
         width = 0
@@ -84,10 +87,8 @@ class GroupState:
             else:
                 far_src.append(far_at[q, p] + np.arange(len(pos)))
                 far_pos.append(pos)
-
-        def join(parts: list[np.ndarray]) -> np.ndarray:
-            return np.concatenate([np.zeros(0, dtype=np.intp)] + parts).astype(np.intp)
-        return Block(part, self.rows[p], join(near_src), join(near_pos), join(far_src), join(far_pos))
+        return Block(part, self.rows[p], _indices(near_src), _indices(near_pos), _indices(far_src),
+                     _indices(far_pos))
 
     def spmv(self, dst: str, own: np.ndarray, far: np.ndarray | None) -> np.ndarray:
         """Every block's rows times the vector whose entries on this worker are ``own`` and on the others
