@@ -171,7 +171,7 @@ class DistributedMatmulPlan:
 
         async def one(p: int, actor: Any, r: np.ndarray) -> np.ndarray:
             got = await client.rpc(actor._address).ust_product(name=self._names[p], rows=r.data.cast("B"))
-            if got["status"] == "missing":  # the worker holding the actor was replaced
+            if not isinstance(got, dict) or got["status"] == "missing":  # the worker holding it was replaced
                 raise WorkerLost(f"partition {p}: its worker {self.places[p]} no longer holds its block", p,
                                  self.places[p])
             if got["status"] != "OK":
