@@ -2,10 +2,10 @@
 holding its block, with the block's ``Matmul`` planned once; each call sends every actor the operand's rows
 its columns touch and gathers the row blocks (no task per partition per call, nothing recompiled, nothing
 resubmitted). The client calls the workers directly, on the ``ust_product`` comm handler the actors register
-on their workers (the rows and the result travel as raw bytes: nothing pickled, nothing serialized per
-array); through the actors' own path (relayed by the scheduler) only when it cannot reach them. A lost worker
-is noticed while waiting; the partitions are rebuilt from their recipes, the actors made again and the call
-repeated."""
+on their workers: the rows and the result travel as frames of their own, sent from the arrays' memory
+without a copy under headers made once per plan (no serializer run per call); through the actors' own path
+(relayed by the scheduler) only when the client cannot reach the workers. A lost worker is noticed while
+waiting; the partitions are rebuilt from their recipes, the actors made again and the call repeated."""
 from __future__ import annotations
 
 import itertools
@@ -20,21 +20,35 @@ from ._run import POLL, DistributedError, WorkerLost, wait_all
 from ._worker import INLINE_NSE, Part, _threads
 
 HANDLER = "ust_product"  # the workers' comm handler that runs a planned block's product
+
+
+def frame_header(like: np.ndarray) -> dict[str, Any]:
+    """Dask's serialization header of arrays shaped like the C-ordered ``like`` (made once, reused per call)."""
+    from distributed.protocol.serialize import serialize_and_split
+    header, _ = serialize_and_split(like, serializers=("dask",))
+    return header
+
+
+def frame(a: np.ndarray, header: dict[str, Any]) -> Any:
+    """The C-ordered array ``a`` as an already serialized Dask object: one frame sent from its memory, no
+    serializer run."""
+    from distributed.protocol import Serialized
+    return Serialized(dict(header), [a.data.cast("B")])
 _BLOCKS: weakref.WeakValueDictionary[str, BlockProduct] = weakref.WeakValueDictionary()  # name -> actor
 
 
-async def _product(name: str, rows: bytes) -> dict[str, Any]:
-    """The ``ust_product`` handler: block ``name`` times the operand rows ``rows`` (raw bytes), its result as
-    raw bytes; on the worker's event loop for blocks of up to :data:`INLINE_NSE` stored entries, else in the
+async def _product(name: str, rows: np.ndarray) -> dict[str, Any]:
+    """The ``ust_product`` handler: block ``name`` times the operand rows ``rows``, its result as a frame of
+    its own; on the worker's event loop for blocks of up to :data:`INLINE_NSE` stored entries, else in the
     worker's actor thread (one call at a time, as the actor's own calls)."""
     block = _BLOCKS.get(name)
     if block is None:
         return {"status": "missing"}
     try:
         if block.nse <= INLINE_NSE:
-            return {"status": "OK", "result": block.multiply_bytes(rows)}
+            return {"status": "OK", "result": block.multiply_frame(rows)}
         import asyncio
-        result = await asyncio.get_running_loop().run_in_executor(block.executor, block.multiply_bytes, rows)
+        result = await asyncio.get_running_loop().run_in_executor(block.executor, block.multiply_frame, rows)
         return {"status": "OK", "result": result}
     except Exception as exc:  # noqa: BLE001 - reported to the caller, which names the partition
         return {"status": "error", "exception": f"{type(exc).__name__}: {exc}"}
@@ -53,6 +67,7 @@ class BlockProduct:
         options.setdefault("threads", _threads())
         self.plan = Matmul(part.tensor, self.operand, **options).plan()  # reads self.operand in place
         self.out = np.empty((part.rows, *shape[1:]), dtype=np.result_type(part.tensor.dtype, self.operand.dtype))
+        self.out_header = frame_header(self.out)
         self.executor: Any = None  # the worker's actor thread
         if name is not None:  # reachable on this worker's ust_product handler
             from distributed import get_worker
@@ -78,10 +93,12 @@ class BlockProduct:
         self.operand[...] = rows
         return self.plan.execute(out=self.out).copy()  # the same out every call: checked once by the plan
 
-    def multiply_bytes(self, rows: bytes) -> bytes:
-        """:meth:`multiply` with the operand rows and the result as raw bytes (C order)."""
-        self.operand[...] = np.frombuffer(rows, dtype=self.operand.dtype).reshape(self.operand.shape)
-        return self.plan.execute(out=self.out).tobytes()
+    def multiply_frame(self, rows: np.ndarray) -> Any:
+        """:meth:`multiply` with the result in a new array of its own (never written again, so it is sent from
+        its memory as it is), as a frame under a header made once."""
+        self.operand[...] = rows
+        out = self.plan.execute(out=np.empty_like(self.out))
+        return frame(out, self.out_header)
 
 
 class DistributedMatmulPlan:
@@ -105,7 +122,7 @@ class DistributedMatmulPlan:
         # each partition's touched rows of the operand: a slice (no copy) when they are a contiguous range
         self._rows: list[slice | np.ndarray] = [slice(int(c[0]), int(c[-1]) + 1) if len(c) and
                                                 int(c[-1]) - int(c[0]) + 1 == len(c) else c for c in a.cols]
-        self._out_dtype = np.result_type(a.dtype, self.dtype)
+        self._headers = [frame_header(np.empty((len(c), *self.shape[1:]), dtype=self.dtype)) for c in a.cols]
         self._futures: list[Any] = []
         self._actors: list[Any] = []
         self._start()
@@ -167,18 +184,17 @@ class DistributedMatmulPlan:
         import asyncio
         import time
         client = self.a.client
-        bounds = self.a.bounds
 
         async def one(p: int, actor: Any, r: np.ndarray) -> np.ndarray:
-            got = await client.rpc(actor._address).ust_product(name=self._names[p], rows=r.data.cast("B"))
+            got = await client.rpc(actor._address).ust_product(name=self._names[p],
+                                                               rows=frame(r, self._headers[p]))
             if not isinstance(got, dict) or got["status"] == "missing":  # the worker holding it was replaced
                 raise WorkerLost(f"partition {p}: its worker {self.places[p]} no longer holds its block", p,
                                  self.places[p])
             if got["status"] != "OK":
                 raise DistributedError(f"partition {p} on worker {self.places[p]} failed: {got['exception']}", p,
                                        self.places[p])
-            shape = (bounds[p + 1] - bounds[p], *self.shape[1:])
-            return np.frombuffer(got["result"], dtype=self._out_dtype).reshape(shape)
+            return got["result"]
         calls = [asyncio.ensure_future(one(p, actor, r)) for p, (actor, r) in enumerate(zip(self._actors, rows))]
         deadline = time.monotonic() + self.a.timeout
         try:
