@@ -79,9 +79,9 @@ def _real(v: complex, dtype: np.dtype) -> Any:
 def residual_step(m: StepMachine, export: list[tuple[str, bool]] | None = None) -> Steps[float]:
     """||b - A x||^2 with r set to b - A x (first exporting x's halo entries if the last step did not)."""
     if not m.exported("x"):
-        (yield step([], export=[("x", False)]))
+        yield step([], export=[("x", False)])
     return float((yield step([("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]),
-                         ("dot", "r", "r")], halo=[(1, "x", False)], export=export))[0].real)
+                              ("dot", "r", "r")], halo=[(1, "x", False)], export=export))[0].real)
 
 
 def _cg_scalars(gamma: Any, delta: Any, gamma_old: Any, alpha_old: Any) -> tuple[Any, Any]:
@@ -97,10 +97,10 @@ def cg(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: np.dtype, 
     three dot products) an iteration; the iterations it took (counted from ``first``)."""
     rzw = [("r", True), ("w", True), ("z", True)]
     rr = _real((yield step([("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]),
-                       ("precond", "u", "r"), ("zero", "z"), ("zero", "p"), ("dot", "r", "r")],
-                      halo=[(1, "x", False)], export=[("r", True)]))[0], dtype)
+                            ("precond", "u", "r"), ("zero", "z"), ("zero", "p"), ("dot", "r", "r")],
+                           halo=[(1, "x", False)], export=[("r", True)]))[0], dtype)
     gamma, delta = (_real(v, dtype) for v in (yield step([("spmv", "w", "u"), ("dot", "r", "u"), ("dot", "u", "w")],
-                                                    halo=[(1, "r", True)], export=rzw)))
+                                                         halo=[(1, "r", True)], export=rzw)))
     alpha_old: Any = None
     gamma_old: Any = None
     for it in itertools.count(first):
@@ -127,10 +127,10 @@ def pipelined_cg(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: 
     rzw = [("w", True), ("n", True), ("z", True)]
     it = first
     while True:
-        (yield step([("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]), ("precond", "u", "r"),
-                ("zero", "z"), ("zero", "zq"), ("zero", "s"), ("zero", "p")], halo=[(1, "x", False)],
-               export=[("r", True)]))
-        (yield step([("spmv", "w", "u")], halo=[(1, "r", True)], export=[("w", True)]))
+        yield step([("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]), ("precond", "u", "r"),
+                    ("zero", "z"), ("zero", "zq"), ("zero", "s"), ("zero", "p")], halo=[(1, "x", False)],
+                   export=[("r", True)])
+        yield step([("spmv", "w", "u")], halo=[(1, "r", True)], export=[("w", True)])
         dots_then_spmv = [("dot", "r", "u"), ("dot", "w", "u"), ("dot", "r", "r"), ("precond", "mw", "w"),
                           ("spmv", "n", "mw")]
         gamma, delta, rr = (_real(v, dtype) for v in (yield step(dots_then_spmv, halo=[(1, "w", True)], export=rzw)))
@@ -163,8 +163,8 @@ def bicgstab(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: np.d
         return [_real(v, dtype) for v in values]
     rpv = [("r", True), ("p", True), ("v", True)]
     rho, rr = scalars((yield step([("spmv", "q", "x"), ("lincomb", "r", [(1, "b", False), (-1, "q", False)]),
-                              ("lincomb", "rhat", [(1, "r", False)]), ("zero", "p"), ("zero", "v"),
-                              ("dot", "rhat", "r"), ("dot", "r", "r")], halo=[(1, "x", False)], export=rpv)))
+                                   ("lincomb", "rhat", [(1, "r", False)]), ("zero", "p"), ("zero", "v"),
+                                   ("dot", "rhat", "r"), ("dot", "r", "r")], halo=[(1, "x", False)], export=rpv)))
     rho_old = alpha = omega = 1.0
     for it in itertools.count(first):
         m.iteration(it, float(np.sqrt(abs(rr))))
@@ -172,9 +172,9 @@ def bicgstab(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: np.d
             return it
         beta = (rho / rho_old) * (alpha / omega)
         rv = scalars((yield step([("lincomb", "p", [(1, "r", False), (beta, "p", False), (-beta * omega, "v", False)]),
-                             ("precond", "ph", "p"), ("spmv", "v", "ph"), ("dot", "rhat", "v")],
-                            halo=[(1, "r", True), (beta, "p", True), (-beta * omega, "v", True)],
-                            export=[("r", True), ("v", True)])))[0]
+                                  ("precond", "ph", "p"), ("spmv", "v", "ph"), ("dot", "rhat", "v")],
+                                 halo=[(1, "r", True), (beta, "p", True), (-beta * omega, "v", True)],
+                                 export=[("r", True), ("v", True)])))[0]
         if rv == 0:
             return it
         alpha = rho / rv
@@ -183,12 +183,12 @@ def bicgstab(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: np.d
                                           ("dot", "t", "t"), ("dot", "s", "s")],
                                          halo=[(1, "r", True), (-alpha, "v", True)])))
         if np.sqrt(abs(ss)) <= tol * bnorm or tt == 0:
-            (yield step([("lincomb", "x", [(1, "x", False), (alpha, "ph", False)])]))
+            yield step([("lincomb", "x", [(1, "x", False), (alpha, "ph", False)])])
             return it + 1
         omega, rho_old = ts / tt, rho
         rho, rr = scalars((yield step([("lincomb", "x", [(1, "x", False), (alpha, "ph", False), (omega, "sh", False)]),
-                                  ("lincomb", "r", [(1, "s", False), (-omega, "t", False)]), ("dot", "rhat", "r"),
-                                  ("dot", "r", "r")], export=rpv)))
+                                       ("lincomb", "r", [(1, "s", False), (-omega, "t", False)]), ("dot", "rhat", "r"),
+                                       ("dot", "r", "r")], export=rpv)))
     raise AssertionError("unreachable")
 
 
@@ -203,16 +203,16 @@ def gmres(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: np.dtyp
             return its
         h = np.zeros((restart + 1, restart), dtype=complex)
         w_dots = (yield step([("lincomb", "v0", [(1 / beta, "r", False)]), ("precond", "t", "v0"), ("spmv", "w", "t"),
-                         ("dots", "w", ["v0"])], halo=[(1 / beta, "r", True)]))
+                              ("dots", "w", ["v0"])], halo=[(1 / beta, "r", True)]))
         k = 0
         for j in range(restart):
             basis = [f"v{i}" for i in range(j + 1)]
             h1 = w_dots
             h2 = (yield step([("lincomb", "w", [(1, "w", False)] + [(_real(-h1[i], dtype), basis[i], False)
-                                                             for i in range(j + 1)]), ("dots", "w", basis)]))
+                                                                  for i in range(j + 1)]), ("dots", "w", basis)]))
             ww = (yield step([("lincomb", "w", [(1, "w", False)] + [(_real(-h2[i], dtype), basis[i], False)
-                                                             for i in range(j + 1)]), ("dot", "w", "w")],
-                        export=[("w", True)]))[0]
+                                                                  for i in range(j + 1)]), ("dot", "w", "w")],
+                             export=[("w", True)]))[0]
             h[:j + 1, j] = h1 + h2
             h[j + 1, j] = hn = np.sqrt(abs(ww))
             its, k = its + 1, j + 1
@@ -223,9 +223,10 @@ def gmres(m: StepMachine, bnorm: float, tol: float, maxiter: int, dtype: np.dtyp
             if estimate <= tol * bnorm * 0.5 or its >= maxiter or hn <= 1e-14 * beta or j == restart - 1:
                 break
             w_dots = (yield step([("lincomb", f"v{j + 1}", [(1 / hn, "w", False)]), ("precond", "t", f"v{j + 1}"),
-                             ("spmv", "w", "t"), ("dots", "w", [*basis, f"v{j + 1}"])], halo=[(1 / hn, "w", True)]))
-        (yield step([("lincomb", "u", [(_real(y[i], dtype), f"v{i}", False) for i in range(k)]), ("precond", "u", "u"),
-                ("lincomb", "x", [(1, "x", False), (1, "u", False)])], export=[("x", False)]))
+                                  ("spmv", "w", "t"), ("dots", "w", [*basis, f"v{j + 1}"])],
+                                 halo=[(1 / hn, "w", True)]))
+        yield step([("lincomb", "u", [(_real(y[i], dtype), f"v{i}", False) for i in range(k)]), ("precond", "u", "u"),
+                    ("lincomb", "x", [(1, "x", False), (1, "u", False)])], export=[("x", False)])
 
 
 def iterations(m: StepMachine, method: str, bnorm: float, tol: float, maxiter: int, dtype: np.dtype,

@@ -183,11 +183,18 @@ class DistributedMatmulPlan:
     async def _direct_calls(self, rows: list[np.ndarray]) -> list[np.ndarray]:
         import asyncio
         import time
+
+        from distributed.core import send_recv
         client = self.a.client
 
         async def one(p: int, actor: Any, r: np.ndarray) -> np.ndarray:
-            got = await client.rpc(actor._address).ust_product(name=self._names[p],
-                                                               rows=frame(r, self._headers[p]))
+            comm = await client.rpc.connect(actor._address)  # a connection of the client's pool
+            offload, comm.allow_offload = comm.allow_offload, False  # the frames' size is known: never sized
+            try:
+                got = await send_recv(comm, op=HANDLER, name=self._names[p], rows=frame(r, self._headers[p]))
+            finally:
+                comm.allow_offload = offload
+                client.rpc.reuse(actor._address, comm)
             if not isinstance(got, dict) or got["status"] == "missing":  # the worker holding it was replaced
                 raise WorkerLost(f"partition {p}: its worker {self.places[p]} no longer holds its block", p,
                                  self.places[p])
