@@ -130,40 +130,40 @@ def coordination_per_process(iterations: int, repeats: int, counts: tuple[int, .
 
 def step_compute(parts: int) -> float:
     """Seconds of one worker's own work per CG iteration on Poisson 16^2 with ``parts`` partitions on 2
-    workers (its blocks' vector operations, SpMV and halo exports, in this process): the part of the worker
-    loop's pace that is not the exchange."""
+    workers (its blocks' vector operations, SpMV, halo combination and exports, in this process): the part of
+    the worker loop's pace that is not the exchange."""
+    from frontend.distributed._group import GroupState
     from frontend.distributed._plan import halo_plan, row_bounds
-    from frontend.distributed._worker import apply_ops, exports, part_from_csr, solve_state
+    from frontend.distributed._worker import apply_ops, part_from_csr
     a = poisson2d(16)
     bounds = row_bounds(a.indptr, parts)
     blocks = [part_from_csr(a[bounds[p]:bounds[p + 1]], bounds[p], None) for p in range(parts)]
     halos = halo_plan(bounds, [blk.cols for blk in blocks])
-    mine = range(0, parts, 2)  # one worker's blocks
-    states = [solve_state(blocks[p], halos[p], np.ones(blocks[p].rows), np.zeros(blocks[p].rows), False)
-              for p in mine]
-    received = [[np.ones(len(pos)) for _, pos in halos[p].recv] for p in mine]
-    for s in states:
-        for name in ("r", "w", "z", "u", "p"):
-            s.vec[name] = np.ones(s.part.rows)
+    places = ["first"] * (parts // 2) + ["second"] * (parts - parts // 2)  # contiguous runs, as placed
+    mine = list(range(parts // 2))  # one worker's blocks
+    group = GroupState(mine, [blocks[p] for p in mine], [halos[p] for p in mine], places,
+                       [np.ones(blocks[p].rows) for p in mine], [np.zeros(blocks[p].rows) for p in mine], False)
+    for name in ("r", "w", "z", "u", "p"):
+        group.vec[name] = np.ones(len(group.vec["b"]))
     ops = [("lincomb", "z", [(1, "w", False), (0.5, "z", False)]),
            ("lincomb", "p", [(1, "u", False), (0.5, "p", False)]),
            ("lincomb", "x", [(1, "x", False), (0.1, "p", False)]),
            ("lincomb", "r", [(1, "r", False), (-0.1, "z", False)]), ("precond", "u", "r"),
            ("spmv", "w", "u"), ("dot", "r", "u"), ("dot", "u", "w"), ("dot", "r", "r")]
     export = [("r", True), ("w", True), ("z", True)]
+    halo = [(1, "r", True), (-0.1, "w", True), (-0.05, "z", True)]
+    received = {w: np.ones((len(export), group.width[w])) for w in group.peers}
 
     def one() -> None:
-        for s, got in zip(states, received):
-            apply_ops(s, ops, got)
-            exports(s, export)
+        apply_ops(group, ops, group.halo(halo, export, received))
+        group.exports(export)
     return best({"step": one}, 200)["step"]
 
 
 def _blast(solve: str, address: str, n: int) -> float:
-    """On a worker: write ``n`` messages of a CG step (three dot products of four blocks and a halo of 16
-    entries x 3 vectors) to the mailbox of ``solve`` on the worker at ``address``, one way, back to back; the
-    time the first was sent."""
-    import pickle
+    """On a worker: write ``n`` messages of a CG step (a worker's three dot products and a halo of 16 entries x
+    3 vectors, as the loop writes them) to the mailbox of ``solve`` on the worker at ``address``, one way, back
+    to back; the time the first was sent."""
     import time
 
     from distributed import get_worker
@@ -171,14 +171,15 @@ def _blast(solve: str, address: str, n: int) -> float:
 
     from frontend.distributed._rank import HANDLER
     worker = get_worker()
-    payload = pickle.dumps({"dots": {p: [0j, 0j, 0j] for p in range(4)}, "halo": {(0, 1): np.zeros((3, 16))}})
+    dots, halo = np.zeros(3, dtype=complex), np.zeros((3, 16))
 
     async def send() -> float:
         comm = await worker.rpc.connect(address)
         start = time.perf_counter()
         for k in range(n):
             await comm.write({"op": HANDLER, "reply": False, "solve": solve, "to": address, "key": [k, "end", "w"],
-                              "payload": payload})
+                              "dots": dots.tobytes(), "halo": halo.tobytes(), "shape": list(halo.shape),
+                              "dtype": halo.dtype.str})
         worker.rpc.reuse(address, comm)
         return start
     return sync(worker.loop, send)
@@ -189,8 +190,10 @@ def _drain(box: object, n: int, timeout: float = 60.0) -> float:
     import time
 
     from distributed import get_worker
-    local = get_worker().state.actors[box.key]  # type: ignore[attr-defined]
-    local.take([(k, "end", "w") for k in range(n)], timeout)  # type: ignore[attr-defined]
+    from distributed.utils import sync
+    worker = get_worker()
+    local = worker.state.actors[box.key]  # type: ignore[attr-defined]
+    sync(worker.loop, local.take, [(k, "end", "w") for k in range(n)], timeout)  # type: ignore[attr-defined]
     return time.perf_counter()
 
 
@@ -236,8 +239,9 @@ def planned_product(client: object, k: int, calls: int) -> None:
     unplanned = loop(lambda v: F.matmul(d, v), max(10, calls // 5))
     actor = plan._actors[0]
     rpc = client.rpc(actor._address)  # type: ignore[attr-defined]
-    rt = best({"round trip": lambda: client.sync(rpc.actor_attribute, attribute="rows",  # type: ignore[attr-defined]
-                                                 actor=actor.key)}, 20)["round trip"]  # the plan's path, no work
+    # the plan's path (the workers' ust_product handler) with nothing to multiply: a block it does not hold
+    rt = best({"round trip": lambda: client.sync(rpc.ust_product, name="", rows=b"")},  # type: ignore[attr-defined]
+              20)["round trip"]
     bound = 2 * local + rt
     print(f"{'planned SpMV x' + str(calls):<26} {planned * 1e3:.2f} ms a call (frontend.matmul(D, x): "
           f"{unplanned * 1e3:.2f} ms); worker-side compute {local * 1e3:.2f} ms a partition, a client-worker "

@@ -235,6 +235,38 @@ def test_planned_product_optimized_blocks(client, dtype):
         np.testing.assert_allclose(plan(x), scattered @ x, rtol=1e-5 if dtype == np.float32 else 1e-13)
 
 
+def _inline_limit(limit):
+    """On a worker: the stored entries up to which a planned block multiplies on the event loop."""
+    from frontend.distributed import _planned
+    _planned.INLINE_NSE = limit
+
+
+@pytest.mark.parametrize("on_loop", [True, False], ids=["event-loop", "actor-thread"])
+def test_planned_product_operand_layouts(client, on_loop):
+    """The operand's rows travel as a slice (blocks whose columns are a contiguous range) or gathered
+    (scattered columns), from C- or Fortran-ordered operands of the plan's dtype or another, complex too;
+    blocks multiplied as the call arrives or in the worker's actor thread."""
+    from frontend.distributed._worker import INLINE_NSE
+    rng = np.random.default_rng(3)
+    scattered = sp.csr_array(sp.random_array((70, 50), density=0.08, random_state=rng)
+                             + 1j * sp.random_array((70, 50), density=0.05, random_state=rng))
+    cases = [(_poisson(7), np.float64), (scattered, np.complex128), (sp.csr_array(np.ones((1, 1))), np.float64)]
+    if not on_loop:
+        client.run(_inline_limit, 0)
+    try:
+        for a, dtype in cases:
+            d = fd.from_package(a, partitions=min(3, a.shape[0]), client=client)
+            x = (rng.random((a.shape[1], 3)) + (1j * rng.random((a.shape[1], 3)) if dtype == np.complex128 else 0))
+            with d.plan_matmul(x) as spmm, d.plan_matmul(x[:, 0]) as spmv:
+                np.testing.assert_allclose(spmm(x), a @ x, rtol=1e-13)
+                np.testing.assert_allclose(spmm(np.asfortranarray(x)), a @ x, rtol=1e-13)
+                np.testing.assert_allclose(spmv(x[:, 1]), a @ x[:, 1], rtol=1e-13)
+                ints = np.arange(a.shape[1]) % 5  # converted to the plan's dtype
+                np.testing.assert_allclose(spmv(ints), a @ ints.astype(dtype), rtol=1e-13)
+    finally:
+        client.run(_inline_limit, INLINE_NSE)
+
+
 def test_planned_product_survives_a_lost_worker(client):
     a = _poisson(8)
     d = fd.from_package(a, partitions=2, client=client)

@@ -1,34 +1,80 @@
 """Planned distributed products: ``D.plan_matmul(x_like)`` keeps one Dask actor per partition on the worker
 holding its block, with the block's ``Matmul`` planned once; each call sends every actor the operand's rows
-its columns touch and gathers the row blocks (direct actor calls: no task per partition per call, nothing
-recompiled, nothing resubmitted; the client calls the workers directly, through the scheduler only when
-it cannot reach them). A lost worker is noticed while waiting; the partitions are rebuilt from
-their recipes, the actors made again and the call repeated."""
+its columns touch and gathers the row blocks (no task per partition per call, nothing recompiled, nothing
+resubmitted). The client calls the workers directly, on the ``ust_product`` comm handler the actors register
+on their workers: the rows and the result travel as frames of their own, sent from the arrays' memory
+without a copy under headers made once per plan (no serializer run per call); through the actors' own path
+(relayed by the scheduler) only when the client cannot reach the workers. A lost worker is noticed while
+waiting; the partitions are rebuilt from their recipes, the actors made again and the call repeated."""
 from __future__ import annotations
 
 import itertools
+import uuid
+import weakref
 from typing import Any
 
 import numpy as np
 
 from ._client import LOG
 from ._run import POLL, DistributedError, WorkerLost, wait_all
-from ._worker import Part, _threads
+from ._worker import INLINE_NSE, Part, _threads
 
-INLINE_NSE = 1 << 20  # blocks up to this many stored entries multiply on the worker's event loop
+HANDLER = "ust_product"  # the workers' comm handler that runs a planned block's product
+
+
+def frame_header(like: np.ndarray) -> dict[str, Any]:
+    """Dask's serialization header of arrays shaped like the C-ordered ``like`` (made once, reused per call)."""
+    from distributed.protocol.serialize import serialize_and_split
+    header, _ = serialize_and_split(like, serializers=("dask",))
+    return header
+
+
+def frame(a: np.ndarray, header: dict[str, Any]) -> Any:
+    """The C-ordered array ``a`` as an already serialized Dask object: one frame sent from its memory, no
+    serializer run."""
+    from distributed.protocol import Serialized
+    return Serialized(dict(header), [a.data.cast("B")])
+_BLOCKS: weakref.WeakValueDictionary[str, BlockProduct] = weakref.WeakValueDictionary()  # name -> actor
+
+
+async def _product(name: str, rows: np.ndarray) -> dict[str, Any]:
+    """The ``ust_product`` handler: block ``name`` times the operand rows ``rows``, its result as a frame of
+    its own; on the worker's event loop for blocks of up to :data:`INLINE_NSE` stored entries, else in the
+    worker's actor thread (one call at a time, as the actor's own calls)."""
+    block = _BLOCKS.get(name)
+    if block is None:
+        return {"status": "missing"}
+    try:
+        if block.nse <= INLINE_NSE:
+            return {"status": "OK", "result": block.multiply_frame(rows)}
+        import asyncio
+        result = await asyncio.get_running_loop().run_in_executor(block.executor, block.multiply_frame, rows)
+        return {"status": "OK", "result": result}
+    except Exception as exc:  # noqa: BLE001 - reported to the caller, which names the partition
+        return {"status": "error", "exception": f"{type(exc).__name__}: {exc}"}
 
 
 class BlockProduct:
     """Dask actor: one partition and its product with operands of one shape and dtype, planned once."""
 
-    def __init__(self, part: Part, shape: tuple[int, ...], dtype: str, kwargs: dict[str, Any]) -> None:
+    def __init__(self, part: Part, shape: tuple[int, ...], dtype: str, kwargs: dict[str, Any],
+                 name: str | None = None) -> None:
         from frontend.ops._api import Matmul
         self.part = part
+        self.nse = int(part.tensor.nse)
         self.operand = np.zeros((len(part.cols), *shape[1:]), dtype=np.dtype(dtype))
         options = dict(kwargs)
         options.setdefault("threads", _threads())
         self.plan = Matmul(part.tensor, self.operand, **options).plan()  # reads self.operand in place
         self.out = np.empty((part.rows, *shape[1:]), dtype=np.result_type(part.tensor.dtype, self.operand.dtype))
+        self.out_header = frame_header(self.out)
+        self.executor: Any = None  # the worker's actor thread
+        if name is not None:  # reachable on this worker's ust_product handler
+            from distributed import get_worker
+            worker = get_worker()
+            self.executor = worker.executors.get("actor")
+            _BLOCKS[name] = self
+            worker.handlers.setdefault(HANDLER, _product)
 
     @property
     def rows(self) -> int:
@@ -46,6 +92,13 @@ class BlockProduct:
         """The block times the operand whose rows at the block's columns are ``rows``."""
         self.operand[...] = rows
         return self.plan.execute(out=self.out).copy()  # the same out every call: checked once by the plan
+
+    def multiply_frame(self, rows: np.ndarray) -> Any:
+        """:meth:`multiply` with the result in a new array of its own (never written again, so it is sent from
+        its memory as it is), as a frame under a header made once."""
+        self.operand[...] = rows
+        out = self.plan.execute(out=np.empty_like(self.out))
+        return frame(out, self.out_header)
 
 
 class DistributedMatmulPlan:
@@ -66,9 +119,10 @@ class DistributedMatmulPlan:
         self.kwargs, self.retries = kwargs, retries
         self.calls = 0
         self._direct = True  # the client reaches the workers directly (else the actors' calls are relayed)
-        # small blocks multiply on the worker's event loop as the call arrives (no hand-off to the actors'
-        # thread, which would cost more than the kernel); larger ones in that thread, the loop kept free
-        self._inline = {"separate_thread": False} if max(a._nse) <= INLINE_NSE else {}
+        # each partition's touched rows of the operand: a slice (no copy) when they are a contiguous range
+        self._rows: list[slice | np.ndarray] = [slice(int(c[0]), int(c[-1]) + 1) if len(c) and
+                                                int(c[-1]) - int(c[0]) + 1 == len(c) else c for c in a.cols]
+        self._headers = [frame_header(np.empty((len(c), *self.shape[1:]), dtype=self.dtype)) for c in a.cols]
         self._futures: list[Any] = []
         self._actors: list[Any] = []
         self._start()
@@ -77,9 +131,10 @@ class DistributedMatmulPlan:
         a = self.a
         a.heal()
         self.places: list[str | None] = a.workers()
+        self._names = [f"ust-product-{uuid.uuid4().hex}" for _ in range(a.partitions)]
         self._futures = [a.client.submit(BlockProduct, a.block(p), self.shape, self.dtype.str, self.kwargs,
-                                         workers=None if self.places[p] is None else [self.places[p]], actor=True,
-                                         pure=False) for p in range(a.partitions)]
+                                         self._names[p], workers=None if self.places[p] is None else
+                                         [self.places[p]], actor=True, pure=False) for p in range(a.partitions)]
         self._actors = wait_all(a.client, self._futures, list(enumerate(self.places)), a.timeout)
 
     def storages(self) -> list[str]:
@@ -91,7 +146,7 @@ class DistributedMatmulPlan:
         x = np.asarray(x)
         if x.shape != self.shape:
             raise ValueError(f"the plan was made for operands of shape {self.shape}, got {x.shape}")
-        rows = [np.ascontiguousarray(x[cols], dtype=self.dtype) for cols in self.a.cols]
+        rows = [np.ascontiguousarray(x[cols], dtype=self.dtype) for cols in self._rows]
         for attempt in itertools.count():
             try:
                 blocks = self._multiply(rows)
@@ -109,13 +164,13 @@ class DistributedMatmulPlan:
         return out
 
     def _multiply(self, rows: list[np.ndarray]) -> list[np.ndarray]:
-        """Every actor's ``multiply`` at once, straight from the client to the workers holding them (Dask's
-        ``actor_execute`` on each worker, one round trip for all partitions); through the actors' own path
+        """Every block's product at once, straight from the client to the workers holding them (their
+        ``ust_product`` handler, one round trip for all partitions); through the actors' own path
         (the scheduler relays it unless the client connects to workers directly) when that fails: a lost
         worker is then noticed, or the workers are not reachable directly and later calls go that way."""
         if self._direct:
             try:
-                return self.a.client.sync(self._direct_calls, rows, callback_timeout=self.a.timeout)
+                return self.a.client.sync(self._direct_calls, rows)
             except OSError:
                 blocks = self._gather(self._send(rows))
                 self._direct = False  # it answered that way: the workers are not reachable directly
@@ -127,31 +182,48 @@ class DistributedMatmulPlan:
 
     async def _direct_calls(self, rows: list[np.ndarray]) -> list[np.ndarray]:
         import asyncio
+        import time
 
-        from distributed.protocol import to_serialize
+        from distributed.core import send_recv
         client = self.a.client
 
         async def one(p: int, actor: Any, r: np.ndarray) -> np.ndarray:
-            got = await client.rpc(actor._address).actor_execute(function="multiply", actor=actor.key,
-                                                                 args=[to_serialize(r)], kwargs=self._inline)
+            comm = await client.rpc.connect(actor._address)  # a connection of the client's pool
+            offload, comm.allow_offload = comm.allow_offload, False  # the frames' size is known: never sized
+            try:
+                got = await send_recv(comm, op=HANDLER, name=self._names[p], rows=frame(r, self._headers[p]))
+            finally:
+                comm.allow_offload = offload
+                client.rpc.reuse(actor._address, comm)
+            if not isinstance(got, dict) or got["status"] == "missing":  # the worker holding it was replaced
+                raise WorkerLost(f"partition {p}: its worker {self.places[p]} no longer holds its block", p,
+                                 self.places[p])
             if got["status"] != "OK":
-                exc = got["exception"]
-                raise DistributedError(f"partition {p} on worker {self.places[p]} failed: {type(exc).__name__}: "
-                                       f"{exc}", p, self.places[p]) from exc
+                raise DistributedError(f"partition {p} on worker {self.places[p]} failed: {got['exception']}", p,
+                                       self.places[p])
             return got["result"]
-        calls = asyncio.ensure_future(asyncio.gather(*(one(p, actor, r) for p, (actor, r) in
-                                                       enumerate(zip(self._actors, rows)))))
-        while True:  # a lost worker is noticed in the scheduler's worker list (a dead address is retried)
-            done, _ = await asyncio.wait({calls}, timeout=POLL)
-            if done:
-                return list(calls.result())
-            live = await client.scheduler.ncores()
-            gone = [p for p, w in enumerate(self.places) if w not in live]
-            if gone:
-                calls.add_done_callback(lambda f: f.cancelled() or f.exception())  # nothing left unretrieved
-                calls.cancel()
-                raise WorkerLost(f"partition {gone[0]}: its worker {self.places[gone[0]]} left the cluster",
-                                 gone[0], self.places[gone[0]])
+        calls = [asyncio.ensure_future(one(p, actor, r)) for p, (actor, r) in enumerate(zip(self._actors, rows))]
+        deadline = time.monotonic() + self.a.timeout
+        try:
+            while True:  # a lost worker is noticed in the scheduler's worker list (a dead address is retried)
+                _, pending = await asyncio.wait(calls, timeout=POLL, return_when=asyncio.FIRST_EXCEPTION)
+                failed = [c for c in calls if c.done() and c.exception() is not None]
+                if failed:
+                    failed[0].result()  # raises the failure of the first partition that failed
+                if not pending:
+                    return [c.result() for c in calls]
+                live = await client.scheduler.ncores()
+                gone = [p for p, w in enumerate(self.places) if w not in live]
+                if gone:
+                    raise WorkerLost(f"partition {gone[0]}: its worker {self.places[gone[0]]} left the cluster",
+                                     gone[0], self.places[gone[0]])
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+        finally:
+            for c in calls:  # nothing left running, nothing left unretrieved
+                if not c.done():
+                    c.cancel()
+                    c.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     def _send(self, rows: list[np.ndarray]) -> list[Any]:
         """Every actor's ``multiply`` call (answers pending); :class:`WorkerLost` when an actor's worker is

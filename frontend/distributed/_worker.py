@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +19,8 @@ from frontend.format import NamedFormats, TensorFormat
 from frontend.tensor._tensor import Tensor
 
 from ._plan import Halo
+
+INLINE_NSE = 1 << 20  # work on up to this many stored entries runs on the worker's event loop, more in a thread
 
 
 @dataclass
@@ -168,6 +170,10 @@ class SolveState:
     plan: Any = None  # its Matmul, planned on the first SpMV and reused (it reads ``needed`` in place)
     outs: dict[str, np.ndarray] = field(default_factory=dict)  # the SpMV's result buffer per destination vector
 
+    def spmv(self, dst: str, own: np.ndarray, halos: list[np.ndarray]) -> np.ndarray:
+        """The block's rows times the vector whose own entries are ``own`` (see :func:`_spmv`)."""
+        return _spmv(self, dst, own, halos)
+
 
 _SOLVES: dict[str, SolveState] = {}  # solve key -> this worker's block state
 
@@ -198,7 +204,7 @@ def _diagonal(part: Part) -> np.ndarray:
     return np.where(part.cols[at] == rows, diag, 0).astype(local.dtype)
 
 
-def _combine(s: SolveState, terms: list[tuple[Any, str, bool]], idx: Any = slice(None)) -> np.ndarray:
+def _combine(s: Vectors, terms: list[tuple[Any, str, bool]], idx: Any = slice(None)) -> np.ndarray:
     out: np.ndarray | None = None
     for coef, name, scaled in terms:
         v = s.vec[name][idx]
@@ -224,11 +230,21 @@ def solve_step(key: str, ops: list[tuple], halos: list[np.ndarray],
     return apply_ops(s, ops, halos), exports(s, export)
 
 
-def apply_ops(s: SolveState, ops: list[tuple], halos: list[np.ndarray]) -> list[complex]:
-    """Run ``ops`` on the block's vectors in order; return the local dot products they ask for.
+class Vectors(Protocol):
+    """Vectors a step runs on: one block's (:class:`SolveState`) or all of a worker's blocks' at once
+    (:class:`frontend.distributed._group.GroupState`)."""
+
+    vec: dict[str, np.ndarray]
+    dinv: np.ndarray | None
+
+    def spmv(self, dst: str, own: np.ndarray, halos: Any) -> np.ndarray: ...
+
+
+def apply_ops(s: Vectors, ops: list[tuple], halos: Any) -> list[complex]:
+    """Run ``ops`` on the vectors in order; return the local dot products they ask for.
 
     ``("lincomb", dst, [(coef, name, scaled), ...])``, ``("precond", dst, src)`` (Jacobi, or a copy),
-    ``("spmv", dst, src)`` (``halos``: the received entries of ``src``, in the halo's ``recv`` order),
+    ``("spmv", dst, src)`` (``halos``: the entries of ``src`` other blocks hold, as ``s.spmv`` takes them),
     ``("dot", u, v)`` (``u^H v``), ``("dots", w, [names])``, ``("zero", dst)``.
     """
     dots: list[complex] = []
@@ -240,7 +256,7 @@ def apply_ops(s: SolveState, ops: list[tuple], halos: list[np.ndarray]) -> list[
             src = s.vec[op[2]]
             s.vec[op[1]] = s.dinv * src if s.dinv is not None else src.copy()
         elif kind == "spmv":
-            s.vec[op[1]] = _spmv(s, op[1], s.vec[op[2]], halos)
+            s.vec[op[1]] = s.spmv(op[1], s.vec[op[2]], halos)
         elif kind == "dot":
             dots.append(complex(np.vdot(s.vec[op[1]], s.vec[op[2]])))
         elif kind == "dots":
