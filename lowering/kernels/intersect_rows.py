@@ -33,6 +33,7 @@ corrupted operand gives a wrong result, never a read or write out of bounds.
 from __future__ import annotations
 
 from .merge_rows import (
+    CHUNK_LIMITS,
     ROW_BOUNDS,
     ROW_ENDS,
     chunk_room,
@@ -41,6 +42,7 @@ from .merge_rows import (
     merge_head,
     row_loop,
     row_yield,
+    type_max,
 )
 
 #: A row pair is searched (binary search of the shorter row's entries in the longer one) when the longer row
@@ -50,7 +52,8 @@ SEARCH_RATIO = 16
 _MUL = {"float": "arith.mulf", "int": "arith.muli"}
 
 # rows: lengths, column ranges, and the method of each row pair
-_ROW_START = chunk_room("minui", "  %o = arith.minui %pa0, %pb0 : index\n") + row_loop("last", "%o_in") + ROW_BOUNDS
+_ROW_START = (chunk_room("minui", "  %o = arith.minui %pa0, %pb0 : index\n") + CHUNK_LIMITS + row_loop("last", "%o_in")
+              + ROW_BOUNDS)
 _ROW = _ROW_START + """\
     %ane = arith.cmpi ult, %alo, %ahi : index
     %bne = arith.cmpi ult, %blo, %bhi : index
@@ -242,7 +245,8 @@ def build(elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp: str, cc:
                                  e=elem, mul=mul, cc=cc)
     steps = _STEPS.format(ac=ac, bc=bc, cc=cc, e=elem, mul=mul,
                           head_ms=merge_head("ms", "%alo", "%n0", "%ahi", ac, bc, " " * 14))
-    rows = _ROW.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, cc=cc, e=elem, search_in_a=search_in_a,
+    rows = _ROW.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, cc=cc, e=elem, apmax=type_max(ap), bpmax=type_max(bp),
+                       search_in_a=search_in_a,
                        search_in_b=search_in_b, merge=merge, steps=steps)
     body = clamped_coordinates(rows, cc)
     return (f"func.func @merge(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %a_val: memref<?x{elem}>, "

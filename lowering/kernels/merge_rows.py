@@ -44,13 +44,28 @@ import re
 _ARITH = {"float": {"add": "arith.addf", "sub": "arith.subf"}, "int": {"add": "arith.addi", "sub": "arith.subi"}}
 
 
+#: The coordinates' lengths ``%a_len``/``%b_len``, capped at the largest value of the position types (``apmax``/
+#: ``bpmax``: entries past it are out of the positions' reach), and as those types (``%a_len_p``/``%b_len_p``), so
+#: positions are clamped in their own type and zero-extended: clamping the sign-extended ``index`` instead made
+#: the union's count pass 15-20% slower on rows of 10 (docs/performance.md, "the union and intersection bounded
+#: per chunk").
+LENGTHS = """\
+  %a_dim = memref.dim %a_crd, %c0 : memref<?x{ac}>
+  %b_dim = memref.dim %b_crd, %c0 : memref<?x{bc}>
+  %a_cap = arith.constant {apmax} : index
+  %b_cap = arith.constant {bpmax} : index
+  %a_len = arith.minui %a_dim, %a_cap : index
+  %b_len = arith.minui %b_dim, %b_cap : index
+  %a_len_p = arith.index_cast %a_len : index to {ap}
+  %b_len_p = arith.index_cast %b_len : index to {bp}
+"""
+
 #: A row chunk's position ranges in the operands' coordinates, before its row loop (a format template over
 #: ``ap``/``bp`` and ``ac``/``bc``, the position and coordinate types; needs ``%c0``): ``[%pa0, %pa1)`` and
 #: ``[%pb0, %pb1)``, the chunk's first and last positions clamped into the coordinates' length with
 #: ``first <= last`` (unsigned minimum: negative positions too).
 CHUNK_ENDS = """\
-  %a_len = memref.dim %a_crd, %c0 : memref<?x{ac}>
-  %b_len = memref.dim %b_crd, %c0 : memref<?x{bc}>
+""" + LENGTHS + """\
   %pa0_p = memref.load %a_pos[%row_begin] : memref<?x{ap}>
   %pa1_p = memref.load %a_pos[%row_end] : memref<?x{ap}>
   %pb0_p = memref.load %b_pos[%row_begin] : memref<?x{bp}>
@@ -65,6 +80,13 @@ CHUNK_ENDS = """\
   %pb0 = arith.minui %pb0_u, %b_len : index
   %pb1_c = arith.minui %pb1_u, %b_len : index
   %pb1 = arith.maxui %pb1_c, %pb0 : index
+"""
+
+#: ``%pa1_n``/``%pb1_n``: the chunk's last positions in the position types (after :func:`chunk_room` or
+#: :data:`CHUNK_ENDS`), the row ends' clamp in :data:`ROW_BOUNDS`.
+CHUNK_LIMITS = """\
+  %pa1_n = arith.index_cast %pa1 : index to {ap}
+  %pb1_n = arith.index_cast %pb1 : index to {bp}
 """
 
 
@@ -100,13 +122,39 @@ ROW_BOUNDS = """\
     %r1 = arith.addi %r, %c1 : index
     %ahi_p = memref.load %a_pos[%r1] : memref<?x{ap}>
     %bhi_p = memref.load %b_pos[%r1] : memref<?x{bp}>
-    %ahi_u = arith.index_cast %ahi_p : {ap} to index
-    %bhi_u = arith.index_cast %bhi_p : {bp} to index
-    %ahi_c = arith.minui %ahi_u, %pa1 : index
-    %bhi_c = arith.minui %bhi_u, %pb1 : index
+    %ahi_n = arith.minui %ahi_p, %pa1_n : {ap}
+    %bhi_n = arith.minui %bhi_p, %pb1_n : {bp}
+    %ahi_c = arith.index_castui %ahi_n : {ap} to index
+    %bhi_c = arith.index_castui %bhi_n : {bp} to index
     %ahi = arith.maxui %ahi_c, %alo : index
     %bhi = arith.maxui %bhi_c, %blo : index
 """
+
+
+#: :data:`ROW_BOUNDS` for a pass that only reads (the union's count): each row's two positions clamped on their
+#: own into the coordinates' length with ``lo <= hi``, rows free to overlap (nothing is written from them), no
+#: value carried from row to row. Ends carried through the chain's minimum made the count pass 15-20% slower
+#: on rows of 10 (docs/performance.md, "the union and intersection bounded per chunk").
+ROW_READ_BOUNDS = """\
+    %r1 = arith.addi %r, %c1 : index
+    %alo_p = memref.load %a_pos[%r] : memref<?x{ap}>
+    %ahi_p = memref.load %a_pos[%r1] : memref<?x{ap}>
+    %blo_p = memref.load %b_pos[%r] : memref<?x{bp}>
+    %bhi_p = memref.load %b_pos[%r1] : memref<?x{bp}>
+    %ahi_n = arith.minui %ahi_p, %a_len_p : {ap}
+    %alo_n = arith.minui %alo_p, %ahi_n : {ap}
+    %bhi_n = arith.minui %bhi_p, %b_len_p : {bp}
+    %blo_n = arith.minui %blo_p, %bhi_n : {bp}
+    %ahi = arith.index_castui %ahi_n : {ap} to index
+    %alo = arith.index_castui %alo_n : {ap} to index
+    %bhi = arith.index_castui %bhi_n : {bp} to index
+    %blo = arith.index_castui %blo_n : {bp} to index
+"""
+
+
+def type_max(t: str) -> int:
+    """The largest value of MLIR integer type ``t`` (``i32`` -> 2^31 - 1; ``index``: as ``i64``)."""
+    return (1 << (64 if t == "index" else int(t[1:])) - 1) - 1
 
 
 def row_loop(result: str, start: str) -> str:
@@ -180,7 +228,7 @@ _HEAD = """\
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-{start}""" + chunk_room("addi") + row_loop("last", "%o_in") + ROW_BOUNDS + """\
+{start}""" + chunk_room("addi") + CHUNK_LIMITS + row_loop("last", "%o_in") + ROW_BOUNDS + """\
 {skip}{head_res}      %va = memref.load %a_val[%i] : memref<?x{e}>
       %vb = memref.load %b_val[%j] : memref<?x{e}>
       %a_first = arith.cmpi ult, %ca, %cb : index
@@ -282,7 +330,9 @@ func.func @union_count(%a_pos: memref<?x{ap}>, %a_crd: memref<?x{ac}>, %b_pos: m
 attributes {{llvm.emit_c_interface}} {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-""" + CHUNK_ENDS + row_loop("total", "%c0").replace("%n0", "%acc") + ROW_BOUNDS + """\
+""" + LENGTHS + """\
+  %total = scf.for %r = %row_begin to %row_end step %c1 iter_args(%acc = %c0) -> (index) {{
+""" + ROW_READ_BOUNDS + """\
 {disjoint}    %no_overlap = arith.ori %apart#0, %apart#1 : i1
     %common = scf.if %no_overlap -> (index) {{
       scf.yield %c0 : index
@@ -307,7 +357,8 @@ attributes {{llvm.emit_c_interface}} {{
     %acc1 = arith.addi %acc, %cnt : index
     %v = arith.index_cast %acc1 : index to {cp}
     memref.store %v, %c_pos[%r1] : memref<?x{cp}>
-""" + row_yield("%acc1") + """  }}
+    scf.yield %acc1 : index
+  }}
   return
 }}
 """
@@ -439,7 +490,8 @@ def build(op: str, elem: str, kind: str, ap: str, ac: str, bp: str, bc: str, cp:
     body = _UNION_STEP.format(op=_ARITH[kind][op], e=elem, cc=cc, b_alone=b_alone)
     tail = _UNION_TAIL.format(ac=ac, bc=bc, cc=cc, e=elem, b_alone=b_alone)
     skip = _DISJOINT.format(ac=ac, bc=bc) + _UNION_SKIP
-    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, cc=cc, e=elem, start=start, body=body, tail=tail, skip=skip,
+    text = _HEAD.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, cc=cc, e=elem, apmax=type_max(ap), bpmax=type_max(bp),
+                        start=start, body=body, tail=tail, skip=skip,
                         head_res=merge_head("res", "%istart", "%n0", "%alim", ac, bc, " " * 4))
     text = _b_first(text, ac, bc, cc, elem, _b_alone(op, kind, elem, "        "))
     text = _runs(text, op, kind, ac, bc, cc, elem)
@@ -473,5 +525,6 @@ def clamped_coordinates(text: str, cc: str) -> str:
 
 def _count(ap: str, ac: str, bp: str, bc: str, cp: str) -> str:
     """``@union_count`` for the operands' and result's position/coordinate types."""
-    return _COUNT.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, disjoint=_DISJOINT.format(ac=ac, bc=bc),
+    return _COUNT.format(ap=ap, ac=ac, bp=bp, bc=bc, cp=cp, apmax=type_max(ap), bpmax=type_max(bp),
+                         disjoint=_DISJOINT.format(ac=ac, bc=bc),
                          head_m=merge_head("m", "%alo", "%c0", "%ahi", ac, bc, " " * 6))
