@@ -105,12 +105,29 @@ def dense(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
                     lambda iv, c, lanes: inner(b.add(base, iv), b.add(iv, off), c, lanes))
 
 
+def position_range(ctx: Any, k: int, lo_at: Value, hi_at: Value) -> tuple[Value, Value]:
+    """:func:`entry_range` of ``[pos[lo_at], pos[hi_at])`` clamped in the positions' own type (unsigned minimum
+    against the stored entries, capped at the type's largest value) and zero-extended: a clamp of the
+    sign-extended ``index`` kept LLVM from the narrow loop bounds it derives otherwise (docs/performance.md, "the
+    union and intersection bounded per chunk"); ``index``/i64 positions take :func:`entry_range`."""
+    b, pos = ctx.b, ctx.args[k].pos
+    pt = element_type(pos.type)
+    if pt not in ("i8", "i16", "i32"):
+        return entry_range(ctx, k, b.load_index(pos, ctx.at(lo_at)), b.load_index(pos, ctx.at(hi_at)))
+    top = b.index((1 << (int(pt[1:]) - 1)) - 1)
+    n = b.op(f"arith.minui {stored_entries(ctx, k)}, {top} : index", "index", "n")
+    n = b.op(f"arith.index_cast {n} : index to {pt}", pt, "n")
+    hi = b.op(f"memref.load {pos}[{ctx.at(hi_at)}] : {pos.type}", pt, "l")
+    lo = b.op(f"memref.load {pos}[{ctx.at(lo_at)}] : {pos.type}", pt, "l")
+    hi = b.op(f"arith.minui {hi}, {n} : {pt}", pt, "i")
+    lo = b.op(f"arith.minui {lo}, {hi} : {pt}", pt, "i")
+    return (b.op(f"arith.index_castui {lo} : {pt} to index", "index", "i"),
+            b.op(f"arith.index_castui {hi} : {pt} to index", "index", "i"))
+
+
 def compressed(ctx: Any, k: int, parent: Value, carry: Carry, inner: Inner) -> Carry:
     """Entries ``pos[parent] .. pos[parent + 1]`` with coordinates ``crd[p]``."""
-    b, args = ctx.b, ctx.args[k]
-    lo = b.load_index(args.pos, ctx.at(parent))
-    hi = b.load_index(args.pos, ctx.at(b.add(parent, b.index(1))))
-    lo, hi = entry_range(ctx, k, lo, hi)
+    lo, hi = position_range(ctx, k, parent, ctx.b.add(parent, ctx.b.index(1)))
     return ctx.loop(k, lo, hi, carry, lambda p, c, lanes: inner(p, _coordinates(ctx, k, p, lanes), c, lanes))
 
 
