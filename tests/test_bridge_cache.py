@@ -148,7 +148,8 @@ def test_cache_disabled(monkeypatch, tmp_path):
     assert not Path(mod.path).exists()  # compiled in a temporary folder, still loaded
 
 
-def test_cache_info_and_clear():
+def test_cache_info_and_clear(monkeypatch, tmp_path):
+    monkeypatch.setenv("UST_MLIR_CACHE_DIR", str(tmp_path))  # its own folder: other test processes write elsewhere
     mb.compile_module(spmv(4, 4, name=unique("spmv_info")), PIPE)
     info = mb.cache_info()
     assert info.entries >= 1 and info.bytes > 0 and info.memory_entries >= 1
