@@ -22,15 +22,13 @@ _WIDTHS: dict[Any, int] = {}
 def dtype_name(dtype: Any) -> str:
     """Canonical dtype name ("float64", ...) of a NumPy/torch dtype, a type or a string."""
     try:
-        return _NAMES[dtype]
-    except (KeyError, TypeError):
-        pass
-    text = _name(dtype)
-    if len(_NAMES) < 256:
-        try:
+        text = _NAMES.get(dtype)
+    except TypeError:  # unhashable: not remembered
+        return _name(dtype)
+    if text is None:
+        text = _name(dtype)
+        if len(_NAMES) < 256:
             _NAMES[dtype] = text
-        except TypeError:  # unhashable: not remembered
-            pass
     return text
 
 
@@ -63,13 +61,18 @@ def mlir_type(dtype: Any) -> str:
 def index_width(dtype: Any) -> int:
     """Bit width of an index dtype (int32 -> 32, int64 -> 64)."""
     try:
-        return _WIDTHS[dtype]
-    except (KeyError, TypeError):
-        pass
+        width = _WIDTHS.get(dtype)
+    except TypeError:  # unhashable: not remembered
+        return _width(dtype)
+    if width is None:
+        width = _width(dtype)
+        if len(_WIDTHS) < 256:
+            _WIDTHS[dtype] = width
+    return width
+
+
+def _width(dtype: Any) -> int:
     name = dtype_name(dtype)
     if name not in ("int8", "int16", "int32", "int64"):
         raise TypeError(f"index buffers must be int8/16/32/64, got {dtype!r}")
-    width = int(name[3:])
-    if len(_WIDTHS) < 256:
-        _WIDTHS[dtype] = width
-    return width
+    return int(name[3:])

@@ -551,8 +551,7 @@ class Tensor:
             raise TypeError(f"Tensor.{name}: out= is not supported (results are new arrays)")
 
     def _reduce(self, name: str, axis: Any, dtype: Any, out: Any, keepdims: bool) -> Any:
-        if out is not None:
-            raise TypeError(f"Tensor.{name}: out= is not supported (results are new arrays)")
+        self._no_out(name, out)
         if dtype is None and not keepdims:
             return _operators.call(name, self, axis)
         extra: dict[str, Any] = {"keepdims": True} if keepdims else {}

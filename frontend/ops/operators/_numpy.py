@@ -78,19 +78,6 @@ def array_function(func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
     return impl(*args, **kwargs)
 
 
-def _reduction(name: str, has_dtype: bool) -> Callable[..., Any]:
-    def reduce(a: Any, axis: Any = None, *args: Any, **kwargs: Any) -> Any:
-        names = ["dtype", "out", "keepdims"] if has_dtype else ["out", "keepdims"]
-        kwargs.update(zip(names, args))
-        extra = {k: v for k, v in kwargs.items() if k not in names and v is not np._NoValue}
-        if extra:
-            raise TypeError(f"np.{name}: the keywords {sorted(extra)} are not supported with Tensors")
-        t = a if isinstance(a, Tensor) else operand(a, "a")
-        keep = {k: v for k, v in kwargs.items() if k in names and v is not np._NoValue}
-        return getattr(t, name)(axis=axis, **keep)
-    return reduce
-
-
 def _tensor(x: Any) -> Tensor:
     return x if isinstance(x, Tensor) else operand(x, "operand")
 
@@ -271,16 +258,19 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
     return _tensor(a).reshape(shape if shape is not None else newshape, copy=copy)
 
 
+_WITH_DTYPE = ("axis", "dtype", "out", "keepdims")  # NumPy's order of sum/prod/mean's arguments after ``a``
+_WITHOUT_DTYPE = ("axis", "out", "keepdims")  # ... of max/min/any/all's
+
 FUNCTIONS: dict[Any, Callable[..., Any]] = {
-    np.sum: _reduction("sum", True), np.prod: _reduction("prod", True), np.mean: _reduction("mean", True),
-    np.max: _reduction("max", False), np.min: _reduction("min", False),
+    np.sum: _method("sum", _WITH_DTYPE), np.prod: _method("prod", _WITH_DTYPE), np.mean: _method("mean", _WITH_DTYPE),
+    np.max: _method("max", _WITHOUT_DTYPE), np.min: _method("min", _WITHOUT_DTYPE),
     np.dot: dot, np.einsum: einsum, np.tensordot: tensordot, np.transpose: transpose, np.where: where,
     np.concatenate: concatenate, np.stack: stack, np.allclose: allclose, np.array_equal: array_equal,
     np.shape: lambda a: tuple(_tensor(a).shape), np.ndim: lambda a: _tensor(a).ndim, np.size: _size,
     np.copy: lambda a, **kw: _tensor(a).copy(), np.conjugate: lambda a: _tensor(a).conj(),
     np.std: _method("std", ("axis", "dtype", "out", "ddof", "keepdims")),
     np.var: _method("var", ("axis", "dtype", "out", "ddof", "keepdims")),
-    np.any: _method("any", ("axis", "out", "keepdims")), np.all: _method("all", ("axis", "out", "keepdims")),
+    np.any: _method("any", _WITHOUT_DTYPE), np.all: _method("all", _WITHOUT_DTYPE),
     np.nonzero: lambda a: _tensor(a).nonzero(), np.round: _method("round", ("decimals", "out")),
     np.around: _method("round", ("decimals", "out")), np.clip: _method("clip", ("min", "max", "out")),
     np.reshape: reshape, np.ravel: lambda a, order="C": _tensor(a).ravel() if order == "C" else reshape(a, -1, order),
