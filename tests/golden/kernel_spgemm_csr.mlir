@@ -37,68 +37,78 @@ func.func @main(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memref<?xf
   scf.for %i12 = %c0 to %m step %c1 {
     %v13 = arith.index_cast %i12 : index to i32
     %v14 = arith.addi %i12, %c1 : index
-    %v15 = memref.load %a_pos[%i12] : memref<?xi32>
-    %v16 = arith.index_cast %v15 : i32 to index
-    %v17 = memref.load %a_pos[%v14] : memref<?xi32>
-    %v18 = arith.index_cast %v17 : i32 to index
-    %v19 = memref.dim %a_crd, %c0 : memref<?xi32>
-    %v20 = arith.minui %v18, %v19 : index
-    %v21 = arith.minui %v16, %v20 : index
-    %rc24 = scf.for %p22 = %v21 to %v20 step %c1 iter_args(%u23 = %c0) -> (index) {
+    %v15 = memref.dim %a_crd, %c0 : memref<?xi32>
+    %v16 = arith.constant 2147483647 : index
+    %v17 = arith.minui %v15, %v16 : index
+    %v18 = arith.index_cast %v17 : index to i32
+    %v19 = memref.load %a_pos[%v14] : memref<?xi32>
+    %v20 = arith.minui %v19, %v18 : i32
+    %v21 = memref.load %a_pos[%i12] : memref<?xi32>
+    %v22 = arith.minui %v21, %v20 : i32
+    %v23 = arith.index_castui %v22 : i32 to index
+    %v24 = arith.index_castui %v20 : i32 to index
+    %rc27 = scf.for %p25 = %v23 to %v24 step %c1 iter_args(%u26 = %c0) -> (index) {
       scf.if %b11 {
-        %v25 = arith.addi %p22, %pf32 : index
-        %v26 = arith.minui %v25, %v10 : index
-        %v27 = memref.load %a_crd[%v26] : memref<?xi32>
-        %v28 = arith.index_cast %v27 : i32 to index
-        %v29 = arith.minui %v28, %ktop : index
-        memref.prefetch %b_pos[%v29], read, locality<3>, data : memref<?xi32>
-        %v30 = arith.addi %p22, %pf16 : index
-        %v31 = arith.minui %v30, %v10 : index
-        %v32 = memref.load %a_crd[%v31] : memref<?xi32>
-        %v33 = arith.index_cast %v32 : i32 to index
-        %v34 = arith.minui %v33, %ktop : index
-        %v35 = memref.load %b_pos[%v34] : memref<?xi32>
-        %v36 = arith.index_cast %v35 : i32 to index
-        memref.prefetch %b_crd[%v36], read, locality<3>, data : memref<?xi32>
+        %v28 = arith.addi %p25, %pf32 : index
+        %v29 = arith.minui %v28, %v10 : index
+        %v30 = memref.load %a_crd[%v29] : memref<?xi32>
+        %v31 = arith.constant 5 : i32
+        %v32 = arith.minui %v30, %v31 : i32
+        %v33 = arith.index_castui %v32 : i32 to index
+        memref.prefetch %b_pos[%v33], read, locality<3>, data : memref<?xi32>
+        %v34 = arith.addi %p25, %pf16 : index
+        %v35 = arith.minui %v34, %v10 : index
+        %v36 = memref.load %a_crd[%v35] : memref<?xi32>
+        %v37 = arith.constant 5 : i32
+        %v38 = arith.minui %v36, %v37 : i32
+        %v39 = arith.index_castui %v38 : i32 to index
+        %v40 = memref.load %b_pos[%v39] : memref<?xi32>
+        %v41 = arith.index_cast %v40 : i32 to index
+        memref.prefetch %b_crd[%v41], read, locality<3>, data : memref<?xi32>
       }
-      %v37 = memref.load %a_crd[%p22] : memref<?xi32>
-      %v38 = arith.index_cast %v37 : i32 to index
-      %v39 = arith.minui %v38, %ktop : index
-      %v40 = arith.addi %v39, %c1 : index
-      %v41 = memref.load %b_pos[%v39] : memref<?xi32>
-      %v42 = arith.index_cast %v41 : i32 to index
-      %v43 = memref.load %b_pos[%v40] : memref<?xi32>
-      %v44 = arith.index_cast %v43 : i32 to index
-      %v45 = memref.dim %b_crd, %c0 : memref<?xi32>
-      %v46 = arith.minui %v44, %v45 : index
-      %v47 = arith.minui %v42, %v46 : index
-      %rc50 = scf.for %q48 = %v47 to %v46 step %c1 iter_args(%u49 = %u23) -> (index) {
-        %v51 = memref.load %b_crd[%q48] : memref<?xi32>
-        %v52 = arith.index_cast %v51 : i32 to index
-        %v53 = arith.minui %v52, %ntop : index
-        %v54 = memref.load %mark1[%v53] : memref<?xi32>
-        %b55 = arith.cmpi ne, %v54, %v13 : i32
-        %v56 = arith.select %b55, %c1, %c0 : index
-        memref.store %v13, %mark1[%v53] : memref<?xi32>
-        %v57 = arith.addi %u49, %v56 : index
-        scf.yield %v57 : index
+      %v42 = memref.load %a_crd[%p25] : memref<?xi32>
+      %v43 = arith.constant 5 : i32
+      %v44 = arith.minui %v42, %v43 : i32
+      %v45 = arith.index_castui %v44 : i32 to index
+      %v46 = arith.addi %v45, %c1 : index
+      %v47 = memref.dim %b_crd, %c0 : memref<?xi32>
+      %v48 = arith.constant 2147483647 : index
+      %v49 = arith.minui %v47, %v48 : index
+      %v50 = arith.index_cast %v49 : index to i32
+      %v51 = memref.load %b_pos[%v46] : memref<?xi32>
+      %v52 = arith.minui %v51, %v50 : i32
+      %v53 = memref.load %b_pos[%v45] : memref<?xi32>
+      %v54 = arith.minui %v53, %v52 : i32
+      %v55 = arith.index_castui %v54 : i32 to index
+      %v56 = arith.index_castui %v52 : i32 to index
+      %rc59 = scf.for %q57 = %v55 to %v56 step %c1 iter_args(%u58 = %u26) -> (index) {
+        %v60 = memref.load %b_crd[%q57] : memref<?xi32>
+        %v61 = arith.constant 3 : i32
+        %v62 = arith.minui %v60, %v61 : i32
+        %v63 = arith.index_castui %v62 : i32 to index
+        %v64 = memref.load %mark1[%v63] : memref<?xi32>
+        %b65 = arith.cmpi ne, %v64, %v13 : i32
+        %v66 = arith.select %b65, %c1, %c0 : index
+        memref.store %v13, %mark1[%v63] : memref<?xi32>
+        %v67 = arith.addi %u58, %v66 : index
+        scf.yield %v67 : index
       }
-      scf.yield %rc50 : index
+      scf.yield %rc59 : index
     }
-    %v58 = arith.index_cast %rc24 : index to i32
-    memref.store %v58, %cpos[%v14] : memref<?xi32>
+    %v68 = arith.index_cast %rc27 : index to i32
+    memref.store %v68, %cpos[%v14] : memref<?xi32>
   }
   memref.dealloc %mark1 : memref<?xi32>
-  %v59 = arith.index_cast %c0 : index to i32
-  memref.store %v59, %cpos[%c0] : memref<?xi32>
+  %v69 = arith.index_cast %c0 : index to i32
+  memref.store %v69, %cpos[%c0] : memref<?xi32>
   %nnz = scf.for %i = %c0 to %m step %c1 iter_args(%s = %c0) -> (index) {
-    %v60 = arith.addi %i, %c1 : index
-    %v61 = memref.load %cpos[%v60] : memref<?xi32>
-    %v62 = arith.index_cast %v61 : i32 to index
-    %v63 = arith.addi %s, %v62 : index
-    %v64 = arith.index_cast %v63 : index to i32
-    memref.store %v64, %cpos[%v60] : memref<?xi32>
-    scf.yield %v63 : index
+    %v70 = arith.addi %i, %c1 : index
+    %v71 = memref.load %cpos[%v70] : memref<?xi32>
+    %v72 = arith.index_cast %v71 : i32 to index
+    %v73 = arith.addi %s, %v72 : index
+    %v74 = arith.index_cast %v73 : index to i32
+    memref.store %v74, %cpos[%v70] : memref<?xi32>
+    scf.yield %v73 : index
   }
   %ccrd = memref.alloc(%nnz) : memref<?xi32>
   %cval = memref.alloc(%nnz) : memref<?xf64>
@@ -112,131 +122,141 @@ func.func @main(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memref<?xf
   }
   %wn = arith.shli %words, %c6 : index
   %work = memref.alloc(%wn) : memref<?xf64>
-  %v65 = memref.load %a_pos[%m] : memref<?xi32>
-  %v66 = arith.index_cast %v65 : i32 to index
-  %v67 = memref.dim %b_crd, %c0 : memref<?xi32>
-  %v68 = arith.constant 87381 : index
-  %v69 = memref.dim %a_crd, %c0 : memref<?xi32>
-  %v70 = arith.subi %v69, %c1 : index
-  %v71 = arith.subi %v66, %c1 : index
-  %v72 = arith.minui %v71, %v70 : index
-  %b73 = arith.cmpi uge, %v67, %v68 : index
-  scf.for %i74 = %c0 to %m step %c1 {
-    %v75 = arith.addi %i74, %c1 : index
-    %v76 = memref.load %a_pos[%i74] : memref<?xi32>
-    %v77 = arith.index_cast %v76 : i32 to index
-    %v78 = memref.load %a_pos[%v75] : memref<?xi32>
-    %v79 = arith.index_cast %v78 : i32 to index
-    %v80 = memref.dim %a_crd, %c0 : memref<?xi32>
-    %v81 = arith.minui %v79, %v80 : index
-    %v82 = arith.minui %v77, %v81 : index
-    %span86:2 = scf.for %p83 = %v82 to %v81 step %c1 iter_args(%jl84 = %n, %jh85 = %c0) -> (index, index) {
-      scf.if %b73 {
-        %v87 = arith.addi %p83, %pf32 : index
-        %v88 = arith.minui %v87, %v72 : index
-        %v89 = memref.load %a_crd[%v88] : memref<?xi32>
-        %v90 = arith.index_cast %v89 : i32 to index
-        %v91 = arith.minui %v90, %ktop : index
-        memref.prefetch %b_pos[%v91], read, locality<3>, data : memref<?xi32>
-        %v92 = arith.addi %p83, %pf16 : index
-        %v93 = arith.minui %v92, %v72 : index
-        %v94 = memref.load %a_crd[%v93] : memref<?xi32>
-        %v95 = arith.index_cast %v94 : i32 to index
-        %v96 = arith.minui %v95, %ktop : index
-        %v97 = memref.load %b_pos[%v96] : memref<?xi32>
-        %v98 = arith.index_cast %v97 : i32 to index
-        memref.prefetch %b_crd[%v98], read, locality<3>, data : memref<?xi32>
-        memref.prefetch %b_val[%v98], read, locality<3>, data : memref<?xf64>
+  %v75 = memref.load %a_pos[%m] : memref<?xi32>
+  %v76 = arith.index_cast %v75 : i32 to index
+  %v77 = memref.dim %b_crd, %c0 : memref<?xi32>
+  %v78 = arith.constant 87381 : index
+  %v79 = memref.dim %a_crd, %c0 : memref<?xi32>
+  %v80 = arith.subi %v79, %c1 : index
+  %v81 = arith.subi %v76, %c1 : index
+  %v82 = arith.minui %v81, %v80 : index
+  %b83 = arith.cmpi uge, %v77, %v78 : index
+  scf.for %i84 = %c0 to %m step %c1 {
+    %v85 = arith.addi %i84, %c1 : index
+    %v86 = memref.dim %a_crd, %c0 : memref<?xi32>
+    %v87 = arith.constant 2147483647 : index
+    %v88 = arith.minui %v86, %v87 : index
+    %v89 = arith.index_cast %v88 : index to i32
+    %v90 = memref.load %a_pos[%v85] : memref<?xi32>
+    %v91 = arith.minui %v90, %v89 : i32
+    %v92 = memref.load %a_pos[%i84] : memref<?xi32>
+    %v93 = arith.minui %v92, %v91 : i32
+    %v94 = arith.index_castui %v93 : i32 to index
+    %v95 = arith.index_castui %v91 : i32 to index
+    %span99:2 = scf.for %p96 = %v94 to %v95 step %c1 iter_args(%jl97 = %n, %jh98 = %c0) -> (index, index) {
+      scf.if %b83 {
+        %v100 = arith.addi %p96, %pf32 : index
+        %v101 = arith.minui %v100, %v82 : index
+        %v102 = memref.load %a_crd[%v101] : memref<?xi32>
+        %v103 = arith.constant 5 : i32
+        %v104 = arith.minui %v102, %v103 : i32
+        %v105 = arith.index_castui %v104 : i32 to index
+        memref.prefetch %b_pos[%v105], read, locality<3>, data : memref<?xi32>
+        %v106 = arith.addi %p96, %pf16 : index
+        %v107 = arith.minui %v106, %v82 : index
+        %v108 = memref.load %a_crd[%v107] : memref<?xi32>
+        %v109 = arith.constant 5 : i32
+        %v110 = arith.minui %v108, %v109 : i32
+        %v111 = arith.index_castui %v110 : i32 to index
+        %v112 = memref.load %b_pos[%v111] : memref<?xi32>
+        %v113 = arith.index_cast %v112 : i32 to index
+        memref.prefetch %b_crd[%v113], read, locality<3>, data : memref<?xi32>
+        memref.prefetch %b_val[%v113], read, locality<3>, data : memref<?xf64>
       }
-      %v99 = memref.load %a_crd[%p83] : memref<?xi32>
-      %v100 = arith.index_cast %v99 : i32 to index
-      %v101 = arith.minui %v100, %ktop : index
-      %v102 = memref.load %a_val[%p83] : memref<?xf64>
-      %v103 = arith.addi %v101, %c1 : index
-      %v104 = memref.load %b_pos[%v101] : memref<?xi32>
-      %v105 = arith.index_cast %v104 : i32 to index
-      %v106 = memref.load %b_pos[%v103] : memref<?xi32>
-      %v107 = arith.index_cast %v106 : i32 to index
-      %v108 = memref.dim %b_crd, %c0 : memref<?xi32>
-      %v109 = arith.minui %v107, %v108 : index
-      %v110 = arith.minui %v105, %v109 : index
-      %span114:2 = scf.for %q111 = %v110 to %v109 step %c1 iter_args(%jl112 = %jl84, %jh113 = %jh85) -> (index, index) {
-        %v115 = memref.load %b_crd[%q111] : memref<?xi32>
-        %v116 = arith.index_cast %v115 : i32 to index
-        %v117 = arith.minui %v116, %ntop : index
-        %v118 = memref.load %b_val[%q111] : memref<?xf64>
-        %v119 = arith.mulf %v102, %v118 : f64
-        %v120 = arith.shrui %v117, %c6 : index
-        %v121 = arith.andi %v117, %c63 : index
-        %v122 = arith.index_cast %v121 : index to i64
-        %v123 = arith.shli %o64, %v122 : i64
-        %v124 = memref.load %bits[%v120] : memref<?xi64>
-        %v125 = arith.andi %v124, %v123 : i64
-        %v126 = arith.cmpi eq, %v125, %z64 : i64
-        scf.if %v126 {
-          memref.store %v119, %work[%v117] : memref<?xf64>
-          %v127 = arith.ori %v124, %v123 : i64
-          memref.store %v127, %bits[%v120] : memref<?xi64>
-          %v128 = arith.shrui %v120, %c6 : index
-          %v129 = arith.andi %v120, %c63 : index
-          %v130 = arith.index_cast %v129 : index to i64
-          %v131 = arith.shli %o64, %v130 : i64
-          %v132 = memref.load %summary[%v128] : memref<?xi64>
-          %v133 = arith.ori %v132, %v131 : i64
-          memref.store %v133, %summary[%v128] : memref<?xi64>
+      %v114 = memref.load %a_crd[%p96] : memref<?xi32>
+      %v115 = arith.constant 5 : i32
+      %v116 = arith.minui %v114, %v115 : i32
+      %v117 = arith.index_castui %v116 : i32 to index
+      %v118 = memref.load %a_val[%p96] : memref<?xf64>
+      %v119 = arith.addi %v117, %c1 : index
+      %v120 = memref.dim %b_crd, %c0 : memref<?xi32>
+      %v121 = arith.constant 2147483647 : index
+      %v122 = arith.minui %v120, %v121 : index
+      %v123 = arith.index_cast %v122 : index to i32
+      %v124 = memref.load %b_pos[%v119] : memref<?xi32>
+      %v125 = arith.minui %v124, %v123 : i32
+      %v126 = memref.load %b_pos[%v117] : memref<?xi32>
+      %v127 = arith.minui %v126, %v125 : i32
+      %v128 = arith.index_castui %v127 : i32 to index
+      %v129 = arith.index_castui %v125 : i32 to index
+      %span133:2 = scf.for %q130 = %v128 to %v129 step %c1 iter_args(%jl131 = %jl97, %jh132 = %jh98) -> (index, index) {
+        %v134 = memref.load %b_crd[%q130] : memref<?xi32>
+        %v135 = arith.constant 3 : i32
+        %v136 = arith.minui %v134, %v135 : i32
+        %v137 = arith.index_castui %v136 : i32 to index
+        %v138 = memref.load %b_val[%q130] : memref<?xf64>
+        %v139 = arith.mulf %v118, %v138 : f64
+        %v140 = arith.shrui %v137, %c6 : index
+        %v141 = arith.andi %v137, %c63 : index
+        %v142 = arith.index_cast %v141 : index to i64
+        %v143 = arith.shli %o64, %v142 : i64
+        %v144 = memref.load %bits[%v140] : memref<?xi64>
+        %v145 = arith.andi %v144, %v143 : i64
+        %v146 = arith.cmpi eq, %v145, %z64 : i64
+        scf.if %v146 {
+          memref.store %v139, %work[%v137] : memref<?xf64>
+          %v147 = arith.ori %v144, %v143 : i64
+          memref.store %v147, %bits[%v140] : memref<?xi64>
+          %v148 = arith.shrui %v140, %c6 : index
+          %v149 = arith.andi %v140, %c63 : index
+          %v150 = arith.index_cast %v149 : index to i64
+          %v151 = arith.shli %o64, %v150 : i64
+          %v152 = memref.load %summary[%v148] : memref<?xi64>
+          %v153 = arith.ori %v152, %v151 : i64
+          memref.store %v153, %summary[%v148] : memref<?xi64>
         } else {
-          %v134 = memref.load %work[%v117] : memref<?xf64>
-          %v135 = arith.addf %v134, %v119 : f64
-          memref.store %v135, %work[%v117] : memref<?xf64>
+          %v154 = memref.load %work[%v137] : memref<?xf64>
+          %v155 = arith.addf %v154, %v139 : f64
+          memref.store %v155, %work[%v137] : memref<?xf64>
         }
-        %v136 = arith.minui %jl112, %v117 : index
-        %v137 = arith.maxui %jh113, %v117 : index
-        scf.yield %v136, %v137 : index, index
+        %v156 = arith.minui %jl131, %v137 : index
+        %v157 = arith.maxui %jh132, %v137 : index
+        scf.yield %v156, %v157 : index, index
       }
-      scf.yield %span114#0, %span114#1 : index, index
+      scf.yield %span133#0, %span133#1 : index, index
     }
-    %v138 = memref.load %cpos[%i74] : memref<?xi32>
-    %v139 = arith.index_cast %v138 : i32 to index
-    %v140 = arith.shrui %span86#0, %c12 : index
-    %v141 = arith.shrui %span86#1, %c12 : index
-    %v142 = arith.addi %v141, %c1 : index
-    %end145 = scf.for %g143 = %v140 to %v142 step %c1 iter_args(%off144 = %v139) -> (index) {
-      %v146 = memref.load %summary[%g143] : memref<?xi64>
-      %ws147:2 = scf.while (%wx148 = %v146, %wo149 = %off144) : (i64, index) -> (i64, index) {
-        %b152 = arith.cmpi ne, %wx148, %z64 : i64
-        scf.condition(%b152) %wx148, %wo149 : i64, index
+    %v158 = memref.load %cpos[%i84] : memref<?xi32>
+    %v159 = arith.index_cast %v158 : i32 to index
+    %v160 = arith.shrui %span99#0, %c12 : index
+    %v161 = arith.shrui %span99#1, %c12 : index
+    %v162 = arith.addi %v161, %c1 : index
+    %end165 = scf.for %g163 = %v160 to %v162 step %c1 iter_args(%off164 = %v159) -> (index) {
+      %v166 = memref.load %summary[%g163] : memref<?xi64>
+      %ws167:2 = scf.while (%wx168 = %v166, %wo169 = %off164) : (i64, index) -> (i64, index) {
+        %b172 = arith.cmpi ne, %wx168, %z64 : i64
+        scf.condition(%b172) %wx168, %wo169 : i64, index
       } do {
-      ^bb0(%wx150: i64, %wo151: index):
-        %v153 = math.cttz %wx150 : i64
-        %v154 = arith.index_cast %v153 : i64 to index
-        %v155 = arith.subi %wx150, %o64 : i64
-        %v156 = arith.andi %wx150, %v155 : i64
-        %v157 = arith.shli %g143, %c6 : index
-        %v158 = arith.addi %v157, %v154 : index
-        %v159 = arith.shli %v158, %c6 : index
-        %v160 = memref.load %bits[%v158] : memref<?xi64>
-        %ws161:2 = scf.while (%wx162 = %v160, %wo163 = %wo151) : (i64, index) -> (i64, index) {
-          %b166 = arith.cmpi ne, %wx162, %z64 : i64
-          scf.condition(%b166) %wx162, %wo163 : i64, index
+      ^bb0(%wx170: i64, %wo171: index):
+        %v173 = math.cttz %wx170 : i64
+        %v174 = arith.index_cast %v173 : i64 to index
+        %v175 = arith.subi %wx170, %o64 : i64
+        %v176 = arith.andi %wx170, %v175 : i64
+        %v177 = arith.shli %g163, %c6 : index
+        %v178 = arith.addi %v177, %v174 : index
+        %v179 = arith.shli %v178, %c6 : index
+        %v180 = memref.load %bits[%v178] : memref<?xi64>
+        %ws181:2 = scf.while (%wx182 = %v180, %wo183 = %wo171) : (i64, index) -> (i64, index) {
+          %b186 = arith.cmpi ne, %wx182, %z64 : i64
+          scf.condition(%b186) %wx182, %wo183 : i64, index
         } do {
-        ^bb0(%wx164: i64, %wo165: index):
-          %v167 = math.cttz %wx164 : i64
-          %v168 = arith.index_cast %v167 : i64 to index
-          %v169 = arith.subi %wx164, %o64 : i64
-          %v170 = arith.andi %wx164, %v169 : i64
-          %v171 = arith.addi %v159, %v168 : index
-          %v172 = arith.index_cast %v171 : index to i32
-          memref.store %v172, %ccrd[%wo165] : memref<?xi32>
-          %v173 = memref.load %work[%v171] : memref<?xf64>
-          memref.store %v173, %cval[%wo165] : memref<?xf64>
-          %v174 = arith.addi %wo165, %c1 : index
-          scf.yield %v170, %v174 : i64, index
+        ^bb0(%wx184: i64, %wo185: index):
+          %v187 = math.cttz %wx184 : i64
+          %v188 = arith.index_cast %v187 : i64 to index
+          %v189 = arith.subi %wx184, %o64 : i64
+          %v190 = arith.andi %wx184, %v189 : i64
+          %v191 = arith.addi %v179, %v188 : index
+          %v192 = arith.index_cast %v191 : index to i32
+          memref.store %v192, %ccrd[%wo185] : memref<?xi32>
+          %v193 = memref.load %work[%v191] : memref<?xf64>
+          memref.store %v193, %cval[%wo185] : memref<?xf64>
+          %v194 = arith.addi %wo185, %c1 : index
+          scf.yield %v190, %v194 : i64, index
         }
-        memref.store %z64, %bits[%v158] : memref<?xi64>
-        scf.yield %v156, %ws161#1 : i64, index
+        memref.store %z64, %bits[%v178] : memref<?xi64>
+        scf.yield %v176, %ws181#1 : i64, index
       }
-      memref.store %z64, %summary[%g143] : memref<?xi64>
-      scf.yield %ws147#1 : index
+      memref.store %z64, %summary[%g163] : memref<?xi64>
+      scf.yield %ws167#1 : index
     }
   }
   memref.dealloc %bits : memref<?xi64>
@@ -279,56 +299,66 @@ func.func @main_count(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memr
   scf.for %i12 = %row_begin to %row_end step %c1 {
     %v13 = arith.index_cast %i12 : index to i32
     %v14 = arith.addi %i12, %c1 : index
-    %v15 = memref.load %a_pos[%i12] : memref<?xi32>
-    %v16 = arith.index_cast %v15 : i32 to index
-    %v17 = memref.load %a_pos[%v14] : memref<?xi32>
-    %v18 = arith.index_cast %v17 : i32 to index
-    %v19 = memref.dim %a_crd, %c0 : memref<?xi32>
-    %v20 = arith.minui %v18, %v19 : index
-    %v21 = arith.minui %v16, %v20 : index
-    %rc24 = scf.for %p22 = %v21 to %v20 step %c1 iter_args(%u23 = %c0) -> (index) {
+    %v15 = memref.dim %a_crd, %c0 : memref<?xi32>
+    %v16 = arith.constant 2147483647 : index
+    %v17 = arith.minui %v15, %v16 : index
+    %v18 = arith.index_cast %v17 : index to i32
+    %v19 = memref.load %a_pos[%v14] : memref<?xi32>
+    %v20 = arith.minui %v19, %v18 : i32
+    %v21 = memref.load %a_pos[%i12] : memref<?xi32>
+    %v22 = arith.minui %v21, %v20 : i32
+    %v23 = arith.index_castui %v22 : i32 to index
+    %v24 = arith.index_castui %v20 : i32 to index
+    %rc27 = scf.for %p25 = %v23 to %v24 step %c1 iter_args(%u26 = %c0) -> (index) {
       scf.if %b11 {
-        %v25 = arith.addi %p22, %pf32 : index
-        %v26 = arith.minui %v25, %v10 : index
-        %v27 = memref.load %a_crd[%v26] : memref<?xi32>
-        %v28 = arith.index_cast %v27 : i32 to index
-        %v29 = arith.minui %v28, %ktop : index
-        memref.prefetch %b_pos[%v29], read, locality<3>, data : memref<?xi32>
-        %v30 = arith.addi %p22, %pf16 : index
-        %v31 = arith.minui %v30, %v10 : index
-        %v32 = memref.load %a_crd[%v31] : memref<?xi32>
-        %v33 = arith.index_cast %v32 : i32 to index
-        %v34 = arith.minui %v33, %ktop : index
-        %v35 = memref.load %b_pos[%v34] : memref<?xi32>
-        %v36 = arith.index_cast %v35 : i32 to index
-        memref.prefetch %b_crd[%v36], read, locality<3>, data : memref<?xi32>
+        %v28 = arith.addi %p25, %pf32 : index
+        %v29 = arith.minui %v28, %v10 : index
+        %v30 = memref.load %a_crd[%v29] : memref<?xi32>
+        %v31 = arith.constant 5 : i32
+        %v32 = arith.minui %v30, %v31 : i32
+        %v33 = arith.index_castui %v32 : i32 to index
+        memref.prefetch %b_pos[%v33], read, locality<3>, data : memref<?xi32>
+        %v34 = arith.addi %p25, %pf16 : index
+        %v35 = arith.minui %v34, %v10 : index
+        %v36 = memref.load %a_crd[%v35] : memref<?xi32>
+        %v37 = arith.constant 5 : i32
+        %v38 = arith.minui %v36, %v37 : i32
+        %v39 = arith.index_castui %v38 : i32 to index
+        %v40 = memref.load %b_pos[%v39] : memref<?xi32>
+        %v41 = arith.index_cast %v40 : i32 to index
+        memref.prefetch %b_crd[%v41], read, locality<3>, data : memref<?xi32>
       }
-      %v37 = memref.load %a_crd[%p22] : memref<?xi32>
-      %v38 = arith.index_cast %v37 : i32 to index
-      %v39 = arith.minui %v38, %ktop : index
-      %v40 = arith.addi %v39, %c1 : index
-      %v41 = memref.load %b_pos[%v39] : memref<?xi32>
-      %v42 = arith.index_cast %v41 : i32 to index
-      %v43 = memref.load %b_pos[%v40] : memref<?xi32>
-      %v44 = arith.index_cast %v43 : i32 to index
-      %v45 = memref.dim %b_crd, %c0 : memref<?xi32>
-      %v46 = arith.minui %v44, %v45 : index
-      %v47 = arith.minui %v42, %v46 : index
-      %rc50 = scf.for %q48 = %v47 to %v46 step %c1 iter_args(%u49 = %u23) -> (index) {
-        %v51 = memref.load %b_crd[%q48] : memref<?xi32>
-        %v52 = arith.index_cast %v51 : i32 to index
-        %v53 = arith.minui %v52, %ntop : index
-        %v54 = memref.load %mark1[%v53] : memref<?xi32>
-        %b55 = arith.cmpi ne, %v54, %v13 : i32
-        %v56 = arith.select %b55, %c1, %c0 : index
-        memref.store %v13, %mark1[%v53] : memref<?xi32>
-        %v57 = arith.addi %u49, %v56 : index
-        scf.yield %v57 : index
+      %v42 = memref.load %a_crd[%p25] : memref<?xi32>
+      %v43 = arith.constant 5 : i32
+      %v44 = arith.minui %v42, %v43 : i32
+      %v45 = arith.index_castui %v44 : i32 to index
+      %v46 = arith.addi %v45, %c1 : index
+      %v47 = memref.dim %b_crd, %c0 : memref<?xi32>
+      %v48 = arith.constant 2147483647 : index
+      %v49 = arith.minui %v47, %v48 : index
+      %v50 = arith.index_cast %v49 : index to i32
+      %v51 = memref.load %b_pos[%v46] : memref<?xi32>
+      %v52 = arith.minui %v51, %v50 : i32
+      %v53 = memref.load %b_pos[%v45] : memref<?xi32>
+      %v54 = arith.minui %v53, %v52 : i32
+      %v55 = arith.index_castui %v54 : i32 to index
+      %v56 = arith.index_castui %v52 : i32 to index
+      %rc59 = scf.for %q57 = %v55 to %v56 step %c1 iter_args(%u58 = %u26) -> (index) {
+        %v60 = memref.load %b_crd[%q57] : memref<?xi32>
+        %v61 = arith.constant 3 : i32
+        %v62 = arith.minui %v60, %v61 : i32
+        %v63 = arith.index_castui %v62 : i32 to index
+        %v64 = memref.load %mark1[%v63] : memref<?xi32>
+        %b65 = arith.cmpi ne, %v64, %v13 : i32
+        %v66 = arith.select %b65, %c1, %c0 : index
+        memref.store %v13, %mark1[%v63] : memref<?xi32>
+        %v67 = arith.addi %u58, %v66 : index
+        scf.yield %v67 : index
       }
-      scf.yield %rc50 : index
+      scf.yield %rc59 : index
     }
-    %v58 = arith.index_cast %rc24 : index to i32
-    memref.store %v58, %c_pos[%v14] : memref<?xi32>
+    %v68 = arith.index_cast %rc27 : index to i32
+    memref.store %v68, %c_pos[%v14] : memref<?xi32>
   }
   memref.dealloc %mark1 : memref<?xi32>
   return
@@ -372,120 +402,130 @@ func.func @main_fill(%a_pos: memref<?xi32>, %a_crd: memref<?xi32>, %a_val: memre
   %b9 = arith.cmpi uge, %v3, %v4 : index
   scf.for %i10 = %row_begin to %row_end step %c1 {
     %v11 = arith.addi %i10, %c1 : index
-    %v12 = memref.load %a_pos[%i10] : memref<?xi32>
-    %v13 = arith.index_cast %v12 : i32 to index
-    %v14 = memref.load %a_pos[%v11] : memref<?xi32>
-    %v15 = arith.index_cast %v14 : i32 to index
-    %v16 = memref.dim %a_crd, %c0 : memref<?xi32>
-    %v17 = arith.minui %v15, %v16 : index
-    %v18 = arith.minui %v13, %v17 : index
-    %span22:2 = scf.for %p19 = %v18 to %v17 step %c1 iter_args(%jl20 = %n, %jh21 = %c0) -> (index, index) {
+    %v12 = memref.dim %a_crd, %c0 : memref<?xi32>
+    %v13 = arith.constant 2147483647 : index
+    %v14 = arith.minui %v12, %v13 : index
+    %v15 = arith.index_cast %v14 : index to i32
+    %v16 = memref.load %a_pos[%v11] : memref<?xi32>
+    %v17 = arith.minui %v16, %v15 : i32
+    %v18 = memref.load %a_pos[%i10] : memref<?xi32>
+    %v19 = arith.minui %v18, %v17 : i32
+    %v20 = arith.index_castui %v19 : i32 to index
+    %v21 = arith.index_castui %v17 : i32 to index
+    %span25:2 = scf.for %p22 = %v20 to %v21 step %c1 iter_args(%jl23 = %n, %jh24 = %c0) -> (index, index) {
       scf.if %b9 {
-        %v23 = arith.addi %p19, %pf32 : index
-        %v24 = arith.minui %v23, %v8 : index
-        %v25 = memref.load %a_crd[%v24] : memref<?xi32>
-        %v26 = arith.index_cast %v25 : i32 to index
-        %v27 = arith.minui %v26, %ktop : index
-        memref.prefetch %b_pos[%v27], read, locality<3>, data : memref<?xi32>
-        %v28 = arith.addi %p19, %pf16 : index
-        %v29 = arith.minui %v28, %v8 : index
-        %v30 = memref.load %a_crd[%v29] : memref<?xi32>
-        %v31 = arith.index_cast %v30 : i32 to index
-        %v32 = arith.minui %v31, %ktop : index
-        %v33 = memref.load %b_pos[%v32] : memref<?xi32>
-        %v34 = arith.index_cast %v33 : i32 to index
-        memref.prefetch %b_crd[%v34], read, locality<3>, data : memref<?xi32>
-        memref.prefetch %b_val[%v34], read, locality<3>, data : memref<?xf64>
+        %v26 = arith.addi %p22, %pf32 : index
+        %v27 = arith.minui %v26, %v8 : index
+        %v28 = memref.load %a_crd[%v27] : memref<?xi32>
+        %v29 = arith.constant 5 : i32
+        %v30 = arith.minui %v28, %v29 : i32
+        %v31 = arith.index_castui %v30 : i32 to index
+        memref.prefetch %b_pos[%v31], read, locality<3>, data : memref<?xi32>
+        %v32 = arith.addi %p22, %pf16 : index
+        %v33 = arith.minui %v32, %v8 : index
+        %v34 = memref.load %a_crd[%v33] : memref<?xi32>
+        %v35 = arith.constant 5 : i32
+        %v36 = arith.minui %v34, %v35 : i32
+        %v37 = arith.index_castui %v36 : i32 to index
+        %v38 = memref.load %b_pos[%v37] : memref<?xi32>
+        %v39 = arith.index_cast %v38 : i32 to index
+        memref.prefetch %b_crd[%v39], read, locality<3>, data : memref<?xi32>
+        memref.prefetch %b_val[%v39], read, locality<3>, data : memref<?xf64>
       }
-      %v35 = memref.load %a_crd[%p19] : memref<?xi32>
-      %v36 = arith.index_cast %v35 : i32 to index
-      %v37 = arith.minui %v36, %ktop : index
-      %v38 = memref.load %a_val[%p19] : memref<?xf64>
-      %v39 = arith.addi %v37, %c1 : index
-      %v40 = memref.load %b_pos[%v37] : memref<?xi32>
-      %v41 = arith.index_cast %v40 : i32 to index
-      %v42 = memref.load %b_pos[%v39] : memref<?xi32>
-      %v43 = arith.index_cast %v42 : i32 to index
-      %v44 = memref.dim %b_crd, %c0 : memref<?xi32>
-      %v45 = arith.minui %v43, %v44 : index
-      %v46 = arith.minui %v41, %v45 : index
-      %span50:2 = scf.for %q47 = %v46 to %v45 step %c1 iter_args(%jl48 = %jl20, %jh49 = %jh21) -> (index, index) {
-        %v51 = memref.load %b_crd[%q47] : memref<?xi32>
-        %v52 = arith.index_cast %v51 : i32 to index
-        %v53 = arith.minui %v52, %ntop : index
-        %v54 = memref.load %b_val[%q47] : memref<?xf64>
-        %v55 = arith.mulf %v38, %v54 : f64
-        %v56 = arith.shrui %v53, %c6 : index
-        %v57 = arith.andi %v53, %c63 : index
-        %v58 = arith.index_cast %v57 : index to i64
-        %v59 = arith.shli %o64, %v58 : i64
-        %v60 = memref.load %bits[%v56] : memref<?xi64>
-        %v61 = arith.andi %v60, %v59 : i64
-        %v62 = arith.cmpi eq, %v61, %z64 : i64
-        scf.if %v62 {
-          memref.store %v55, %work[%v53] : memref<?xf64>
-          %v63 = arith.ori %v60, %v59 : i64
-          memref.store %v63, %bits[%v56] : memref<?xi64>
-          %v64 = arith.shrui %v56, %c6 : index
-          %v65 = arith.andi %v56, %c63 : index
-          %v66 = arith.index_cast %v65 : index to i64
-          %v67 = arith.shli %o64, %v66 : i64
-          %v68 = memref.load %summary[%v64] : memref<?xi64>
-          %v69 = arith.ori %v68, %v67 : i64
-          memref.store %v69, %summary[%v64] : memref<?xi64>
+      %v40 = memref.load %a_crd[%p22] : memref<?xi32>
+      %v41 = arith.constant 5 : i32
+      %v42 = arith.minui %v40, %v41 : i32
+      %v43 = arith.index_castui %v42 : i32 to index
+      %v44 = memref.load %a_val[%p22] : memref<?xf64>
+      %v45 = arith.addi %v43, %c1 : index
+      %v46 = memref.dim %b_crd, %c0 : memref<?xi32>
+      %v47 = arith.constant 2147483647 : index
+      %v48 = arith.minui %v46, %v47 : index
+      %v49 = arith.index_cast %v48 : index to i32
+      %v50 = memref.load %b_pos[%v45] : memref<?xi32>
+      %v51 = arith.minui %v50, %v49 : i32
+      %v52 = memref.load %b_pos[%v43] : memref<?xi32>
+      %v53 = arith.minui %v52, %v51 : i32
+      %v54 = arith.index_castui %v53 : i32 to index
+      %v55 = arith.index_castui %v51 : i32 to index
+      %span59:2 = scf.for %q56 = %v54 to %v55 step %c1 iter_args(%jl57 = %jl23, %jh58 = %jh24) -> (index, index) {
+        %v60 = memref.load %b_crd[%q56] : memref<?xi32>
+        %v61 = arith.constant 3 : i32
+        %v62 = arith.minui %v60, %v61 : i32
+        %v63 = arith.index_castui %v62 : i32 to index
+        %v64 = memref.load %b_val[%q56] : memref<?xf64>
+        %v65 = arith.mulf %v44, %v64 : f64
+        %v66 = arith.shrui %v63, %c6 : index
+        %v67 = arith.andi %v63, %c63 : index
+        %v68 = arith.index_cast %v67 : index to i64
+        %v69 = arith.shli %o64, %v68 : i64
+        %v70 = memref.load %bits[%v66] : memref<?xi64>
+        %v71 = arith.andi %v70, %v69 : i64
+        %v72 = arith.cmpi eq, %v71, %z64 : i64
+        scf.if %v72 {
+          memref.store %v65, %work[%v63] : memref<?xf64>
+          %v73 = arith.ori %v70, %v69 : i64
+          memref.store %v73, %bits[%v66] : memref<?xi64>
+          %v74 = arith.shrui %v66, %c6 : index
+          %v75 = arith.andi %v66, %c63 : index
+          %v76 = arith.index_cast %v75 : index to i64
+          %v77 = arith.shli %o64, %v76 : i64
+          %v78 = memref.load %summary[%v74] : memref<?xi64>
+          %v79 = arith.ori %v78, %v77 : i64
+          memref.store %v79, %summary[%v74] : memref<?xi64>
         } else {
-          %v70 = memref.load %work[%v53] : memref<?xf64>
-          %v71 = arith.addf %v70, %v55 : f64
-          memref.store %v71, %work[%v53] : memref<?xf64>
+          %v80 = memref.load %work[%v63] : memref<?xf64>
+          %v81 = arith.addf %v80, %v65 : f64
+          memref.store %v81, %work[%v63] : memref<?xf64>
         }
-        %v72 = arith.minui %jl48, %v53 : index
-        %v73 = arith.maxui %jh49, %v53 : index
-        scf.yield %v72, %v73 : index, index
+        %v82 = arith.minui %jl57, %v63 : index
+        %v83 = arith.maxui %jh58, %v63 : index
+        scf.yield %v82, %v83 : index, index
       }
-      scf.yield %span50#0, %span50#1 : index, index
+      scf.yield %span59#0, %span59#1 : index, index
     }
-    %v74 = memref.load %c_pos[%i10] : memref<?xi32>
-    %v75 = arith.index_cast %v74 : i32 to index
-    %v76 = arith.shrui %span22#0, %c12 : index
-    %v77 = arith.shrui %span22#1, %c12 : index
-    %v78 = arith.addi %v77, %c1 : index
-    %end81 = scf.for %g79 = %v76 to %v78 step %c1 iter_args(%off80 = %v75) -> (index) {
-      %v82 = memref.load %summary[%g79] : memref<?xi64>
-      %ws83:2 = scf.while (%wx84 = %v82, %wo85 = %off80) : (i64, index) -> (i64, index) {
-        %b88 = arith.cmpi ne, %wx84, %z64 : i64
-        scf.condition(%b88) %wx84, %wo85 : i64, index
+    %v84 = memref.load %c_pos[%i10] : memref<?xi32>
+    %v85 = arith.index_cast %v84 : i32 to index
+    %v86 = arith.shrui %span25#0, %c12 : index
+    %v87 = arith.shrui %span25#1, %c12 : index
+    %v88 = arith.addi %v87, %c1 : index
+    %end91 = scf.for %g89 = %v86 to %v88 step %c1 iter_args(%off90 = %v85) -> (index) {
+      %v92 = memref.load %summary[%g89] : memref<?xi64>
+      %ws93:2 = scf.while (%wx94 = %v92, %wo95 = %off90) : (i64, index) -> (i64, index) {
+        %b98 = arith.cmpi ne, %wx94, %z64 : i64
+        scf.condition(%b98) %wx94, %wo95 : i64, index
       } do {
-      ^bb0(%wx86: i64, %wo87: index):
-        %v89 = math.cttz %wx86 : i64
-        %v90 = arith.index_cast %v89 : i64 to index
-        %v91 = arith.subi %wx86, %o64 : i64
-        %v92 = arith.andi %wx86, %v91 : i64
-        %v93 = arith.shli %g79, %c6 : index
-        %v94 = arith.addi %v93, %v90 : index
-        %v95 = arith.shli %v94, %c6 : index
-        %v96 = memref.load %bits[%v94] : memref<?xi64>
-        %ws97:2 = scf.while (%wx98 = %v96, %wo99 = %wo87) : (i64, index) -> (i64, index) {
-          %b102 = arith.cmpi ne, %wx98, %z64 : i64
-          scf.condition(%b102) %wx98, %wo99 : i64, index
+      ^bb0(%wx96: i64, %wo97: index):
+        %v99 = math.cttz %wx96 : i64
+        %v100 = arith.index_cast %v99 : i64 to index
+        %v101 = arith.subi %wx96, %o64 : i64
+        %v102 = arith.andi %wx96, %v101 : i64
+        %v103 = arith.shli %g89, %c6 : index
+        %v104 = arith.addi %v103, %v100 : index
+        %v105 = arith.shli %v104, %c6 : index
+        %v106 = memref.load %bits[%v104] : memref<?xi64>
+        %ws107:2 = scf.while (%wx108 = %v106, %wo109 = %wo97) : (i64, index) -> (i64, index) {
+          %b112 = arith.cmpi ne, %wx108, %z64 : i64
+          scf.condition(%b112) %wx108, %wo109 : i64, index
         } do {
-        ^bb0(%wx100: i64, %wo101: index):
-          %v103 = math.cttz %wx100 : i64
-          %v104 = arith.index_cast %v103 : i64 to index
-          %v105 = arith.subi %wx100, %o64 : i64
-          %v106 = arith.andi %wx100, %v105 : i64
-          %v107 = arith.addi %v95, %v104 : index
-          %v108 = arith.index_cast %v107 : index to i32
-          memref.store %v108, %c_crd[%wo101] : memref<?xi32>
-          %v109 = memref.load %work[%v107] : memref<?xf64>
-          memref.store %v109, %c_val[%wo101] : memref<?xf64>
-          %v110 = arith.addi %wo101, %c1 : index
-          scf.yield %v106, %v110 : i64, index
+        ^bb0(%wx110: i64, %wo111: index):
+          %v113 = math.cttz %wx110 : i64
+          %v114 = arith.index_cast %v113 : i64 to index
+          %v115 = arith.subi %wx110, %o64 : i64
+          %v116 = arith.andi %wx110, %v115 : i64
+          %v117 = arith.addi %v105, %v114 : index
+          %v118 = arith.index_cast %v117 : index to i32
+          memref.store %v118, %c_crd[%wo111] : memref<?xi32>
+          %v119 = memref.load %work[%v117] : memref<?xf64>
+          memref.store %v119, %c_val[%wo111] : memref<?xf64>
+          %v120 = arith.addi %wo111, %c1 : index
+          scf.yield %v116, %v120 : i64, index
         }
-        memref.store %z64, %bits[%v94] : memref<?xi64>
-        scf.yield %v92, %ws97#1 : i64, index
+        memref.store %z64, %bits[%v104] : memref<?xi64>
+        scf.yield %v102, %ws107#1 : i64, index
       }
-      memref.store %z64, %summary[%g79] : memref<?xi64>
-      scf.yield %ws83#1 : index
+      memref.store %z64, %summary[%g89] : memref<?xi64>
+      scf.yield %ws93#1 : index
     }
   }
   memref.dealloc %bits : memref<?xi64>
