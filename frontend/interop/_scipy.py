@@ -116,7 +116,7 @@ def _coo(x: Any, cls: type[TensorT], package: str, xp: Any) -> TensorT:
     pos: list[Any] = [xp.asarray([0, nnz], dtype=itype)] + [None] * (n - 1)
     t = cls(Layout("coo", nsparse=n).tensor_format(), x.shape, pos, list(coords), data,
             index_type=itype, package=package, device=_device(package, x), source=source)
-    return t if canon is None else mark_valid(t)
+    return t if canon is None else mark_valid(t, owned=True)
 
 
 def needs_copy(x: Any) -> bool:

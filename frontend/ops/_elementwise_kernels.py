@@ -52,7 +52,7 @@ class ElementwiseKernel(ArgumentLayout):
         if parts is None:
             return result
         t = sparse_result(self.out, parts, result, fmt, np.dtype(f"int{self.out.crd_width}"))
-        mark_valid(t)  # built by the kernel: valid by construction
+        mark_valid(t, owned=True)  # built by the kernel: valid by construction
         return t
 
 

@@ -195,7 +195,8 @@ class Kernel(ArgumentLayout):
         if self._out_parts is None:
             return result
         # built by the kernel: valid by construction (buffers may have spare capacity: later re-checks allow it)
-        return mark_valid(sparse_result(self.contraction.output, self._out_parts, result, fmt, self._out_index))
+        out = sparse_result(self.contraction.output, self._out_parts, result, fmt, self._out_index)
+        return mark_valid(out, owned=True)
 
 
 _lock = threading.Lock()

@@ -29,6 +29,8 @@ import numpy as np
 #: tensor; False: some are host or CuPy buffers, which can change without a version counter seeing it)
 Guard = tuple[tuple[tuple[Any, int], ...], bool]
 EMPTY: Guard = ((), True)
+#: The guard of index buffers none of which torch watches (NumPy arrays of the library's own)
+UNWATCHED: Guard = ((), False)
 
 
 def _torch_root(a: np.ndarray) -> Any:

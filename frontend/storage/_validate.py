@@ -22,7 +22,7 @@ import numpy as np
 from frontend.format import Level, LevelFormat, TensorFormat, num_batch_levels
 
 from ._buffers import is_contiguous, numpy_dtype
-from ._guard import Guard, intact, record
+from ._guard import EMPTY, UNWATCHED, Guard, intact, record
 from ._layout import (
     INDEX_TYPES,
     VALUE_KINDS,
@@ -279,10 +279,12 @@ def same_indices(t: StoredTensor, snapshot: tuple[Any, ...] | None) -> bool:
     return True
 
 
-def mark_valid(t: TensorT) -> TensorT:
+def mark_valid(t: TensorT, owned: bool = False) -> TensorT:
     """Records ``t`` (built by the library, valid by construction) as validated; its buffer key is built only
-    if it is validated again (:class:`Built`)."""
-    t._validated, t._guard = Built(tuple(t.buffers())), record(_index_buffers(t))
+    if it is validated again (:class:`Built`). ``owned``: every index buffer is a NumPy array the library
+    allocated (a kernel's result, a sorted copy), so none is watched by torch and none needs looking at."""
+    t._validated = Built(tuple(t.buffers()))
+    t._guard = (EMPTY if t.tensor_format.is_dense else UNWATCHED) if owned else record(_index_buffers(t))
     return t
 
 
