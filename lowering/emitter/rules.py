@@ -78,9 +78,13 @@ def entry_range(ctx: Any, k: int, lo: Value, hi: Value) -> tuple[Value, Value]:
 def clamp_coordinate(ctx: Any, k: int, c: Value) -> Value:
     """Coordinate ``c`` of level ``k`` (an index, or a vector of them) clamped into the level's range
     ``[offset, offset + extent)`` (unsigned minimum of ``c - offset`` and ``extent - 1``: below the offset
-    too), so it addresses dense operands and the output in bounds whatever the coordinates hold."""
+    too; for an extent of a power of two from 0, masked with ``extent - 1``), so it addresses dense operands
+    and the output in bounds whatever the coordinates hold."""
     b = ctx.b
     top, off = max(int(ctx.extents[k]) - 1, 0), int(ctx.offsets[k])
+    if off == 0 and top & (top + 1) == 0:  # an extent of a power of two: a mask, one instruction instead of two
+        mask = b.index(top) if c.type == "index" else b.const(f"dense<{top}>", c.type)
+        return b.op(f"arith.andi {c}, {mask} : {c.type}", c.type, "i")
     if c.type == "index":
         rel = b.sub(c, b.index(off))
         return b.add(b.op(f"arith.minui {rel}, {b.index(top)} : index", "index", "i"), b.index(off))
