@@ -96,13 +96,13 @@ class GroupState:
         vector ``dst`` (which the product replaces)."""
         dtype = np.result_type(self.blocks[0].part.tensor.dtype, own.dtype)
         out = self.outs.get(dst)
-        if out is None or out.dtype != dtype:
+        if out is None or out.dtype != dtype or out.shape != own.shape:
             out = self.outs[dst] = np.empty(own.shape, dtype=dtype)
             for blk in self.blocks:
                 blk.outs[dst] = out[blk.rows]
         for blk in self.blocks:
-            if blk.operand is None or blk.operand.dtype != own.dtype:
-                self._plan(blk, own.dtype)
+            if blk.operand is None or blk.operand.dtype != own.dtype or blk.operand.shape[1:] != own.shape[1:]:
+                self._plan(blk, own.dtype, own.shape[1:])
             operand = blk.operand
             assert operand is not None
             operand[blk.near_pos] = own[blk.near_src]
@@ -112,12 +112,13 @@ class GroupState:
         return out
 
     @staticmethod
-    def _plan(blk: Block, dtype: np.dtype) -> None:
-        """The block's SpMV planned (and compiled, if not cached) for operands of ``dtype``."""
+    def _plan(blk: Block, dtype: np.dtype, columns: tuple[int, ...] = ()) -> None:
+        """The block's SpMV (SpMM with ``columns``: the operand's trailing shape) planned (and compiled, if not
+        cached) for operands of ``dtype``."""
         from frontend.ops._api import Matmul
 
         from ._worker import _threads
-        blk.operand = np.zeros(len(blk.part.cols), dtype=dtype)
+        blk.operand = np.zeros((len(blk.part.cols), *columns), dtype=dtype)
         blk.plan = Matmul(blk.part.tensor, blk.operand, threads=_threads()).plan()
 
     def exports(self, export: Export) -> dict[str, np.ndarray]:
