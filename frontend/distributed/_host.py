@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,19 +33,54 @@ def coefficient(c: Any, scalars: dict[int, Any]) -> Any:
     return value if ref is None else value * scalars[ref]
 
 
-def run_ops(group: GroupState, scalars: dict[int, Any], ops: Sequence[Sequence[Any]], far: np.ndarray | None,
+@dataclass
+class Store:
+    """A host's arrays (``group.vec``), the scalars its workers computed, and the product buffers of dropped
+    arrays (with their blocks' views), reused by later products (no new pages each call)."""
+
+    group: GroupState
+    scalars: dict[int, Any] = field(default_factory=dict)
+    free: list[tuple[np.ndarray, list[np.ndarray]]] = field(default_factory=list)
+
+    def drop(self, names: Sequence[str], scalars: Sequence[int]) -> None:
+        group = self.group
+        for name in names:
+            group.vec.pop(name, None)
+            out = group.outs.pop(name, None)
+            views = [blk.outs.pop(name) for blk in group.blocks if name in blk.outs]
+            if out is not None and len(views) == len(group.blocks) and len(self.free) < 4:
+                self.free.append((out, views))
+        for key in scalars:
+            self.scalars.pop(key, None)
+
+    def spmv(self, dst: str, src: str, far: np.ndarray | None) -> None:
+        group = self.group
+        own = group.vec[src]
+        dtype = np.result_type(group.blocks[0].part.tensor.dtype, own.dtype)
+        if dst not in group.outs:
+            for k, (out, views) in enumerate(self.free):
+                if out.shape == own.shape and out.dtype == dtype:
+                    del self.free[k]
+                    group.outs[dst] = out
+                    for blk, view in zip(group.blocks, views):
+                        blk.outs[dst] = view
+                    break
+        group.vec[dst] = group.spmv(dst, own, far)
+
+
+def run_ops(store: Store, ops: Sequence[Sequence[Any]], far: np.ndarray | None,
             dots: np.ndarray | None = None) -> list[complex]:
-    """The commands' operations on the worker's vectors, in order; the local dot products they ask for.
+    """The commands' operations on the worker's arrays, in order; the local dot products they ask for.
 
     ``("spmv", dst, src)`` (``far``: the halo of ``src``), ``("lin", dst, [[coef, src], ...], dtype)``,
     ``("dot", u, v, conjugate)`` (``sum(conj(u) * v)`` or ``sum(u * v)``), ``("rsqrt", scalar, k)``: the
     scalar ``1 / sqrt(dots[k])`` (the summed dot products of the step just run), ``("drop", names, scalars)``.
     """
-    vec, out = group.vec, []
+    vec, scalars, out = store.group.vec, store.scalars, []
     for op in ops:
         kind = op[0]
         if kind == "spmv":
-            vec[op[1]] = group.spmv(op[1], vec[op[2]], far)
+            store.spmv(op[1], op[2], far)
         elif kind == "lin":
             value = None
             for c, src in op[2]:
@@ -58,13 +94,7 @@ def run_ops(group: GroupState, scalars: dict[int, Any], ops: Sequence[Sequence[A
             assert dots is not None
             scalars[op[1]] = 1.0 / np.sqrt(abs(dots[op[2]].real))
         elif kind == "drop":
-            for name in op[1]:
-                vec.pop(name, None)
-                group.outs.pop(name, None)
-                for blk in group.blocks:
-                    blk.outs.pop(name, None)
-            for key in op[2]:
-                scalars.pop(key, None)
+            store.drop(op[1], op[2])
         else:
             raise ValueError(f"unknown resident operation {kind!r}")
     return out
@@ -73,10 +103,10 @@ def run_ops(group: GroupState, scalars: dict[int, Any], ops: Sequence[Sequence[A
 class HostMachine(GroupMachine):
     """The worker loop's machine running the resident commands' operations."""
 
-    scalars: dict[int, Any]
+    store: Store
 
     def apply(self, ops: list[tuple], far: np.ndarray | None) -> list[complex]:
-        return run_ops(self.group, self.scalars, ops, far)
+        return run_ops(self.store, ops, far)
 
 
 class ResidentHost:
@@ -92,7 +122,7 @@ class ResidentHost:
         self.group = GroupState(ranks, parts, halos, places, zeros, zeros, jacobi=False)
         self.local = Mailbox(key)
         self.machine = HostMachine(worker, key, self.group, places, self.local, True, timeout, 0, None)
-        self.machine.scalars = self.scalars = {}
+        self.store = self.machine.store = Store(self.group)
         self.failed: str | None = None
         self.origin = False  # whether the failure happened here (else it came from another worker)
         _HOSTS[(key, self.me)] = self
@@ -114,21 +144,20 @@ class ResidentHost:
                 if step:
                     if self.machine.peers and not self.machine.comms:
                         await self.machine.connect()
-                    terms = [(coefficient(c, self.scalars), src, False) for c, src in halo]
+                    terms = [(coefficient(c, self.store.scalars), src, False) for c, src in halo]
                     dots = await self.machine.step(list(ops), terms or None, [(n, False) for n in export])
                 else:
-                    run_ops(self.group, self.scalars, ops, None)
+                    run_ops(self.store, ops, None)
                     dots = None
-                run_ops(self.group, self.scalars, post, None, dots)
+                run_ops(self.store, post, None, dots)
                 if want is None:
                     return {"status": "OK"}
                 if want[0] == "gather":
                     got = np.ascontiguousarray(self.group.vec[want[1]])
                     return {"status": "OK", "result": frame(got, frame_header(got))}
-                return {"status": "OK", "result": run_ops(self.group, self.scalars, [("dot", *d) for d in want[1]],
-                                                          None)}
+                return {"status": "OK", "result": run_ops(self.store, [("dot", *d) for d in want[1]], None)}
             except Aborted as exc:
-                self.failed = f"{self.partitions} on worker {self.me} stopped: {exc}"
+                self.failed = self.failed or f"{self.partitions} on worker {self.me} stopped: {exc}"
             except Exception as exc:  # noqa: BLE001 - kept and reported at the client's next synchronisation
                 self.failed = f"{self.partitions} on worker {self.me} failed: {type(exc).__name__}: {exc}"
                 self.origin = True
@@ -160,16 +189,19 @@ class ResidentHost:
         self.machine.close()
 
 
-async def _command(key: str, to: str, stop: str | None = None, **command: Any) -> dict[str, Any] | None:
-    """The ``ust_resident`` handler: a command for worker ``to``'s host of the plan ``key`` (see
-    :meth:`ResidentHost.run`), or ``stop``: stop it."""
+async def _command(key: str, to: str, stop: str | None = None,
+                   commands: Sequence[dict[str, Any]] = ()) -> dict[str, Any] | None:
+    """The ``ust_resident`` handler: ``commands`` for worker ``to``'s host of the plan ``key``, run one after the
+    other (see :meth:`ResidentHost.run`; the answer is the last one's), or ``stop``: stop the host."""
     host = _HOSTS.get((key, to))
     if stop is not None:
         if host is not None:
-            host.stop(f"stopped: {stop}")
+            host.stop(f"{host.partitions} on worker {host.me} stopped: {stop}")
         return None
     if host is None:
         return {"status": "missing"}
-    return await host.run(command.get("ops", ()), bool(command.get("step")), command.get("halo", ()),
-                          command.get("export", ()), command.get("post", ()), command.get("rows"),
-                          command.get("name"), command.get("want"))
+    result = None
+    for c in commands:
+        result = await host.run(c.get("ops", ()), bool(c.get("step")), c.get("halo", ()), c.get("export", ()),
+                                c.get("post", ()), c.get("rows"), c.get("name"), c.get("want"))
+    return result

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class Hosts:
         self.dropped: list[str] = []
         self.dropped_scalars: list[int] = []
         self.comms: dict[str, Any] = {}
+        self.queued: list[dict[str, dict[str, Any]]] = []  # commands not written yet (per worker)
+        self.queued_lock = threading.Lock()
         self.lock: asyncio.Lock | None = None
         self.broken: BaseException | None = None  # a write that failed
         self.lost: DistributedError | None = None  # why the hosts are gone (their arrays with them)
@@ -100,15 +103,15 @@ class Hosts:
         return out
 
     def messages(self, cmd: Command, want: Any) -> dict[str, dict[str, Any]]:
-        """The command as each host's message (the arrays and scalars dropped since the last one first)."""
+        """The command as each host takes it (the arrays and scalars dropped since the last one first)."""
         names, self.dropped = self.dropped, []
         scalars, self.dropped_scalars = self.dropped_scalars, []
         ops = ([("drop", names, scalars)] if names or scalars else []) + cmd.ops
-        base = {"op": HANDLER, "key": self.key, "ops": ops, "step": cmd.step, "halo": cmd.halo,
-                "export": [h.name for h in cmd.export], "post": cmd.post, "name": cmd.name, "want": want}
+        base = {"ops": ops, "step": cmd.step, "halo": cmd.halo, "export": [h.name for h in cmd.export],
+                "post": cmd.post, "name": cmd.name, "want": want}
         out = {}
         for w in self.workers:
-            msg = dict(base, to=w)
+            msg = dict(base)
             if cmd.rows is not None:
                 r = cmd.rows[w]
                 msg["rows"] = frame(r, frame_header(r))
@@ -128,25 +131,36 @@ class Hosts:
             self.lock = asyncio.Lock()
         return self.lock
 
-    async def _write(self, messages: dict[str, dict[str, Any]]) -> None:
-        async with self._lock():  # writes in the order posted (the lock is fair)
+    async def _send(self, last: dict[str, dict[str, Any]] | None = None) -> None:
+        """Write the commands queued so far, in order, as one message to each host (with ``last``, the command
+        whose answer the message asks for)."""
+        with self.queued_lock:
+            batch, self.queued = self.queued, []
+        if last is not None:
+            batch.append(last)
+        if not batch:
+            return
+        for w in self.workers:
+            await (await self._comm(w)).write({"op": HANDLER, "reply": last is not None, "key": self.key, "to": w,
+                                               "commands": [msgs[w] for msgs in batch]})
+
+    async def _write(self) -> None:
+        async with self._lock():  # the lock is fair: batches go out in the order queued
             if self.broken is not None:
                 return
             try:
-                for w, msg in messages.items():
-                    await (await self._comm(w)).write(dict(msg, reply=False))
+                await self._send()
             except Exception as exc:  # noqa: BLE001 - raised at the next synchronisation
                 self.broken = exc
 
-    async def _call(self, messages: dict[str, dict[str, Any]]) -> list[Any]:
+    async def _call(self, msgs: dict[str, dict[str, Any]]) -> list[Any]:
         async with self._lock():
             if self.broken is not None:
                 raise OSError(f"{type(self.broken).__name__}: {self.broken}")
-            for w, msg in messages.items():
-                await (await self._comm(w)).write(dict(msg, reply=True))
-            reads = [asyncio.ensure_future(self.comms[w].read()) for w in messages]
+            await self._send(msgs)
+            reads = [asyncio.ensure_future(self.comms[w].read()) for w in self.workers]
             try:
-                return await watch(self.client, reads, list(messages), self.a.timeout, self._lost)
+                return await watch(self.client, reads, self.workers, self.a.timeout, self._lost)
             except BaseException:
                 self._abort_comms()
                 raise
@@ -164,8 +178,14 @@ class Hosts:
 
     # ----- what the plan asks -----------------------------------------------------------------------------------
     def post(self, cmd: Command) -> None:
-        """Write the command to every host, one way, without waiting."""
-        asyncio.run_coroutine_threadsafe(self._write(self.messages(cmd, None)), self.client.loop.asyncio_loop)
+        """Queue the command for every host and return: the client's event loop writes what is queued, one way,
+        in one message per host (the commands queued while it wrote the last one)."""
+        msgs = self.messages(cmd, None)
+        with self.queued_lock:
+            self.queued.append(msgs)
+            if len(self.queued) > 1:  # a write is scheduled, which takes this one too
+                return
+        asyncio.run_coroutine_threadsafe(self._write(), self.client.loop.asyncio_loop)
 
     def call(self, cmd: Command, want: Any) -> list[Any]:
         """Write the command with a request to every host and wait for the answers (in ``workers`` order);
