@@ -139,7 +139,7 @@ def frame(a: np.ndarray, header: dict[str, Any]) -> Any:
     return Serialized(dict(header), [a.data.cast("B")])
 
 
-async def watch(client: Any, calls: list[asyncio.Future], places: Sequence[str | None], timeout: float,
+async def watch(client: Any, calls: Sequence[asyncio.Future], places: Sequence[str | None], timeout: float,
                 lost: Callable[[int], WorkerLost]) -> list[Any]:
     """The results of the calls ``calls`` (``calls[k]`` answered by the worker ``places[k]``), awaited on the
     client's event loop: the first failure is raised; ``lost(k)`` when ``places[k]`` leaves the cluster (a

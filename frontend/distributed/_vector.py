@@ -192,32 +192,29 @@ class Hosts:
         a failure on any host, or a lost worker, raises and ends the hosts."""
         try:
             replies = self.client.sync(self._call, self.messages(cmd, want))
-        except WorkerLost as exc:
-            self.end(exc)
+        except WorkerLost as lost:
+            self.end(lost)
             raise
         except TimeoutError:
-            exc = DistributedError(f"timed out after {self.a.timeout:g} s waiting for the resident arrays' workers "
-                                   f"{self.workers}")
-            self.end(exc)
-            raise exc from None
+            timeout = DistributedError(f"timed out after {self.a.timeout:g} s waiting for the resident arrays' "
+                                       f"workers {self.workers}")
+            self.end(timeout)
+            raise timeout from None
         except OSError as exc:
             gone = [k for k, w in enumerate(self.workers) if w not in self.client.nthreads()]
-            lost = self._lost(gone[0]) if gone else WorkerLost(f"the resident arrays' workers cannot be "
-                                                               f"reached: {exc}", None, None)
-            self.end(lost)
-            raise lost from exc
+            unreachable = self._lost(gone[0]) if gone else WorkerLost(f"the resident arrays' workers cannot be "
+                                                                      f"reached: {exc}", None, None)
+            self.end(unreachable)
+            raise unreachable from exc
         errors = [(k, r) for k, r in enumerate(replies) if not isinstance(r, dict) or r.get("status") != "OK"]
         if not errors:
             return [r.get("result") for r in replies]
         k, r = next(((k, r) for k, r in errors if isinstance(r, dict) and r.get("origin")), errors[0])
-        w = self.workers[k]
-        if not isinstance(r, dict) or r.get("status") == "missing":
-            exc = self._lost(k)
-        else:
-            exc = DistributedError(f"{r['message']}; the plan's resident arrays are lost (plan.scatter makes "
-                                   "them again)", r["partition"], w)
-        self.end(exc)
-        raise exc
+        failure = self._lost(k) if not isinstance(r, dict) or r.get("status") == "missing" else DistributedError(
+            f"{r['message']}; the plan's resident arrays are lost (plan.scatter makes them again)", r["partition"],
+            self.workers[k])
+        self.end(failure)
+        raise failure
 
     def end(self, why: DistributedError) -> None:
         """Release the hosts (their arrays with them); later uses of their arrays raise ``why``."""
@@ -485,7 +482,8 @@ class ResidentArray:
         if not isinstance(s, (Number, np.number)) or isinstance(s, (bool, np.bool_)):
             return NotImplemented
         dtype = (np.zeros(0, self.dtype) / s).dtype
-        return self.owner.combine([(1 / complex(s) if np.iscomplexobj(s) else 1 / float(s), self)], dtype)
+        value: Any = s
+        return self.owner.combine([(1 / complex(value) if np.iscomplexobj(value) else 1 / float(value), self)], dtype)
 
     def __neg__(self) -> ResidentArray:
         return self.owner.combine([(-1.0, self)], self.dtype)
