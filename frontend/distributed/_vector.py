@@ -28,7 +28,8 @@ from ._client import LOG
 from ._host import HANDLER, ResidentHost
 from ._run import DistributedError, WorkerLost, frame, frame_header, wait_all, watch
 
-Term = tuple[Any, "Scalar | None", "ResidentArray"]  # (number, a scalar the workers computed, exported array)
+Term = tuple[Any, "Scalar | None", "ResidentArray | None"]  # (number, a scalar the workers computed, an exported
+# array: None for the array itself, so that no handle refers to itself and each is freed when dropped)
 
 
 class Scalar:
@@ -223,14 +224,16 @@ class Hosts:
         self.lost = why
 
         async def close() -> None:
+            live = await self.client.scheduler.ncores()
+            for w in self.workers:  # on a connection of their own: the plan's may be busy with a command
+                if w in live:
+                    try:  # stop a host waiting for a lost worker's messages
+                        comm = await self.client.rpc.connect(w)
+                        await comm.write({"op": HANDLER, "key": self.key, "to": w, "reply": False, "stop": str(why)})
+                        self.client.rpc.reuse(w, comm)
+                    except Exception:  # noqa: BLE001 - best effort
+                        pass
             async with self._lock():
-                for w in self.workers:
-                    if w in self.comms and w in await self.client.scheduler.ncores():
-                        try:  # stop a host still waiting for a lost worker's messages
-                            await self.comms[w].write({"op": HANDLER, "key": self.key, "to": w, "reply": False,
-                                                       "stop": str(why)})
-                        except Exception:  # noqa: BLE001 - best effort
-                            pass
                 self._abort_comms()
         try:
             self.client.sync(close)
@@ -290,7 +293,9 @@ class Resident:
         return None
 
     def _valid(self, v: ResidentArray) -> bool:
-        return v.terms is not None and all(any(base is e for e in self.exported) for _, _, base in v.terms)
+        if v.terms is None:
+            return False
+        return all(any((v if base is None else base) is e for e in self.exported) for _, _, base in v.terms)
 
     def _export(self, v: ResidentArray) -> None:
         """Make sure the last exchange before the next product sends ``v``'s halo entries."""
@@ -304,7 +309,7 @@ class Resident:
             cmd.step, cmd.export = True, []
         cmd.export.append(v)
         self.exported = cmd.export
-        v.terms = [(1.0, None, v)]
+        v.terms = [(1.0, None, None)]
 
     # ----- operations ---------------------------------------------------------------------------------------
     def scatter(self, x: np.ndarray) -> ResidentArray:
@@ -313,7 +318,7 @@ class Resident:
         self.flush()
         v = self._new(x.shape, x.dtype)
         self.pending = Command(step=True, export=[v], rows=self.hosts.rows(x), name=v.name)
-        self.exported, v.terms = self.pending.export, [(1.0, None, v)]
+        self.exported, v.terms = self.pending.export, [(1.0, None, None)]
         return v
 
     def matmul(self, v: ResidentArray) -> ResidentArray:
@@ -321,11 +326,12 @@ class Resident:
         if v.shape[0] != self.a.shape[1]:
             raise ValueError(f"the operand has {v.shape[0]} rows, the DistributedTensor {self.a.shape[1]} columns")
         self._export(v)
-        halo = [[[_number(num), None if s is None else s.key], base.name] for num, s, base in v.terms or ()]
+        halo = [[[_number(num), None if s is None else s.key], (v if base is None else base).name]
+                for num, s, base in v.terms or ()]
         self.flush()
         y = self._new((self.a.shape[0], *v.shape[1:]), np.result_type(self.a.dtype, v.dtype))
         self.pending = Command(ops=[("spmv", y.name, v.name)], step=True, halo=halo, export=[y])
-        self.exported, y.terms = self.pending.export, [(1.0, None, y)]
+        self.exported, y.terms = self.pending.export, [(1.0, None, None)]
         return y
 
     def combine(self, terms: list[tuple[Any, ResidentArray]], dtype: np.dtype) -> ResidentArray:
@@ -341,7 +347,7 @@ class Resident:
         else:
             cmd.ops.append(op)
         if all(self._valid(v) for _, v in terms):
-            z.terms = [(c * num, s, base) for c, v in terms for num, s, base in v.terms or ()]
+            z.terms = [(c * num, s, v if base is None else base) for c, v in terms for num, s, base in v.terms or ()]
         return z
 
     def normalized(self, v: ResidentArray) -> ResidentArray:
