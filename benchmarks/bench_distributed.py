@@ -217,7 +217,7 @@ def message_cost(client: object, n: int = 300) -> float:
     return min(costs)
 
 
-def planned_product(client: object, k: int, calls: int, rounds: int = 3) -> None:
+def planned_product(client: object, k: int, calls: int, rounds: int = 5) -> None:
     """A planned SpMV called ``calls`` times (power iteration) against ``frontend.matmul(D, x)`` per call, and
     the worker-side compute per call (the local kernel on one partition's rows, one thread): NumPy in and out
     (``plan(x)``; the norm on the client), and on resident arrays (``plan(v).normalized()``: the operand, the

@@ -153,7 +153,7 @@ class ResidentHost:
                 if want is None:
                     return {"status": "OK"}
                 if want[0] == "gather":
-                    got = np.ascontiguousarray(self.group.vec[want[1]])
+                    got = np.array(self.group.vec[want[1]], order="C", copy=True)  # its buffer may be reused
                     return {"status": "OK", "result": frame(got, frame_header(got))}
                 return {"status": "OK", "result": run_ops(self.store, [("dot", *d) for d in want[1]], None)}
             except Aborted as exc:

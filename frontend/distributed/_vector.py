@@ -93,12 +93,13 @@ class Hosts:
         return f"r{next(self.counter)}"
 
     def rows(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        """Each worker's rows of ``x`` (its partitions' rows in order; a slice when they are one range)."""
+        """Each worker's rows of ``x`` (its partitions' rows in order), copied: they are sent after the call
+        returns, and the caller may change ``x`` meanwhile."""
         b = self.a.bounds
         out = {}
         for w, ranks in self.ranks.items():
             if ranks == list(range(ranks[0], ranks[-1] + 1)):
-                out[w] = np.ascontiguousarray(x[b[ranks[0]]:b[ranks[-1] + 1]])
+                out[w] = np.array(x[b[ranks[0]]:b[ranks[-1] + 1]], order="C", copy=True)
             else:
                 out[w] = np.concatenate([x[b[p]:b[p + 1]] for p in ranks])
         return out
