@@ -219,12 +219,12 @@ class Hosts:
         raise failure
 
     def end(self, why: DistributedError) -> None:
-        """Release the hosts (their arrays with them); later uses of their arrays raise ``why``."""
+        """Release the hosts (their arrays with them) after a failure; later uses of their arrays raise ``why``."""
         if self.lost is not None:
             return
         self.lost = why
 
-        async def close() -> None:
+        async def stop() -> None:
             live = await self.client.scheduler.ncores()
             for w in self.workers:  # on a connection of their own: the plan's may be busy with a command
                 if w in live:
@@ -236,29 +236,32 @@ class Hosts:
                         pass
             async with self._lock():
                 self._abort_comms()
-        try:
-            self.client.sync(close)
-        except Exception:  # noqa: BLE001 - the cluster may be going away
-            pass
-        self.actors, self.futures = [], []
+        self._release(stop)
 
     def close(self) -> None:
         """Hand the connections back after the commands written, release the hosts."""
         if self.lost is not None:
             return
+        self.lost = DistributedError("the plan was closed; its resident arrays with it")
 
-        async def close() -> None:
+        async def hand_back() -> None:
             async with self._lock():
                 for w, comm in self.comms.items():
                     self.client.rpc.reuse(w, comm)
                 self.comms = {}
+        self._release(hand_back)
+
+    def _release(self, on_loop: Any) -> None:
+        """Run ``on_loop`` on the client's event loop, let the hosts on live workers hand their connections to
+        the other workers back, drop the actors."""
         try:
-            self.client.sync(close)
-            for actor in self.actors:
-                actor.close().result()
+            self.client.sync(on_loop)
+            live = self.client.nthreads()
+            for w, actor in zip(self.workers, self.actors):
+                if w in live:
+                    actor.close().result(timeout=self.a.timeout)
         except Exception:  # noqa: BLE001 - the cluster may be going away
             pass
-        self.lost = DistributedError("the plan was closed; its resident arrays with it")
         self.actors, self.futures = [], []
 
 
