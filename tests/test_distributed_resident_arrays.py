@@ -95,7 +95,7 @@ def test_scalar_operations_stay_on_the_workers(client, dtype):
     with d.plan_matmul(x) as plan:
         v, w = plan.scatter(x), plan.scatter(u)
         checks = [(v * 2.0, x * 2.0), (3 * v, 3 * x), (v / 4, x / 4), (-v, -x), (v + w, x + u), (v - w, x - u),
-                  (v * np.float64(0.5), x * np.float64(0.5)), (v * 2j, x * 2j)]
+                  (v * np.float64(0.5), x * np.float64(0.5)), (np.float32(2) * v, np.float32(2) * x), (v * 2j, x * 2j)]
         for got, want in checks:
             assert got.dtype == want.dtype
             np.testing.assert_allclose(got.numpy(), want, rtol=_tol(dtype))
@@ -142,6 +142,8 @@ def test_resident_operands_refuse_what_they_cannot_do(client):
             other(v)
         with pytest.raises(TypeError):
             v * "2"
+        with pytest.raises(TypeError):  # NumPy arrays are not resident: no silent gather
+            np.ones(25) + v
         with pytest.raises(ValueError, match="vectors"):
             m = d.plan_matmul(np.ones((25, 2)))
             mv = m.scatter(np.ones((25, 2)))

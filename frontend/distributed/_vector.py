@@ -417,7 +417,7 @@ class ResidentArray:
     ``terms``: the array's entries at other workers' halo positions as ``sum(number * scalar * base)`` over
     arrays whose halo entries the last exchange sent (None: not known, sent before the next product)."""
 
-    __array_priority__ = 20
+    __array_ufunc__ = None  # NumPy's operators defer to this class (a scalar times it stays on the workers)
 
     def __init__(self, owner: Resident, hosts: Hosts, name: str, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.owner, self.hosts, self.name = owner, hosts, name
