@@ -138,10 +138,9 @@ class DistributedMatmulPlan:
             raise ValueError(f"resident operands need a square DistributedTensor (their rows are partitioned like "
                              f"its rows and its columns at once); this one is {self.a.shape[0]}x{self.a.shape[1]}: "
                              "call the plan with NumPy operands")
-        options = sorted(set(self.kwargs) - {"threads"})
-        if options:
-            raise ValueError(f"resident operands take plans made without {', '.join(options)}; make one with "
-                             "D.plan_matmul(x_like) for them")
+        if self.kwargs:  # the hosts' kernels are planned as a solve's: plain products on the worker's threads
+            raise ValueError(f"resident operands take plans made without {', '.join(sorted(self.kwargs))}; make "
+                             "one with D.plan_matmul(x_like) for them")
         x = np.asarray(x)
         if x.shape != self.shape:
             raise ValueError(f"the plan was made for operands of shape {self.shape}, got {x.shape}")
