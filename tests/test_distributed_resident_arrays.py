@@ -59,6 +59,8 @@ def test_resident_spmv_and_spmm_match_scipy(client, parts, dtype, kind):
             z = plan(plan(y))  # chained: each product's halo comes from the other workers
             np.testing.assert_allclose(np.asarray(z), a @ (a @ (a @ x)), rtol=_tol(dtype) * 10)
             np.testing.assert_allclose(plan(v).numpy(), a @ x, rtol=_tol(dtype))  # v again, after others
+            ax = a @ x  # normalized: the 2-norm of a vector, the Frobenius norm of a matrix
+            np.testing.assert_allclose(plan(v).normalized().numpy(), ax / np.linalg.norm(ax), rtol=_tol(dtype) * 10)
             np.testing.assert_allclose(plan(x), a @ x, rtol=_tol(dtype))  # NumPy in, NumPy out, as before
 
 
