@@ -10,7 +10,8 @@ Measures, each contender timed in the same run, interleaved, best of ``--repeats
   and step), 2, 4 and 8 partitions on the 2 workers; one worker's own share of it (its blocks' operations,
   timed in this process); the worker loop with one partition per worker process on 4 and 8 processes;
 - a planned product (``D.plan_matmul``) called 100 times against ``frontend.matmul(D, x)`` per call, the
-  worker-side compute per call and a client-worker round trip on the plan's path;
+  worker-side compute per call and a client-worker round trip on the plan's path; the same loop on resident
+  arrays (``plan.scatter``: operands, results and norms kept on the workers);
 - bytes per CG iteration: the halo entries exchanged (measured by the solve's accounting) and the dot
   products' scalars; Dask's own task messages are not counted; the cost of one worker-loop message, sent one
   way back to back;
@@ -19,7 +20,7 @@ nodes for a 1e10-nonzero matrix (3-D 7-point Poisson, 1-D row blocks) at ``--ban
 loop's CG iteration against its compute + halo time.
 
 Run: ``PYTHONPATH=. .venv/bin/python benchmarks/bench_distributed.py [--quick]`` from the repository root
-(about 3 minutes on 2 idle cores).
+(about 3 minutes on 2 idle cores; ``--planned-only``: the planned products alone, Poisson 200^2, about 15 s).
 On a 2-core machine the two workers and the one-process peer share the same two cores, so the distributed
 time can show overhead, not speed-up; the cost model is where the node counts come in.
 """
@@ -216,9 +217,12 @@ def message_cost(client: object, n: int = 300) -> float:
     return min(costs)
 
 
-def planned_product(client: object, k: int, calls: int) -> None:
+def planned_product(client: object, k: int, calls: int, rounds: int = 5) -> None:
     """A planned SpMV called ``calls`` times (power iteration) against ``frontend.matmul(D, x)`` per call, and
-    the worker-side compute per call (the local kernel on one partition's rows, one thread)."""
+    the worker-side compute per call (the local kernel on one partition's rows, one thread): NumPy in and out
+    (``plan(x)``; the norm on the client), and on resident arrays (``plan(v).normalized()``: the operand, the
+    result and the norm stay on the workers; the loop ends by gathering the vector; and ``w = plan(w); w / w.norm()``:
+    the norm sent to the client each call). Each loop's best of ``rounds`` interleaved rounds."""
     import time
     a = poisson2d(k)
     d = fd.from_package(a, partitions=2, client=client)
@@ -226,6 +230,7 @@ def planned_product(client: object, k: int, calls: int) -> None:
     plan = d.plan_matmul(x)
     half = sp.csr_array(a[: d.bounds[1]])
     local = best({"block": lambda: F.matmul(half, x, threads=1)}, 5)["block"]
+    v0 = plan.scatter(x)
 
     def loop(fn: Callable[[np.ndarray], np.ndarray], n: int) -> float:
         y = x
@@ -234,8 +239,27 @@ def planned_product(client: object, k: int, calls: int) -> None:
             y = fn(y)
             y /= np.linalg.norm(y)
         return (time.perf_counter() - start) / n
+
+    def resident(n: int, on_client: bool = False) -> float:
+        v = v0
+        start = time.perf_counter()
+        for _ in range(n):
+            if on_client:
+                v = plan(v)
+                v = v / v.norm()
+            else:
+                v = plan(v).normalized()
+        v.numpy()  # the loop's end: the vector gathered (waits for every product before it)
+        return (time.perf_counter() - start) / n
     loop(plan, 3)
-    planned = min(loop(plan, calls) for _ in range(2))
+    resident(3)
+    resident(3, True)
+    runs: dict[str, list[float]] = {"numpy": [], "resident": [], "norm on client": []}
+    for _ in range(rounds):
+        runs["numpy"].append(loop(plan, calls))
+        runs["resident"].append(resident(calls))
+        runs["norm on client"].append(resident(calls, True))
+    planned, on_workers, on_client = (min(v) for v in runs.values())
     unplanned = loop(lambda v: F.matmul(d, v), max(10, calls // 5))
     actor = plan._actors[0]
     rpc = client.rpc(actor._address)  # type: ignore[attr-defined]
@@ -247,6 +271,9 @@ def planned_product(client: object, k: int, calls: int) -> None:
           f"{unplanned * 1e3:.2f} ms); worker-side compute {local * 1e3:.2f} ms a partition, a client-worker "
           f"round trip {rt * 1e3:.2f} ms: {planned / bound:.2f} x (2 x compute + round trip) (Poisson {k}^2, "
           "2 partitions)")
+    print(f"{'  resident operands':<26} plan(v).normalized(): {on_workers * 1e3:.2f} ms a call, "
+          f"{on_workers / bound:.2f} x the bound; v / v.norm() on the client: {on_client * 1e3:.2f} ms a call, "
+          f"{on_client / bound:.2f} x")
     plan.close()
 
 
@@ -295,11 +322,15 @@ def main() -> None:
     parser.add_argument("--no-process-sweep", action="store_true",
                         help="skip the clusters of 4 and 8 worker processes (one partition each)")
     parser.add_argument("--bandwidth", type=float, default=12.5, help="link bandwidth in GB/s (100 Gb/s)")
+    parser.add_argument("--planned-only", action="store_true", help="only the planned products (Poisson 200^2)")
     args = parser.parse_args()
-    k = 200 if args.quick else 1000
+    k = 200 if args.quick or args.planned_only else 1000
     client = fd.start_local(2, threads_per_worker=1)
     try:
         print(f"2-worker LocalCluster (processes, 1 thread each) on {os.cpu_count()} cores; load {os.getloadavg()}")
+        if args.planned_only:
+            planned_product(client, k, 100)
+            return
         rate = products(client, k, args.repeats)
         dist_it, one_it, info = cg_per_iteration(client, k, args.iterations, max(2, args.repeats // 2))
         print(f"{'CG per iteration':<26} 1-proc {one_it * 1e3:8.3f} ms  dask 2w {dist_it * 1e3:8.3f} ms "

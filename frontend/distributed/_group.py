@@ -16,10 +16,16 @@ from ._krylov import Export, Terms
 from ._plan import Halo
 from ._worker import Part, solve_state
 
+Index = np.ndarray | slice  # positions in an array: a slice when they are one increasing range (copied, not gathered)
 
-def _indices(pieces: list[np.ndarray]) -> np.ndarray:
-    """The index arrays ``pieces`` one after the other (empty when there are none)."""
-    return np.concatenate([np.zeros(0, dtype=np.intp), *pieces]).astype(np.intp)
+
+def _indices(pieces: list[np.ndarray]) -> Index:
+    """The index arrays ``pieces`` one after the other (empty when there are none), as a slice when they are
+    one increasing range."""
+    idx = np.concatenate([np.zeros(0, dtype=np.intp), *pieces]).astype(np.intp)
+    if len(idx) and int(idx[-1]) - int(idx[0]) + 1 == len(idx) and np.all(np.diff(idx) == 1):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
 
 
 @dataclass
@@ -30,10 +36,10 @@ class Block:
 
     part: Part
     rows: slice
-    near_src: np.ndarray
-    near_pos: np.ndarray
-    far_src: np.ndarray
-    far_pos: np.ndarray
+    near_src: Index
+    near_pos: Index
+    far_src: Index
+    far_pos: Index
     operand: np.ndarray | None = None  # the SpMV's input, read in place by its planned kernel
     plan: Any = None
     outs: dict[str, np.ndarray] = field(default_factory=dict)  # its rows of each SpMV result buffer
@@ -96,28 +102,29 @@ class GroupState:
         vector ``dst`` (which the product replaces)."""
         dtype = np.result_type(self.blocks[0].part.tensor.dtype, own.dtype)
         out = self.outs.get(dst)
-        if out is None or out.dtype != dtype:
+        if out is None or out.dtype != dtype or out.shape != own.shape:
             out = self.outs[dst] = np.empty(own.shape, dtype=dtype)
             for blk in self.blocks:
                 blk.outs[dst] = out[blk.rows]
         for blk in self.blocks:
-            if blk.operand is None or blk.operand.dtype != own.dtype:
-                self._plan(blk, own.dtype)
+            if blk.operand is None or blk.operand.dtype != own.dtype or blk.operand.shape[1:] != own.shape[1:]:
+                self._plan(blk, own.dtype, own.shape[1:])
             operand = blk.operand
             assert operand is not None
             operand[blk.near_pos] = own[blk.near_src]
-            if far is not None and len(blk.far_pos):
+            if far is not None and (isinstance(blk.far_pos, slice) or len(blk.far_pos)):
                 operand[blk.far_pos] = far[blk.far_src]
             blk.plan.execute(out=blk.outs[dst])
         return out
 
     @staticmethod
-    def _plan(blk: Block, dtype: np.dtype) -> None:
-        """The block's SpMV planned (and compiled, if not cached) for operands of ``dtype``."""
+    def _plan(blk: Block, dtype: np.dtype, columns: tuple[int, ...] = ()) -> None:
+        """The block's SpMV (SpMM with ``columns``: the operand's trailing shape) planned (and compiled, if not
+        cached) for operands of ``dtype``."""
         from frontend.ops._api import Matmul
 
         from ._worker import _threads
-        blk.operand = np.zeros(len(blk.part.cols), dtype=dtype)
+        blk.operand = np.zeros((len(blk.part.cols), *columns), dtype=dtype)
         blk.plan = Matmul(blk.part.tensor, blk.operand, threads=_threads()).plan()
 
     def exports(self, export: Export) -> dict[str, np.ndarray]:

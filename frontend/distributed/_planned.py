@@ -16,24 +16,11 @@ from typing import Any
 import numpy as np
 
 from ._client import LOG
-from ._run import POLL, DistributedError, WorkerLost, wait_all
+from ._run import POLL, DistributedError, WorkerLost, frame, frame_header, wait_all, watch
+from ._vector import Resident, ResidentArray
 from ._worker import INLINE_NSE, Part, _threads
 
 HANDLER = "ust_product"  # the workers' comm handler that runs a planned block's product
-
-
-def frame_header(like: np.ndarray) -> dict[str, Any]:
-    """Dask's serialization header of arrays shaped like the C-ordered ``like`` (made once, reused per call)."""
-    from distributed.protocol.serialize import serialize_and_split
-    header, _ = serialize_and_split(like, serializers=("dask",))
-    return header
-
-
-def frame(a: np.ndarray, header: dict[str, Any]) -> Any:
-    """The C-ordered array ``a`` as an already serialized Dask object: one frame sent from its memory, no
-    serializer run."""
-    from distributed.protocol import Serialized
-    return Serialized(dict(header), [a.data.cast("B")])
 _BLOCKS: weakref.WeakValueDictionary[str, BlockProduct] = weakref.WeakValueDictionary()  # name -> actor
 
 
@@ -125,6 +112,7 @@ class DistributedMatmulPlan:
         self._headers = [frame_header(np.empty((len(c), *self.shape[1:]), dtype=self.dtype)) for c in a.cols]
         self._futures: list[Any] = []
         self._actors: list[Any] = []
+        self._resident: Resident | None = None
         self._start()
 
     def _start(self) -> None:
@@ -142,7 +130,31 @@ class DistributedMatmulPlan:
         that row block, the same chooser as ``frontend.optimize``), one round trip per partition."""
         return [actor.storage for actor in self._actors]
 
-    def __call__(self, x: Any, out: np.ndarray | None = None) -> np.ndarray:
+    def scatter(self, x: Any) -> ResidentArray:
+        """``x`` (NumPy, shaped and typed as the plan's operands) as a resident array: its rows sent once to the
+        workers holding the matching rows of the (square) ``DistributedTensor``; ``plan(v)`` of a resident
+        array is resident too (see :mod:`frontend.distributed._vector`)."""
+        if self.a.shape[0] != self.a.shape[1]:
+            raise ValueError(f"resident operands need a square DistributedTensor (their rows are partitioned like "
+                             f"its rows and its columns at once); this one is {self.a.shape[0]}x{self.a.shape[1]}: "
+                             "call the plan with NumPy operands")
+        if self.kwargs:  # the hosts' kernels are planned as a solve's: plain products on the worker's threads
+            raise ValueError(f"resident operands take plans made without {', '.join(sorted(self.kwargs))}; make "
+                             "one with D.plan_matmul(x_like) for them")
+        x = np.asarray(x)
+        if x.shape != self.shape:
+            raise ValueError(f"the plan was made for operands of shape {self.shape}, got {x.shape}")
+        if self._resident is None:
+            self._resident = Resident(self.a, self.dtype)
+        return self._resident.scatter(np.asarray(x, dtype=self.dtype))
+
+    def __call__(self, x: Any, out: np.ndarray | None = None) -> Any:
+        if isinstance(x, ResidentArray):
+            if out is not None:
+                raise TypeError("out= takes NumPy results; plan(v) of a resident array gives a resident array")
+            if self._resident is None or x.owner is not self._resident:
+                raise ValueError("the resident array belongs to another plan: make it with this plan's scatter")
+            return self._resident.matmul(x)
         x = np.asarray(x)
         if x.shape != self.shape:
             raise ValueError(f"the plan was made for operands of shape {self.shape}, got {x.shape}")
@@ -182,7 +194,6 @@ class DistributedMatmulPlan:
 
     async def _direct_calls(self, rows: list[np.ndarray]) -> list[np.ndarray]:
         import asyncio
-        import time
 
         from distributed.core import send_recv
         client = self.a.client
@@ -203,27 +214,9 @@ class DistributedMatmulPlan:
                                        self.places[p])
             return got["result"]
         calls = [asyncio.ensure_future(one(p, actor, r)) for p, (actor, r) in enumerate(zip(self._actors, rows))]
-        deadline = time.monotonic() + self.a.timeout
-        try:
-            while True:  # a lost worker is noticed in the scheduler's worker list (a dead address is retried)
-                _, pending = await asyncio.wait(calls, timeout=POLL, return_when=asyncio.FIRST_EXCEPTION)
-                failed = [c for c in calls if c.done() and c.exception() is not None]
-                if failed:
-                    failed[0].result()  # raises the failure of the first partition that failed
-                if not pending:
-                    return [c.result() for c in calls]
-                live = await client.scheduler.ncores()
-                gone = [p for p, w in enumerate(self.places) if w not in live]
-                if gone:
-                    raise WorkerLost(f"partition {gone[0]}: its worker {self.places[gone[0]]} left the cluster",
-                                     gone[0], self.places[gone[0]])
-                if time.monotonic() > deadline:
-                    raise TimeoutError
-        finally:
-            for c in calls:  # nothing left running, nothing left unretrieved
-                if not c.done():
-                    c.cancel()
-                    c.add_done_callback(lambda f: f.cancelled() or f.exception())
+        return await watch(client, calls, self.places, self.a.timeout,
+                           lambda p: WorkerLost(f"partition {p}: its worker {self.places[p]} left the cluster", p,
+                                                self.places[p]))
 
     def _send(self, rows: list[np.ndarray]) -> list[Any]:
         """Every actor's ``multiply`` call (answers pending); :class:`WorkerLost` when an actor's worker is
@@ -263,8 +256,10 @@ class DistributedMatmulPlan:
         return out
 
     def close(self) -> None:
-        """Release the actors (and their planned kernels)."""
+        """Release the actors (and their planned kernels) and the resident arrays' hosts."""
         self._actors, self._futures = [], []
+        if self._resident is not None:
+            self._resident.close()
 
     def __enter__(self) -> DistributedMatmulPlan:
         return self

@@ -202,8 +202,12 @@ class GroupMachine:
         """``ops`` on the worker's vectors: on the event loop for small blocks, else in a thread (the loop
         kept free to receive meanwhile)."""
         if self.inline or not ops:
-            return apply_ops(self.group, ops, far)
-        return await asyncio.get_running_loop().run_in_executor(None, apply_ops, self.group, ops, far)
+            return self.apply(ops, far)
+        return await asyncio.get_running_loop().run_in_executor(None, self.apply, ops, far)
+
+    def apply(self, ops: list[tuple], far: np.ndarray | None) -> list[complex]:
+        """``ops`` on the worker's vectors (:func:`frontend.distributed._worker.apply_ops`); their dot products."""
+        return apply_ops(self.group, ops, far)
 
     async def run(self, method: str, bnorm: float, tol: float, maxiter: int, dtype: np.dtype, restart: int,
                     first: int) -> tuple[int, float]:
@@ -230,14 +234,18 @@ class GroupMachine:
     async def start(self) -> None:
         """Connect to the other workers and export ``x0``'s halo entries (as step -1), which the first SpMV of
         ``x`` reads."""
+        await self.connect()
+        self.steps = -1
+        await self.step([], export=[("x", False)])
+
+    async def connect(self) -> None:
+        """Open this worker's connections to the other workers (from Dask's pool)."""
         try:
             for w in self.peers:
                 comm = self.comms[w] = await self.worker.rpc.connect(w)
                 self._offload[w], comm.allow_offload = comm.allow_offload, False  # small messages: never sized
         except OSError as exc:
             raise Aborted(f"worker {self.me} cannot reach the other workers: {exc}") from exc
-        self.steps = -1
-        await self.step([], export=[("x", False)])
 
     def close(self) -> None:
         """Hand the connections back to the worker's pool (after the messages already written on them)."""

@@ -10,6 +10,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 SCATTER_BYTES = 1 << 20  # operands above this go to their worker directly (client.scatter), not in the task
 DEFAULT_TIMEOUT = 300.0  # seconds one distributed call may wait for its tasks
 POLL = 0.25  # seconds between checks of the live workers while waiting
@@ -121,3 +123,45 @@ def send(client: Any, value: Any, worker: str | None) -> Any:
     if worker is None or getattr(value, "nbytes", 0) < SCATTER_BYTES:
         return value
     return client.scatter(value, workers=[worker], direct=True, hash=False)
+
+
+def frame_header(like: np.ndarray) -> dict[str, Any]:
+    """Dask's serialization header of arrays shaped like the C-ordered ``like`` (made once, reused per call)."""
+    from distributed.protocol.serialize import serialize_and_split
+    header, _ = serialize_and_split(like, serializers=("dask",))
+    return header
+
+
+def frame(a: np.ndarray, header: dict[str, Any]) -> Any:
+    """The C-ordered array ``a`` as an already serialized Dask object: one frame sent from its memory, no
+    serializer run."""
+    from distributed.protocol import Serialized
+    return Serialized(dict(header), [a.data.cast("B")])
+
+
+async def watch(client: Any, calls: Sequence[asyncio.Future], places: Sequence[str | None], timeout: float,
+                lost: Callable[[int], WorkerLost]) -> list[Any]:
+    """The results of the calls ``calls`` (``calls[k]`` answered by the worker ``places[k]``), awaited on the
+    client's event loop: the first failure is raised; ``lost(k)`` when ``places[k]`` leaves the cluster (a
+    dead address is retried, so a lost worker is noticed in the scheduler's worker list); ``TimeoutError``
+    after ``timeout`` seconds. Nothing is left running or unretrieved."""
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            _, pending = await asyncio.wait(calls, timeout=POLL, return_when=asyncio.FIRST_EXCEPTION)
+            failed = [c for c in calls if c.done() and c.exception() is not None]
+            if failed:
+                failed[0].result()  # raises the failure of the first call that failed
+            if not pending:
+                return [c.result() for c in calls]
+            live = await client.scheduler.ncores()
+            gone = [k for k, w in enumerate(places) if w not in live]
+            if gone:
+                raise lost(gone[0])
+            if time.monotonic() > deadline:
+                raise TimeoutError
+    finally:
+        for c in calls:
+            if not c.done():
+                c.cancel()
+                c.add_done_callback(lambda f: f.cancelled() or f.exception())
