@@ -1,7 +1,7 @@
 """What the emitter's kernels read for a coordinate written out of range after planning: for a level whose extent
-is a power of two the coordinate masked with ``extent - 1``, otherwise clamped to the last coordinate (unsigned:
-negative ones too). Either way an entry of the dense operand, and the same answer every time: SpMV and SpMM
-against NumPy, int32 and int16 coordinates, float32 and float64 values."""
+is a power of two and 32- or 64-bit coordinates the coordinate masked with ``extent - 1``, otherwise clamped to
+the last coordinate (unsigned: negative ones too). Either way an entry of the dense operand, and the same answer
+every time: SpMV and SpMM against NumPy, int32 and int16 coordinates, float32 and float64 values."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +14,7 @@ import frontend as F
 def _reads(crd: np.ndarray, n: int) -> np.ndarray:
     """The column a kernel reads for each stored coordinate of a level of extent ``n``."""
     c = crd.astype(np.int64)
-    if n & (n - 1) == 0:
+    if n & (n - 1) == 0 and crd.itemsize >= 4:
         return c & (n - 1)
     return np.where((c < 0) | (c >= n), n - 1, c)
 

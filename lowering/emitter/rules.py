@@ -75,14 +75,14 @@ def entry_range(ctx: Any, k: int, lo: Value, hi: Value) -> tuple[Value, Value]:
     return b.op(f"arith.minui {lo}, {hi} : index", "index", "i"), hi
 
 
-def clamp_coordinate(ctx: Any, k: int, c: Value) -> Value:
+def clamp_coordinate(ctx: Any, k: int, c: Value, mask: bool = True) -> Value:
     """Coordinate ``c`` of level ``k`` (an index, or a vector of them) clamped into the level's range
     ``[offset, offset + extent)`` (unsigned minimum of ``c - offset`` and ``extent - 1``: below the offset
-    too; for an extent of a power of two from 0, masked with ``extent - 1``), so it addresses dense operands
-    and the output in bounds whatever the coordinates hold."""
+    too; for an extent of a power of two from 0, and ``mask``, masked with ``extent - 1``), so it addresses dense
+    operands and the output in bounds whatever the coordinates hold."""
     b = ctx.b
     top, off = max(int(ctx.extents[k]) - 1, 0), int(ctx.offsets[k])
-    if off == 0 and top & (top + 1) == 0:  # an extent of a power of two: a mask, one instruction instead of two
+    if mask and off == 0 and top & (top + 1) == 0:  # a power-of-two extent: one instruction instead of two
         mask = b.index(top) if c.type == "index" else b.const(f"dense<{top}>", c.type)
         return b.op(f"arith.andi {c}, {mask} : {c.type}", c.type, "i")
     if c.type == "index":
@@ -139,9 +139,9 @@ def _coordinates(ctx: Any, k: int, p: Value, lanes: int) -> Value:
     """``crd[p]``, or ``crd[p : p + lanes]`` as a vector when the walker gathers (clamped): of i32 where the
     coordinates are at most 32 bits wide and the level's range fits (:data:`I32_EXTENT`), else of index."""
     b, crd = ctx.b, ctx.args[k].crd
-    if lanes == 1:
-        return clamp_coordinate(ctx, k, b.load_index(crd, ctx.at(p)))
     elem = element_type(crd.type)
+    if lanes == 1:  # 8- and 16-bit coordinates keep the minimum: LLVM turns their masks into vector extracts
+        return clamp_coordinate(ctx, k, b.load_index(crd, ctx.at(p)), mask=elem not in ("i8", "i16"))
     if elem in ("i8", "i16", "i32") and 0 <= int(ctx.offsets[k]) and \
             int(ctx.offsets[k]) + int(ctx.extents[k]) < I32_EXTENT:
         vt = f"vector<{lanes}xi32>"
