@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ._client import LOG
 from ._group import GroupState
 from ._plan import Halo
 from ._rank import Aborted, GroupMachine, Mailbox
@@ -175,8 +176,8 @@ class ResidentHost:
                     comm = self.machine.comms[w] = await self.machine.worker.rpc.connect(w)
                     self.machine._offload[w] = comm.allow_offload
                 await comm.write({"op": HANDLER, "reply": False, "key": self.key, "to": w, "stop": reason})
-            except Exception:  # noqa: BLE001 - best effort: a worker that is gone waits for nothing
-                pass
+            except Exception as exc:  # noqa: BLE001 - best effort: a worker that is gone waits for nothing
+                LOG.debug("telling %s to stop: %s", w, exc)
 
     def stop(self, reason: str) -> None:
         """Stop this worker's machine (a wait in it raises); later commands answer with ``reason``."""

@@ -232,8 +232,8 @@ class Hosts:
                         comm = await self.client.rpc.connect(w)
                         await comm.write({"op": HANDLER, "key": self.key, "to": w, "reply": False, "stop": str(why)})
                         self.client.rpc.reuse(w, comm)
-                    except Exception:  # noqa: BLE001 - best effort
-                        pass
+                    except Exception as exc:  # noqa: BLE001 - best effort: the worker may be going away
+                        LOG.debug("stopping the resident host on %s: %s", w, exc)
             async with self._lock():
                 self._abort_comms()
         self._release(stop)
@@ -260,8 +260,8 @@ class Hosts:
             for w, actor in zip(self.workers, self.actors):
                 if w in live:
                     actor.close().result(timeout=self.a.timeout)
-        except Exception:  # noqa: BLE001 - the cluster may be going away
-            pass
+        except Exception as exc:  # noqa: BLE001 - the cluster may be going away
+            LOG.debug("releasing the resident hosts: %s", exc)
         self.actors, self.futures = [], []
 
 
