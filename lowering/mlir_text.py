@@ -15,6 +15,15 @@ from contextlib import contextmanager
 STEP = "  "  # one level of indentation
 
 
+#: Integer types narrower than ``index`` (kernels clamp positions and coordinates of these in their own type).
+NARROW_INTS = ("i8", "i16", "i32")
+
+
+def type_max(t: str) -> int:
+    """The largest value of MLIR integer type ``t`` (``i32`` -> 2^31 - 1; ``index``: as ``i64``)."""
+    return (1 << (64 if t == "index" else int(t[1:])) - 1) - 1
+
+
 def index_list(idx: str | Sequence[str]) -> str:
     """``"%a, %b"`` from one index text or a sequence of names."""
     return idx if isinstance(idx, str) else ", ".join(idx)

@@ -1,7 +1,10 @@
 """Element and index types: NumPy/torch dtypes to MLIR type names."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 _MLIR_TYPES = {
     "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
@@ -19,17 +22,22 @@ _NAMES: dict[Any, str] = {}
 _WIDTHS: dict[Any, int] = {}
 
 
+def _remembered(cache: dict[Any, _T], dtype: Any, compute: Callable[[Any], _T]) -> _T:
+    """``compute(dtype)``, remembered in ``cache`` (up to 256 dtypes; unhashable ones are not remembered)."""
+    try:
+        got = cache.get(dtype)
+    except TypeError:
+        return compute(dtype)
+    if got is None:
+        got = compute(dtype)
+        if len(cache) < 256:
+            cache[dtype] = got
+    return got
+
+
 def dtype_name(dtype: Any) -> str:
     """Canonical dtype name ("float64", ...) of a NumPy/torch dtype, a type or a string."""
-    try:
-        text = _NAMES.get(dtype)
-    except TypeError:  # unhashable: not remembered
-        return _name(dtype)
-    if text is None:
-        text = _name(dtype)
-        if len(_NAMES) < 256:
-            _NAMES[dtype] = text
-    return text
+    return _remembered(_NAMES, dtype, _name)
 
 
 def _name(dtype: Any) -> str:
@@ -60,15 +68,7 @@ def mlir_type(dtype: Any) -> str:
 
 def index_width(dtype: Any) -> int:
     """Bit width of an index dtype (int32 -> 32, int64 -> 64)."""
-    try:
-        width = _WIDTHS.get(dtype)
-    except TypeError:  # unhashable: not remembered
-        return _width(dtype)
-    if width is None:
-        width = _width(dtype)
-        if len(_WIDTHS) < 256:
-            _WIDTHS[dtype] = width
-    return width
+    return _remembered(_WIDTHS, dtype, _width)
 
 
 def _width(dtype: Any) -> int:

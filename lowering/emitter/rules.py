@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from frontend.format import delta_packed
 
+from ..mlir_text import NARROW_INTS, type_max
 from .builder import Carry, Value, element_type
 
 Inner = Callable[[Value, Value, Carry, int], Carry]
@@ -83,8 +84,8 @@ def clamp_coordinate(ctx: Any, k: int, c: Value, mask: bool = True) -> Value:
     b = ctx.b
     top, off = max(int(ctx.extents[k]) - 1, 0), int(ctx.offsets[k])
     if mask and off == 0 and top & (top + 1) == 0:  # a power-of-two extent: one instruction instead of two
-        mask = b.index(top) if c.type == "index" else b.const(f"dense<{top}>", c.type)
-        return b.op(f"arith.andi {c}, {mask} : {c.type}", c.type, "i")
+        low_bits = b.index(top) if c.type == "index" else b.const(f"dense<{top}>", c.type)
+        return b.op(f"arith.andi {c}, {low_bits} : {c.type}", c.type, "i")
     if c.type == "index":
         rel = b.sub(c, b.index(off))
         return b.add(b.op(f"arith.minui {rel}, {b.index(top)} : index", "index", "i"), b.index(off))
@@ -116,10 +117,9 @@ def position_range(ctx: Any, k: int, lo_at: Value, hi_at: Value) -> tuple[Value,
     union and intersection bounded per chunk"); ``index``/i64 positions take :func:`entry_range`."""
     b, pos = ctx.b, ctx.args[k].pos
     pt = element_type(pos.type)
-    if pt not in ("i8", "i16", "i32"):
+    if pt not in NARROW_INTS:
         return entry_range(ctx, k, b.load_index(pos, ctx.at(lo_at)), b.load_index(pos, ctx.at(hi_at)))
-    top = b.index((1 << (int(pt[1:]) - 1)) - 1)
-    n = b.op(f"arith.minui {stored_entries(ctx, k)}, {top} : index", "index", "n")
+    n = b.op(f"arith.minui {stored_entries(ctx, k)}, {b.index(type_max(pt))} : index", "index", "n")
     n = b.op(f"arith.index_cast {n} : index to {pt}", pt, "n")
     hi = b.op(f"memref.load {pos}[{ctx.at(hi_at)}] : {pos.type}", pt, "l")
     lo = b.op(f"memref.load {pos}[{ctx.at(lo_at)}] : {pos.type}", pt, "l")
@@ -142,7 +142,7 @@ def _coordinates(ctx: Any, k: int, p: Value, lanes: int) -> Value:
     elem = element_type(crd.type)
     if lanes == 1:  # 8- and 16-bit coordinates keep the minimum: LLVM turns their masks into vector extracts
         return clamp_coordinate(ctx, k, b.load_index(crd, ctx.at(p)), mask=elem not in ("i8", "i16"))
-    if elem in ("i8", "i16", "i32") and 0 <= int(ctx.offsets[k]) and \
+    if elem in NARROW_INTS and 0 <= int(ctx.offsets[k]) and \
             int(ctx.offsets[k]) + int(ctx.extents[k]) < I32_EXTENT:
         vt = f"vector<{lanes}xi32>"
         raw = b.assign(f"vector.load {crd}[{ctx.at(p)}] : {crd.type}, vector<{lanes}x{elem}>", "l")

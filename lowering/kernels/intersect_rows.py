@@ -32,6 +32,7 @@ corrupted operand gives a wrong result, never a read or write out of bounds.
 """
 from __future__ import annotations
 
+from ..mlir_text import type_max
 from .merge_rows import (
     CHUNK_LIMITS,
     ROW_BOUNDS,
@@ -42,7 +43,6 @@ from .merge_rows import (
     merge_head,
     row_loop,
     row_yield,
-    type_max,
 )
 
 #: A row pair is searched (binary search of the shorter row's entries in the longer one) when the longer row

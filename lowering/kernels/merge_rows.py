@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import re
 
+from ..mlir_text import type_max
+
 _ARITH = {"float": {"add": "arith.addf", "sub": "arith.subf"}, "int": {"add": "arith.addi", "sub": "arith.subi"}}
 
 
@@ -150,11 +152,6 @@ ROW_READ_BOUNDS = """\
     %bhi = arith.index_castui %bhi_n : {bp} to index
     %blo = arith.index_castui %blo_n : {bp} to index
 """
-
-
-def type_max(t: str) -> int:
-    """The largest value of MLIR integer type ``t`` (``i32`` -> 2^31 - 1; ``index``: as ``i64``)."""
-    return (1 << (64 if t == "index" else int(t[1:])) - 1) - 1
 
 
 def row_loop(result: str, start: str) -> str:

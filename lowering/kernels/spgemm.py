@@ -32,9 +32,8 @@ from typing import Any
 
 from frontend.format import INDEX_WIDTH_TYPES
 
-from ..mlir_text import MlirText
+from ..mlir_text import NARROW_INTS, MlirText, type_max
 from ..scalar_fn import arith_ops
-from .merge_rows import type_max
 from .registry import op_name
 
 #: Entries of ``a`` ahead of the current one whose row of ``b`` is prefetched (the row's position twice as far
@@ -51,10 +50,6 @@ def _type_bytes(ty: str) -> int:
     """Bytes of an element type (``i32``: 4, ``f64``: 8, ``complex<f64>``: 16; ``index``: 8)."""
     digits = "".join(ch for ch in ty if ch.isdigit())
     return max(1, int(digits) // 8) * (2 if ty.startswith("complex") else 1) if digits else 8
-
-
-#: Integer types narrower than ``index`` whose clamps run in their own type.
-NARROW = ("i8", "i16", "i32")
 
 
 class _Text(MlirText):
@@ -76,7 +71,7 @@ class _Text(MlirText):
         intersection bounded per chunk": the clamp of the sign-extended index cost 15-20% there)."""
         r1 = self.assign(f"arith.addi {r}, %c1 : index")
         entries = self.assign(f"memref.dim {crd}, %c0 : memref<?x{crd_ty}>")
-        if ty not in NARROW:
+        if ty not in NARROW_INTS:
             lo, hi = self.load_index(pos, r, ty), self.load_index(pos, r1, ty)
             hi = self.assign(f"arith.minui {hi}, {entries} : index")
             return self.assign(f"arith.minui {lo}, {hi} : index"), hi, r1
@@ -91,7 +86,7 @@ class _Text(MlirText):
         """``crd[p]`` as an index clamped to ``top`` (its constant's name and value; unsigned minimum: negative
         coordinates too), narrow coordinates in their own type, then zero-extended."""
         name, value = top
-        if ty in NARROW and value <= type_max(ty):
+        if ty in NARROW_INTS and value <= type_max(ty):
             low = self.assign(f"arith.minui {self.load(crd, p, f'memref<?x{ty}>')}, "
                               f"{self.assign(f'arith.constant {value} : {ty}')} : {ty}")
             return self.cast("arith.index_castui", low, ty, "index")
