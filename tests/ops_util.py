@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from frontend import Tensor
 
@@ -114,3 +115,9 @@ def assert_threads_match_one_thread(t: Any, x: Any, reference: Any, path: str = 
         assert mm.info.threads == threads and mm.info.path == path
         np.testing.assert_array_equal(mm.execute(), one)
     np.testing.assert_allclose(one, reference, rtol=1e-12, atol=1e-12)
+
+
+def poisson2d(k: int) -> sp.csr_array:
+    """The 5-point 2-D Laplacian on a ``k x k`` grid (``k^2`` rows), float64 CSR."""
+    t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(k, k))
+    return sp.csr_array(sp.kron(sp.eye_array(k), t) + sp.kron(t, sp.eye_array(k)))

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from frontend import NamedFormats as N, Tensor
 from frontend.storage import _convert, _fill
 from frontend.storage._layout import value_count
+from ops_util import poisson2d
 
 PADDED = {
     "DELTA2": N.DELTA(2), "DELTA8": N.DELTA(8), "DIAI": N.DIAI, "DIAJ": N.DIAJ, "SkewDIAI": N.SkewDIAI,
@@ -190,17 +191,12 @@ def test_within_the_limit_equals_scipy() -> None:
     np.testing.assert_array_equal(got.to_dense(), blocks.toarray())
 
 
-def _poisson2d(n: int) -> sp.csr_array:
-    one = sp.diags_array([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], offsets=[-1, 0, 1])
-    return (sp.kron(one, sp.eye_array(n)) + sp.kron(sp.eye_array(n), one)).tocsr()
-
-
 @pytest.mark.parametrize("bits", [8, 16])
 def test_delta_of_a_2d_stencil_is_refused_at_once(bits: int) -> None:
     """Poisson 2-D (1000^2): each row's first entry lies ~row columns from column 0, so DELTA would store
     1.96e9 (8 bits) or 2e7 (16 bits) slots for 5e6 entries; the count is refused before anything is allocated,
     naming the padding and the wider format."""
-    t = Tensor.from_package(_poisson2d(1000))
+    t = Tensor.from_package(poisson2d(1000))
     with pytest.raises(ValueError) as err:
         t.convert(N.DELTA(bits))
     msg = str(err.value)

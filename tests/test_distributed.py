@@ -10,7 +10,7 @@ import scipy.sparse.linalg as spla
 
 import frontend as F
 from frontend import NamedFormats as N, Tensor, distributed as fd
-from ops_util import kill_worker, restore_workers
+from ops_util import kill_worker, poisson2d, restore_workers
 
 pytest.importorskip("distributed")
 
@@ -32,11 +32,6 @@ def _matrix(m, n, density=0.25, seed=0, dtype=np.float64, empty_rows=()):
     for r in empty_rows:
         a[r, :] = 0
     return sp.csr_array(a)
-
-
-def _poisson(k):
-    t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(k, k))
-    return sp.csr_array(sp.kron(sp.eye_array(k), t) + sp.kron(t, sp.eye_array(k)))
 
 
 A = _matrix(40, 30, empty_rows=range(5, 12))
@@ -126,7 +121,7 @@ def test_einsum_sddmm_and_reductions(client):
 
 @pytest.mark.parametrize("method,pre", [("cg", "jacobi"), ("gmres", None), ("bicgstab", "jacobi")])
 def test_solves_to_tolerance(client, method, pre):
-    a = _poisson(10)
+    a = poisson2d(10)
     d = fd.from_package(a, partitions=2, client=client)
     b = np.linspace(1, 2, 100)
     x = F.solve(d, b, method=method, preconditioner=pre, tol=1e-9)
@@ -159,7 +154,7 @@ def _kill(client, d, p):
 
 
 def test_worker_loss_rebuilds_partitions(client):
-    a = _poisson(8)
+    a = poisson2d(8)
     d = fd.from_package(a, partitions=2, client=client)
     x = np.linspace(0, 1, 64)
     np.testing.assert_allclose(F.matmul(d, x), a @ x, rtol=1e-12)
@@ -175,7 +170,7 @@ def test_worker_loss_rebuilds_partitions(client):
 
 def test_worker_loss_during_a_solve(client):
     import threading
-    a = _poisson(14)
+    a = poisson2d(14)
     d = fd.from_package(a, partitions=2, client=client)
     b = np.linspace(1, 2, 196)
     fd.solve(d, b, method="gmres", restart=200, tol=1e-12, loop="client")  # warm: kernels compiled on both workers
@@ -203,7 +198,7 @@ def test_bad_input(client, monkeypatch):
     with pytest.raises(TypeError, match="first operand"):
         F.matmul(np.ones((3, 40)), d)
     with pytest.raises(ValueError, match="method"):
-        F.solve(fd.from_package(_poisson(3), client=client), np.ones(9), method="triangular")
+        F.solve(fd.from_package(poisson2d(3), client=client), np.ones(9), method="triangular")
     with pytest.raises(ConnectionError, match="tcp://127.0.0.1:9"):
         fd.connect("tcp://127.0.0.1:9", timeout=1)
     monkeypatch.setenv(fd.SCHEDULER_ENV, "tcp://127.0.0.1:9")

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 import frontend as F
 from frontend import distributed as fd
-from ops_util import kill_worker, restore_workers
+from ops_util import kill_worker, poisson2d, restore_workers
 
 pytest.importorskip("distributed")
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,11 +24,6 @@ def client():
     c = fd.start_local(2, threads_per_worker=1, processes=True)
     yield c
     c.close()
-
-
-def _poisson(k):
-    t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(k, k))
-    return sp.csr_array(sp.kron(sp.eye_array(k), t) + sp.kron(t, sp.eye_array(k)))
 
 
 def _convection(k, c=0.6):
@@ -44,8 +39,8 @@ def _one_process(a, b, **kw):
         return F.solve(a, b, on_failure="warn", **kw)
 
 
-SPD = _poisson(9) + sp.diags_array(np.linspace(0, 3, 81))
-CASES = [("cg", "jacobi", SPD, 2), ("cg", None, _poisson(9), 3), ("bicgstab", None, _convection(9), 2),
+SPD = poisson2d(9) + sp.diags_array(np.linspace(0, 3, 81))
+CASES = [("cg", "jacobi", SPD, 2), ("cg", None, poisson2d(9), 3), ("bicgstab", None, _convection(9), 2),
          ("bicgstab", "jacobi", _convection(9), 3), ("gmres", None, _convection(9), 3),
          ("gmres", "jacobi", _convection(9), 2)]
 
@@ -87,10 +82,10 @@ def _advection():
     """pyamg's 2-D upwind advection (nonsymmetric), with a little diffusion so every method converges."""
     gallery = pytest.importorskip("pyamg.gallery")
     a, _ = gallery.advection_2d((10, 10), theta=0.6)
-    return sp.csr_array(a + 0.1 * _poisson(9))
+    return sp.csr_array(a + 0.1 * poisson2d(9))
 
 
-MATRICES = {"poisson2d": _poisson(9), "poisson3d": _poisson3d(4), "pyamg-advection": None}
+MATRICES = {"poisson2d": poisson2d(9), "poisson3d": _poisson3d(4), "pyamg-advection": None}
 GRID = [(name, method, parts) for name in MATRICES for method in ("cg", "bicgstab", "gmres") for parts in (2, 4, 8)
         if not (method == "cg" and name == "pyamg-advection")]
 
@@ -124,7 +119,7 @@ def test_pipelined_cg_reaches_the_tolerance_on_2_4_8_partitions(client, parts):
 
 @pytest.mark.parametrize("parts,pre", [(2, "jacobi"), (3, None)])
 def test_pipelined_cg(client, parts, pre):
-    a = _poisson(12) + sp.diags_array(np.linspace(0, 2, 144))
+    a = poisson2d(12) + sp.diags_array(np.linspace(0, 2, 144))
     b = np.cos(np.arange(144.0))
     d = fd.from_package(a, partitions=parts, client=client)
     x = F.solve(d, b, method="pipelined_cg", preconditioner=pre, tol=1e-10)
@@ -187,7 +182,7 @@ def test_worker_killed_in_the_worker_side_loop(client):
 
 @pytest.mark.parametrize("parts", [2, 3])
 def test_planned_product_power_iteration(client, parts):
-    a = _poisson(10) + sp.diags_array(np.linspace(0, 1, 100))
+    a = poisson2d(10) + sp.diags_array(np.linspace(0, 1, 100))
     d = fd.from_package(a, partitions=parts, client=client)
     x0 = np.linspace(1, 2, 100)
     with d.plan_matmul(x0) as plan:
@@ -250,7 +245,7 @@ def test_planned_product_operand_layouts(client, on_loop):
     rng = np.random.default_rng(3)
     scattered = sp.csr_array(sp.random_array((70, 50), density=0.08, random_state=rng)
                              + 1j * sp.random_array((70, 50), density=0.05, random_state=rng))
-    cases = [(_poisson(7), np.float64), (scattered, np.complex128), (sp.csr_array(np.ones((1, 1))), np.float64)]
+    cases = [(poisson2d(7), np.float64), (scattered, np.complex128), (sp.csr_array(np.ones((1, 1))), np.float64)]
     if not on_loop:
         client.run(_inline_limit, 0)
     try:
@@ -268,7 +263,7 @@ def test_planned_product_operand_layouts(client, on_loop):
 
 
 def test_planned_product_survives_a_lost_worker(client):
-    a = _poisson(8)
+    a = poisson2d(8)
     d = fd.from_package(a, partitions=2, client=client)
     x = np.linspace(0, 1, 64)
     plan = d.plan_matmul(x)

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from frontend import distributed as fd
-from ops_util import kill_worker, restore_workers
+from ops_util import kill_worker, poisson2d, restore_workers
 
 pytest.importorskip("distributed")
 
@@ -18,11 +18,6 @@ def client():
     c = fd.start_local(2, threads_per_worker=1, processes=True)
     yield c
     c.close()
-
-
-def _poisson(k):
-    t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(k, k))
-    return sp.csr_array(sp.kron(sp.eye_array(k), t) + sp.kron(t, sp.eye_array(k)))
 
 
 def _scattered(n, dtype, seed=0):
@@ -41,7 +36,7 @@ def _tol(dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", ["poisson", "scattered"])
 def test_resident_spmv_and_spmm_match_scipy(client, parts, dtype, kind):
-    a = _poisson(7).astype(dtype) if kind == "poisson" else _scattered(60, dtype)
+    a = poisson2d(7).astype(dtype) if kind == "poisson" else _scattered(60, dtype)
     n = a.shape[0]
     d = fd.from_package(a, partitions=parts, client=client)
     rng = np.random.default_rng(parts)
@@ -66,7 +61,7 @@ def test_resident_spmv_and_spmm_match_scipy(client, parts, dtype, kind):
 
 @pytest.mark.parametrize("parts", [2, 4])
 def test_power_iteration_on_the_workers(client, parts):
-    a = _poisson(10) + sp.diags_array(np.linspace(0, 1, 100))
+    a = poisson2d(10) + sp.diags_array(np.linspace(0, 1, 100))
     d = fd.from_package(a, partitions=parts, client=client)
     x0 = np.linspace(1, 2, 100)
     ref = x0
@@ -123,7 +118,7 @@ def test_one_partition_and_one_row(client):
 
 
 def test_resident_operands_refuse_what_they_cannot_do(client):
-    a = _poisson(5)
+    a = poisson2d(5)
     d = fd.from_package(a, partitions=2, client=client)
     x = np.ones(25)
     wide = fd.from_package(sp.csr_array(sp.random_array((20, 30), density=0.2, random_state=0)), partitions=2,
@@ -165,7 +160,7 @@ def _break_a_block(key):
 
 
 def test_an_error_on_a_worker_surfaces_at_the_next_synchronisation(client):
-    a = _poisson(8)
+    a = poisson2d(8)
     d = fd.from_package(a, partitions=2, client=client)
     x = np.linspace(0, 1, 64)
     with d.plan_matmul(x) as plan:
@@ -186,7 +181,7 @@ def test_an_error_on_a_worker_surfaces_at_the_next_synchronisation(client):
 
 
 def test_resident_arrays_lost_with_a_worker(client):
-    a = _poisson(8)
+    a = poisson2d(8)
     d = fd.from_package(a, partitions=2, client=client)
     x = np.linspace(0, 1, 64)
     plan = d.plan_matmul(x)

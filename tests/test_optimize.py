@@ -9,17 +9,12 @@ import scipy.sparse as sp
 import frontend as F
 from frontend import NamedFormats, Tensor
 from frontend.storage._format_choice import MAX_FILL, candidates, choose
+from ops_util import poisson2d
 
 
 def banded(n: int, half: int = 5) -> sp.csr_array:
     offsets = list(range(-half, half + 1))
     return sp.diags_array([np.full(n - abs(k), 1.0 + k) for k in offsets], offsets=offsets).tocsr()
-
-
-def poisson2d(n: int) -> sp.csr_array:
-    one = sp.diags_array([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], offsets=[-1, 0, 1])
-    eye = sp.eye_array(n)
-    return (sp.kron(one, eye) + sp.kron(eye, one)).tocsr()
 
 
 def blocks4(n: int) -> sp.csr_array:
